@@ -1,0 +1,76 @@
+"""Exception types.
+
+Every error perfmodel raises subclasses :class:`PerfModelError` *and* the builtin that
+describes it best, so ``except LookupError`` or ``except ValueError`` in user code keeps working.
+Messages name the bad value, list the valid choices and say what to do instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "CalibrationError",
+    "InvalidShapeError",
+    "PerfModelError",
+    "ProfileError",
+    "UnknownFormatError",
+    "UnknownGPUError",
+    "UnknownRecipeError",
+    "UnsupportedFormatError",
+    "choices_message",
+]
+
+
+class PerfModelError(Exception):
+    """Base class of every error raised by perfmodel."""
+
+
+class UnknownGPUError(PerfModelError, LookupError):
+    """A GPU name, alias or device string that is not in the hardware table."""
+
+
+class UnknownFormatError(PerfModelError, ValueError):
+    """A number format (dtype) name that is not in the format registry."""
+
+
+class UnknownRecipeError(PerfModelError, ValueError):
+    """A float8 recipe name that is not in the recipe registry."""
+
+
+class UnsupportedFormatError(PerfModelError, ValueError):
+    """A known number format that a GPU (or an operation) has no rate for, e.g. mxfp8 on an H100."""
+
+
+class InvalidShapeError(PerfModelError, ValueError):
+    """A size that is zero, negative, not an integer, or not a number at all."""
+
+
+class ProfileError(PerfModelError, ValueError):
+    """A profile file that cannot be read: bad JSON, wrong layout, missing or non-numeric metrics."""
+
+
+class CalibrationError(PerfModelError, ValueError):
+    """A calibration dataset or file that cannot be used (empty, malformed, wrong GPU)."""
+
+
+def choices_message(
+    kind: str, value: object, choices: Iterable[str], hint: str = "", *, candidates: Iterable[str] = ()
+) -> str:
+    """Return ``"unknown {kind} 'x'; did you mean ...? Valid choices: a, b, c. {hint}"``.
+
+    Close matches come from :func:`difflib.get_close_matches` on the lower-cased text, over
+    ``choices`` plus ``candidates`` (aliases that are accepted but not worth listing).
+    """
+    choices = sorted(set(choices))
+    text = str(value)
+    lowered = {c.lower(): c for c in [*candidates, *choices]}
+    close = [lowered[c] for c in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
+    msg = f"unknown {kind} {text!r}"
+    if close:
+        msg += f"; did you mean {', '.join(repr(c) for c in close)}?"
+    msg += f" Valid choices: {', '.join(choices)}."
+    if hint:
+        msg += f" {hint}"
+    return msg
