@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Literal, Union
+from typing import Literal
 
 from .errors import UnknownFormatError, choices_message
 
@@ -117,7 +117,7 @@ for _f in _ALL:
             raise RuntimeError(f"duplicate format alias {_key!r}")
         _LOOKUP[_key] = _f
 
-FormatLike = Union[str, Format, object]  # object: a torch.dtype, matched by name without torch
+FormatLike = str | Format | object  # object: a torch.dtype, matched by name without torch
 
 
 def format_names() -> list[str]:

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from ._backend import check_positive, is_symbolic, namespace
 from .errors import PerfModelError
-from .formats import Format, FormatLike, get_format
-from .hardware import GPULike, GPUSpec, get_gpu
+from .formats import Format, get_format
+from .hardware import GPUSpec, get_gpu
 
 __all__ = ["PerfData", "bitwidth_format"]
 
