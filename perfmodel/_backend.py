@@ -196,7 +196,7 @@ def check_size(name: str, value: Any, *, integer: bool = True) -> Any:
         if bad.any():
             first = arr.reshape(-1)[np.flatnonzero(bad.reshape(-1))[0]]
             raise InvalidShapeError(
-                f"{name} must be {kind} everywhere; {int(bad.sum())} element(s) are not, e.g. {first!r}"
+                f"{name} must be {kind} everywhere; {int(bad.sum())} element(s) are not, e.g. {first.item()!r}"
             )
         return value
     if not isinstance(value, numbers.Real):

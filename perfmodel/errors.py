@@ -68,8 +68,7 @@ def choices_message(
     lowered = {c.lower(): c for c in [*candidates, *choices]}
     close = [lowered[c] for c in difflib.get_close_matches(text.lower(), list(lowered), n=3, cutoff=0.5)]
     msg = f"unknown {kind} {text!r}"
-    if close:
-        msg += f"; did you mean {', '.join(repr(c) for c in close)}?"
+    msg += f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "."
     msg += f" Valid choices: {', '.join(choices)}."
     if hint:
         msg += f" {hint}"

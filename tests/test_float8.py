@@ -1,0 +1,219 @@
+"""float8 Linear model: kernel bytes per recipe (by hand), times, decision API, all backends."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import perfmodel as pm
+from perfmodel import float8 as f8
+from perfmodel.compat import roofline_utils as ru
+from perfmodel.errors import InvalidShapeError, UnknownRecipeError, UnsupportedFormatError
+from perfmodel.gemm import gemm_time_s
+from perfmodel.recipes import CastOptions
+
+M, K, N = 8192, 4096, 14336
+H100 = pm.get_gpu("H100-SXM")
+# a what-if Blackwell-like GPU with MX units, so the mxfp8 recipe can be exercised on any table
+MX_GPU = dataclasses.replace(
+    H100, name="what-if-mx", peaks=dataclasses.replace(H100.peaks, mxfp8=H100.peaks.fp8_e4m3, source="what-if"))
+
+
+def kernel_bytes(recipe, **opts):
+    ks = f8.get_recipe(recipe).cast_kernels(M, K, N, CastOptions(**opts))
+    return {k.name: (k.read_bytes, k.write_bytes) for k in ks if not k.launch_only}, sum(
+        k.launch_only for k in ks)
+
+
+def test_bf16_has_no_casts():
+    assert kernel_bytes("bf16") == ({}, 0)
+
+
+def test_tensorwise_kernels():
+    got, launches = kernel_bytes("tensorwise")
+    assert got == {
+        "input.amax_stage1": (2 * M * K, 0), "input.cast_row_col": (2 * M * K, 2 * M * K),
+        "weight.amax_stage1": (2 * N * K, 0), "weight.cast_row_col": (2 * N * K, 2 * N * K),
+        "grad_output.amax_stage1": (2 * M * N, 0), "grad_output.cast_row_col": (2 * M * N, 2 * M * N),
+    }
+    assert launches == 3
+    fused, _ = kernel_bytes("tensorwise", fuse_input_with_prev=True, fuse_grad_output_with_prev=True)
+    assert "input.amax_stage1" not in fused and "grad_output.amax_stage1" not in fused
+    cached, launches = kernel_bytes("tensorwise", cache_weight_cast=True)
+    assert not any(k.startswith("weight") for k in cached) and launches == 2
+
+
+def test_rowwise_kernels():
+    got, launches = kernel_bytes("rowwise")
+    assert launches == 0
+    assert got == {
+        # contiguous reductions: one fused amax+cast kernel, fp32 scale per row
+        "input.cast_along_K": (2 * M * K, M * K + 4 * M),
+        "weight.cast_along_K": (2 * N * K, N * K + 4 * N),
+        "grad_output.cast_along_N": (2 * M * N, M * N + 4 * M),
+        # strided reductions: a column amax, then the cast
+        "weight.amax_along_N": (2 * N * K, 0), "weight.cast_along_N": (2 * N * K, N * K + 4 * K),
+        "input.amax_along_M": (2 * M * K, 0), "input.cast_along_M": (2 * M * K, M * K + 4 * K),
+        "grad_output.amax_along_M": (2 * M * N, 0), "grad_output.cast_along_M": (2 * M * N, M * N + 4 * N),
+    }
+
+
+def test_rowwise_with_gw_hp_kernels():
+    got, _ = kernel_bytes("rowwise_with_gw_hp")
+    assert set(got) == {"input.cast_along_K", "weight.cast_along_K", "weight.amax_along_N",
+                        "weight.cast_along_N", "grad_output.cast_along_N"}
+    assert f8.get_recipe("rowwise_with_gw_hp").grad_weight_dtype == "bf16"
+
+
+def test_mxfp8_kernels():
+    got, _ = kernel_bytes("mxfp8")
+    assert got == {
+        "input.cast_along_K": (2 * M * K, M * K + M * K // 32), "input.cast_along_M": (2 * M * K, M * K + M * K // 32),
+        "weight.cast_along_K": (2 * N * K, N * K + N * K // 32), "weight.cast_along_N": (2 * N * K, N * K + N * K // 32),
+        "grad_output.cast_along_N": (2 * M * N, M * N + M * N // 32),
+        "grad_output.cast_along_M": (2 * M * N, M * N + M * N // 32),
+    }
+
+
+def test_blockwise_kernels():
+    got, _ = kernel_bytes("blockwise")
+    assert got["input.cast_along_K"] == (2 * M * K, M * K + 4 * M * (K // 128))
+    assert got["input.cast_along_M"] == (2 * M * K, M * K + 4 * K * (M // 128))
+    assert got["weight.cast_along_K"] == (2 * N * K, N * K + 4 * (N // 128) * (K // 128))
+    assert got["weight.cast_along_N"] == got["weight.cast_along_K"]
+    assert len(got) == 6
+
+
+def test_linear_time_dynamic_reproduces_original_model():
+    gpu = "H100-2.4TB"
+    lt = f8.linear_time(M, K, N, "dynamic", gpu, model="original", fuse_input_with_prev=True,
+                        fuse_grad_output_with_prev=True)
+    assert lt.gemm_s == pytest.approx(ru.get_gemm_time_sympy(M, K, N, "fp8"), rel=1e-12)
+    assert lt.cast_s + lt.launch_s == pytest.approx(ru.get_float8_mem_sympy(M, K, N), rel=1e-12)
+    base = f8.linear_time(M, K, N, None, gpu, model="original")
+    assert base.total_s == pytest.approx(ru.get_gemm_time_sympy(M, K, N, "bf16"), rel=1e-12)
+
+
+def test_linear_time_breakdown_roofline():
+    lt = f8.linear_time(M, K, N, "tensorwise", H100)
+    assert [g.name for g in lt.gemms] == ["output", "grad_input", "grad_weight"]
+    assert [(g.M, g.K, g.N) for g in lt.gemms] == [(M, K, N), (M, N, K), (K, M, N)]
+    assert lt.gemm_s == pytest.approx(sum(gemm_time_s(*s, "fp8", H100) for s in [(M, K, N), (M, N, K), (K, M, N)]))
+    bw = 3.35e12 * 0.92
+    # per tensor: amax reads 2n, the cast reads 2n and writes 2n (row + col major)
+    assert lt.cast_bytes == 6 * M * K + 6 * N * K + 6 * M * N
+    assert lt.cast_s == pytest.approx(lt.cast_bytes / bw)
+    assert lt.launch_s == pytest.approx(3 * 2e-6)
+    assert lt.total_s == pytest.approx(lt.gemm_s + lt.cast_s + lt.launch_s)
+    p = lt.perfdata()
+    assert p.time_s == lt.total_s and p.flops == 3 * 2 * M * K * N
+    assert "grad_output.cast_row_col" in lt.table()
+
+
+def test_speedup_by_hand_on_two_gpus():
+    for gpu in ("H100-SXM", "H200"):
+        spec = pm.get_gpu(gpu)
+        bf16 = 3 * 2 * M * K * N / spec.achievable_flops_per_s("bf16")
+        fp8 = 3 * 2 * M * K * N / spec.achievable_flops_per_s("fp8") + (
+            6 * (M * K + N * K + M * N)) / spec.achievable_mem_bw_bytes_per_s + 3 * spec.launch_overhead_s
+        assert f8.speedup(M, K, N, "tensorwise", gpu) == pytest.approx(bf16 / fp8, rel=1e-9)
+        assert f8.should_use(M, K, N, "tensorwise", gpu) is True
+        assert f8.should_use(M, K, N, "tensorwise", gpu, min_speedup=bf16 / fp8 * 1.01) is False
+    # a tiny layer is launch-bound: float8 loses
+    assert f8.speedup(64, 256, 256, "tensorwise", H100) < 1
+    assert f8.should_use(64, 256, 256, "rowwise", H100) is False
+
+
+def test_break_even_is_exact_on_the_model():
+    for recipe, gpu in [("tensorwise", "H100-SXM"), ("rowwise", "H200"), ("rowwise_with_gw_hp", "H100-SXM")]:
+        m = f8.break_even_tokens(4096, 4096, recipe, gpu)
+        assert isinstance(m, int) and m > 1
+        assert f8.speedup(m, 4096, 4096, recipe, gpu) >= 1
+        assert f8.speedup(m - 1, 4096, 4096, recipe, gpu) < 1
+    arr = f8.break_even_tokens(np.array([1024, 4096, 8192]), np.array([1024, 4096, 28672]), "tensorwise", H100)
+    assert list(arr) == [f8.break_even_tokens(k, n, "tensorwise", H100)
+                         for k, n in [(1024, 1024), (4096, 4096), (8192, 28672)]]
+    # never pays when the ask is impossible
+    assert f8.break_even_tokens(4096, 4096, "tensorwise", H100, min_speedup=5.0) is None
+
+
+def test_break_even_symbolic_matches_numeric_in_its_regime():
+    k, n = sp.symbols("K N", positive=True)
+    expr = f8.break_even_tokens(k, n, "tensorwise", "H100-2.4TB")
+    value = float(expr.subs({k: 8192, n: 8192}))
+    # in the "original" regime the speedup is exactly 1 at the closed-form M
+    m = sp.Symbol("M", positive=True)
+    s = f8.speedup(m, 8192, 8192, "tensorwise", "H100-2.4TB", model="original")
+    assert float(s.subs(m, value)) == pytest.approx(1.0, rel=1e-9)
+    # and the integer break-even of the same model is its ceiling
+    assert f8.break_even_tokens(8192, 8192, "tensorwise", "H100-2.4TB", model="original") == int(np.ceil(value))
+
+
+def test_best_recipe_and_supported():
+    assert f8.supported_recipes("H100") == ["bf16", "dynamic", "delayed", "tensorwise", "rowwise",
+                                            "rowwise_with_gw_hp", "blockwise"]
+    assert "mxfp8" in f8.supported_recipes(MX_GPU)
+    assert f8.best_recipe(64, 256, 256, H100) == "bf16"
+    big = f8.best_recipe(16384, 8192, 28672, H100)
+    assert big != "bf16"
+    arr = f8.best_recipe(np.array([64, 16384]), np.array([256, 8192]), np.array([256, 28672]), H100)
+    assert list(arr) == ["bf16", big]
+
+
+def test_mxfp8_needs_mx_units():
+    with pytest.raises(UnsupportedFormatError, match="recipe 'mxfp8' needs mxfp8 GEMMs.*H100-SXM"):
+        f8.linear_time(M, K, N, "mxfp8", H100)
+    assert f8.speedup(M, K, N, "mxfp8", MX_GPU) > 1
+
+
+def test_bad_input_errors():
+    with pytest.raises(UnknownRecipeError, match="unknown recipe 'rowise'; did you mean 'rowwise'"):
+        f8.linear_time(M, K, N, "rowise")
+    with pytest.raises(InvalidShapeError, match="M must be a positive integer"):
+        f8.speedup(0, K, N)
+    with pytest.raises(InvalidShapeError, match="N must be"):
+        f8.break_even_tokens(4096, -1)
+    with pytest.raises(pm.PerfModelError, match="min_speedup"):
+        f8.should_use(M, K, N, min_speedup=0)
+    with pytest.raises(pm.UnknownGPUError):
+        f8.module_filter(gpu="X100")
+
+
+def test_recipe_enum_like_and_none():
+    class FakeEnum:
+        value = "rowwise"
+
+    assert f8.get_recipe(FakeEnum()).name == "rowwise"
+    assert f8.get_recipe(None).name == "bf16"
+    assert f8.get_recipe(" TensorWise ").name == "tensorwise"
+
+
+class _Linear:
+    def __init__(self, k, n):
+        self.in_features, self.out_features = k, n
+
+
+def test_module_filter_duck_typed():
+    fn = f8.module_filter(gpu="H100", tokens=16384, recipe="tensorwise", exclude=("lm_head",))
+    assert fn(_Linear(8192, 28672), "layers.0.mlp.up") is f8.should_use(16384, 8192, 28672, "tensorwise", "H100")
+    assert fn(_Linear(8192, 28672), "lm_head") is False
+    assert fn(_Linear(8192, 28670), "x") is False  # not a multiple of 16
+    assert fn(object(), "norm") is False
+
+
+sizes = st.integers(min_value=1, max_value=40_000)
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes, sizes, sizes, st.sampled_from(["tensorwise", "rowwise", "rowwise_with_gw_hp", "blockwise", "delayed"]))
+def test_numeric_numpy_sympy_agree(m, k, n, recipe):
+    scalar = f8.speedup(m, k, n, recipe, "H200")
+    arr = f8.speedup(np.array([m, 7]), np.array([k, 7]), np.array([n, 7]), recipe, "H200")
+    assert arr[0] == pytest.approx(scalar, rel=1e-12)
+    ms, ks, ns = sp.symbols("M K N", positive=True, integer=True)
+    expr = f8.linear_time(ms, ks, ns, recipe, "H200").total_s
+    assert float(expr.subs({ms: m, ks: k, ns: n})) == pytest.approx(
+        f8.linear_time(m, k, n, recipe, "H200").total_s, rel=1e-12)
