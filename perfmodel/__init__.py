@@ -19,8 +19,20 @@ from .errors import (
     UnsupportedFormatError,
 )
 from .formats import FORMATS, Format, get_format
+from .gemm import gemm_bytes, gemm_flops, gemm_perfdata, gemm_time_s
 from .hardware import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
 from .perfdata import PerfData
+
+# Submodules reached as attributes (pm.float8.speedup, pm.proton.read) load on first use.
+_LAZY = ("float8", "proton", "plot", "calibrate", "recipes", "presets", "report", "moe", "bench", "compat")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "FORMATS",
@@ -39,6 +51,10 @@ __all__ = [
     "UnknownRecipeError",
     "UnsupportedFormatError",
     "__version__",
+    "gemm_bytes",
+    "gemm_flops",
+    "gemm_perfdata",
+    "gemm_time_s",
     "get_format",
     "get_gpu",
     "gpu_from_proton",
