@@ -328,6 +328,6 @@ def module_filter(
 
 def _is_linear(module: Any) -> bool:
     torch = sys.modules.get("torch")
-    if torch is not None:
-        return isinstance(module, torch.nn.Linear)
-    return hasattr(module, "in_features") and hasattr(module, "out_features")
+    if torch is not None and isinstance(module, torch.nn.Module):
+        return isinstance(module, torch.nn.Linear)  # subclasses too (torchao's Float8Linear)
+    return hasattr(module, "in_features") and hasattr(module, "out_features")  # duck-typed stand-ins

@@ -102,7 +102,7 @@ class PerfData:
         from .hardware import gpu_from_proton
 
         return cls(
-            time_s=time * 1e-9, flops=flops, bytes=bytes, dtype=bitwidth_format(bitwidth),
+            time_s=time / 1e9, flops=flops, bytes=bytes, dtype=bitwidth_format(bitwidth),
             gpu=gpu_from_proton(device_type, device_info), label=label, source="measured",
         )
 

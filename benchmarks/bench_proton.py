@@ -1,0 +1,111 @@
+"""Time ``perfmodel.proton.read(...).perfdata()`` on a deterministic 100 000-kernel profile,
+and, where ``triton.profiler.viewer`` and llnl-hatchet import, the official viewer on the same
+work (the seed's ``viewer.read`` + ``gf.filter(... IS LEAF)`` + sums).
+
+    python benchmarks/bench_proton.py [--kernels 100000] [--repeat 3] [--viewer-kernels 10000]
+
+The viewer is much slower, so by default it runs on a smaller profile and its time is scaled
+linearly to the full size (the output says so). ``--viewer-kernels 0`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+_H200 = {"arch": "90", "bus_width": 6016, "clock_rate": 1980000, "memory_clock_rate": 3201000, "num_sms": 132}
+
+
+def make_profile(n_kernels: int, *, seed: int = 0) -> list[Any]:
+    """``n_kernels`` kernel nodes (half ``_matmul_*``), 100 per block scope, 10 blocks per layer,
+    a ``__proton_launch_metadata`` frame per block; 8 H200 devices. Deterministic in ``seed``."""
+    rng = random.Random(seed)
+
+    def node(name: str, metrics: dict[str, Any], children: list[Any]) -> dict[str, Any]:
+        return {"frame": {"name": name, "type": "function"}, "metrics": metrics, "children": children}
+
+    layers: dict[int, list[Any]] = {}
+    for s in range((n_kernels + 99) // 100):
+        kernels = []
+        for k in range(min(100, n_kernels - 100 * s)):
+            name = f"_matmul_ogs_NNT_bf16xbf16_{k % 7}" if k % 2 == 0 else f"_reduce_{k % 5}"
+            kernels.append(node(name, {
+                "time (ns)": rng.randrange(1_000, 100_000), "count": rng.randrange(1, 9),
+                "device_id": str(s % 8), "device_type": "CUDA",
+                "flops16": rng.randrange(1, 1 << 40), "bytes": rng.randrange(1, 1 << 30)}, []))
+        kernels.append(node("__proton_launch_metadata", {}, []))
+        layers.setdefault(s // 10, []).append(node(f"block_{s}", {}, kernels))
+    model = node("model", {}, [node(f"layer_{i}", {}, b) for i, b in layers.items()])
+    hints = {"bytes": 0, "count": 0, "flops16": 0, "time (ns)": 0}
+    return [node("ROOT", hints, [model]), {"CUDA": {str(i): _H200 for i in range(8)}}]
+
+
+def best_of(fn: Any, repeat: int) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def ours(path: Path) -> tuple[float, float, float]:
+    from perfmodel import proton
+
+    pd = proton.read(path).perfdata(r".*matmul.*", gpu="H200")  # gpu= : time the reader, not the table
+    return pd.time_s * 1e9, pd.flops, pd.bytes
+
+
+def viewer(path: Path) -> tuple[float, float, float]:
+    from triton.profiler import viewer as v
+
+    gf, _, _, _ = v.read(str(path))
+    df = gf.filter("MATCH ('*', c) WHERE c.'name' =~ '.*matmul.*' AND c IS LEAF").dataframe
+    return float(df["time (ns)"].sum()), float(df["flops16"].sum()), float(df["bytes"].sum())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--viewer-kernels", type=int, default=10_000,
+                        help="profile size for the viewer (scaled to --kernels); 0 skips it")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "big.hatchet"
+        path.write_text(json.dumps(make_profile(args.kernels)))
+        mb = path.stat().st_size / 1e6
+        t_ours, totals = best_of(lambda: ours(path), args.repeat)
+        print(f"perfmodel.proton: {args.kernels} kernels ({mb:.1f} MB): read+perfdata best of "
+              f"{args.repeat}: {t_ours:.3f} s  [time {totals[0]:.0f} ns, flops {totals[1]:.4g}, "
+              f"bytes {totals[2]:.4g}]")
+        if args.viewer_kernels <= 0:
+            return 0
+        try:
+            import hatchet  # noqa: F401
+            import triton.profiler.viewer  # noqa: F401
+        except Exception as exc:  # ImportError, or triton failing to initialise
+            print(f"viewer: not measured ({type(exc).__name__}: {exc})")
+            return 0
+        n = min(args.viewer_kernels, args.kernels)
+        small = Path(tmp) / "small.hatchet"
+        small.write_text(json.dumps(make_profile(n)))
+        t_view, v_totals = best_of(lambda: viewer(small), 1)
+        t_small, o_totals = best_of(lambda: ours(small), args.repeat)
+        scaled = t_view * args.kernels / n
+        note = "" if n == args.kernels else f" (measured on {n} kernels: {t_view:.2f} s, scaled x{args.kernels / n:g})"
+        print(f"triton viewer + hatchet: {scaled:.2f} s for {args.kernels} kernels{note}")
+        print(f"ratio viewer / perfmodel: {scaled / t_ours:.0f}x  (same-size run on {n} kernels: "
+              f"{t_view / t_small:.0f}x)")
+        agree = all(abs(a - b) <= 1e-9 * max(abs(a), 1) for a, b in zip(v_totals, o_totals, strict=True))
+        print(f"totals agree with the viewer on {n} kernels: {agree}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
