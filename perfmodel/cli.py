@@ -1,0 +1,351 @@
+"""The ``perfmodel`` command line (also ``python -m perfmodel``).
+
+Subcommands::
+
+    perfmodel gpus [--json]
+    perfmodel gemm M K N [--dtype bf16] [--gpu h100] [--scaling tensorwise] [--time-model roofline] [--json]
+    perfmodel float8 --gpu h100 --tokens 8192 (--model llama3-8b | --shapes 4096x14336,14336x4096)
+                     [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--kernels] [--json]
+    perfmodel break-even KxN [KxN ...] [--recipe tensorwise] [--gpu h100] [--json]
+    perfmodel models [--json]
+
+plus subcommands other modules register (``roofline`` from :mod:`perfmodel.moe`, ``calibrate``
+from :mod:`perfmodel.calibrate`). Units at this edge: µs, ms, TFLOP/s, TB/s, GB.
+
+Errors from perfmodel print ``perfmodel: error: <message>`` on stderr and exit with status 2, as
+argparse does for bad arguments. Importing this module imports argparse and perfmodel's core only
+(numpy); sympy, torch and matplotlib are never imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .errors import PerfModelError
+
+__all__ = ["build_parser", "main"]
+
+_TIME_MODELS = ("roofline", "original", "calibrated")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _split(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2))
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str) -> str:
+    """Aligned text table; ``align`` has one ``<`` or ``>`` per column."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:{a}{w}}}" for a, w in zip(align, widths, strict=True))
+    lines = [fmt.format(*headers), "  ".join("-" * w for w in widths)]
+    lines += [fmt.format(*r) for r in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# ------------------------------------------------------------------------------------------------
+# gpus
+# ------------------------------------------------------------------------------------------------
+def _cmd_gpus(args: argparse.Namespace) -> int:
+    from .hardware import GPUS
+
+    def tflops(gpu, fmt):
+        return gpu.peak_flops_per_s(fmt) * 1e-12 if gpu.supports(fmt) else None
+
+    records = [{
+        "name": g.name, "vendor": g.vendor, "arch": g.arch,
+        "bf16_dense_tflops": tflops(g, "bf16"), "fp8_dense_tflops": tflops(g, "fp8_e4m3"),
+        "mem_bw_tbps": g.mem_bw_bytes_per_s * 1e-12,
+        "mem_gb": g.mem_bytes * 1e-9 if g.mem_bytes is not None else None,
+        "num_sms": g.num_sms, "calibrated": g.calibration is not None,
+    } for g in GPUS.values()]
+    if args.json:
+        _print_json(records)
+        return 0
+
+    def num(v, spec):
+        return "-" if v is None else format(v, spec)
+
+    rows = [(r["name"], r["arch"], num(r["bf16_dense_tflops"], ".0f"), num(r["fp8_dense_tflops"], ".0f"),
+             num(r["mem_bw_tbps"], ".2f"), num(r["mem_gb"], ".0f"), r["num_sms"], "yes" if r["calibrated"] else "no")
+            for r in records]
+    print(_table(("gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "memory GB", "SMs", "calibrated"),
+                 rows, "<<>>>>><"))
+    print("Dense peaks (no 2:4 sparsity). Aliases and device names are accepted: --gpu h100, "
+          "--gpu 'NVIDIA H100 80GB HBM3'.")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# gemm
+# ------------------------------------------------------------------------------------------------
+def _cmd_gemm(args: argparse.Namespace) -> int:
+    from .gemm import gemm_perfdata
+
+    pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, args.gpu, args.scaling, model=args.time_model)
+    record = {
+        "M": args.M, "K": args.K, "N": args.N, "dtype": pd.dtype.name, "scaling": pd.meta["scaling"],
+        "gpu": pd.gpu.name, "time_s": float(pd.time_s), "flops": float(pd.flops), "bytes": float(pd.bytes),
+        "tflops": float(pd.tflops), "tbps": float(pd.tbps), "opint_flop_per_byte": float(pd.opint),
+        "bound": str(pd.bound), "util": float(pd.util),
+    }
+    if args.json:
+        _print_json(record)
+        return 0
+    scaling = f", {record['scaling']} scaling" if record["scaling"] else ""
+    print(f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling} on {record['gpu']}:")
+    print(f"  time       {record['time_s'] * 1e6:12.2f} us")
+    print(f"  compute    {record['tflops']:12.1f} TFLOP/s  (peak {pd.max_tflops:.0f})")
+    print(f"  memory     {record['tbps']:12.3f} TB/s     (peak {pd.max_tbps:.2f})")
+    print(f"  intensity  {record['opint_flop_per_byte']:12.1f} FLOP/B")
+    print(f"  bound      {record['bound']:>12}")
+    print(f"  util       {record['util']:12.1%}   of the roofline")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# float8
+# ------------------------------------------------------------------------------------------------
+def _cmd_float8(args: argparse.Namespace) -> int:
+    from . import float8
+    from .report import parse_shape, report
+
+    if args.model is not None and args.shapes is not None:
+        raise PerfModelError("pass either --model or --shapes, not both")
+    if args.model is None and args.shapes is None:
+        raise PerfModelError("pass --model PRESET (see `perfmodel models`) or --shapes KxN[,KxN...]")
+    what: Any = args.model if args.model is not None else [parse_shape(s) for s in _split(args.shapes)]
+    if args.shapes is not None and not what:
+        raise PerfModelError("--shapes is empty: pass e.g. --shapes 4096x14336,14336x4096")
+    rep = report(
+        what, tokens=args.tokens, gpu=args.gpu, recipes=_split(args.recipes) or None,
+        min_speedup=args.min_speedup, model=args.time_model, cache_weight_cast=args.cache_weight_cast,
+        fuse_input_with_prev=args.fuse_with_prev, fuse_grad_output_with_prev=args.fuse_with_prev,
+    )
+    opts = dict(cache_weight_cast=args.cache_weight_cast, fuse_input_with_prev=args.fuse_with_prev,
+                fuse_grad_output_with_prev=args.fuse_with_prev, model=args.time_model)
+    if args.json:
+        out = rep.to_dict()
+        if args.kernels:
+            out["kernels"] = [_kernels_dict(float8.linear_time(row.M, row.K, row.N, r, rep.gpu, **opts))
+                              for row in rep.rows for r in ("bf16", *rep.recipes)]
+        _print_json(out)
+        return 0
+    print(rep)
+    if args.kernels:
+        for row in rep.rows:
+            for r in ("bf16", *rep.recipes):
+                print()
+                print(float8.linear_time(row.M, row.K, row.N, r, rep.gpu, **opts).table())
+    return 0
+
+
+def _kernels_dict(lt: Any) -> dict[str, Any]:
+    return {
+        "recipe": lt.recipe.name, "M": int(lt.M), "K": int(lt.K), "N": int(lt.N), "total_s": float(lt.total_s),
+        "gemms": [{"name": g.name, "dtype": g.dtype, "time_s": float(g.time_s)} for g in lt.gemms],
+        "kernels": [{"name": k.kernel.name, "bytes": float(k.kernel.bytes), "launch_only": k.kernel.launch_only,
+                     "time_s": float(k.time_s)} for k in lt.kernels],
+    }
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from .presets import PRESETS
+
+    if args.json:
+        _print_json([{"name": p.name, "layers": p.layers, "source": p.source, "notes": p.notes,
+                      "linears": [dataclasses.asdict(lin) for lin in p.linears]} for p in PRESETS.values()])
+        return 0
+    rows = [(p.name, p.layers, len(p.linears), p.source) for p in PRESETS.values()]
+    print(_table(("preset", "layers", "linears", "source"), rows, "<>><"))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# break-even
+# ------------------------------------------------------------------------------------------------
+def _cmd_break_even(args: argparse.Namespace) -> int:
+    from . import float8
+    from .hardware import get_gpu
+    from .report import parse_shape
+
+    spec = get_gpu(args.gpu)
+    recipe = float8.get_recipe(args.recipe).name
+    records = []
+    for text in args.shapes:
+        k, n = parse_shape(text)
+        m = float8.break_even_tokens(k, n, recipe, spec, min_speedup=args.min_speedup, model=args.time_model,
+                                     max_tokens=args.max_tokens)
+        s_at = {p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model))
+                for p in (1024, 4096, 16384, 65536)}
+        records.append({"K": k, "N": n, "recipe": recipe, "gpu": spec.name, "min_speedup": args.min_speedup,
+                        "break_even_tokens": m, "speedup_at": s_at})
+    if args.json:
+        _print_json(records)
+        return 0
+    print(f"Smallest tokens per step (M) from which {recipe} is >= {args.min_speedup:g}x faster than bf16 "
+          f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}:")
+    rows = [(r["K"], r["N"], r["break_even_tokens"] if r["break_even_tokens"] is not None
+             else f"never (<= {args.max_tokens})", *(f"{v:.2f}x" for v in r["speedup_at"].values()))
+            for r in records]
+    print(_table(("K", "N", "break-even M", "at M=1024", "4096", "16384", "65536"), rows, ">>>>>>>"))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# parser
+# ------------------------------------------------------------------------------------------------
+def _add_gpu(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", default="H100", help="GPU name or alias (default: H100 = H100-SXM); see `perfmodel gpus`")
+
+
+def _add_time_model(p: argparse.ArgumentParser, *flags: str) -> None:
+    p.add_argument(*(flags or ("--time-model",)), dest="time_model", default=None, choices=_TIME_MODELS,
+                   help="time model (default: the GPU's calibration if it has one, else roofline)")
+
+
+def _register_optional(subparsers: Any, module: str, hook: str) -> None:
+    """Call ``perfmodel.<module>.<hook>(subparsers)`` when that module exists and has the hook.
+
+    Skipped silently only when the module does not exist or lacks the hook. If the module exists
+    but fails to import, the other subcommands keep working and its subcommand reports the error.
+    """
+    name = f"perfmodel.{module}"
+    try:
+        mod = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return  # not written yet / not installed: nothing to register
+        _broken(subparsers, module, exc)
+        return
+    except ImportError as exc:
+        _broken(subparsers, module, exc)
+        return
+    register = getattr(mod, hook, None)
+    if register is None:
+        return
+    register(subparsers)
+
+
+def _broken(subparsers: Any, module: str, exc: BaseException) -> None:
+    command = {"moe": "roofline", "calibrate": "calibrate"}[module]
+    p = subparsers.add_parser(command, help=f"(unavailable: perfmodel.{module} failed to import)", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def fail(args: argparse.Namespace) -> int:
+        raise PerfModelError(f"`perfmodel {command}` is unavailable: importing perfmodel.{module} failed: "
+                             f"{type(exc).__name__}: {exc}")
+
+    p.set_defaults(func=fail)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand (including the optional ones that are present)."""
+    parser = argparse.ArgumentParser(
+        prog="perfmodel", description="Predict GPU GEMM and float8-training time.",
+        epilog="Main job: perfmodel float8 --gpu h100 --model llama3-8b --tokens 8192",
+    )
+    parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("gpus", help="the hardware table")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_gpus)
+
+    p = sub.add_parser("gemm", help="predicted time of one GEMM [M, K] @ [K, N]")
+    for dim in ("M", "K", "N"):
+        p.add_argument(dim, type=_positive_int)
+    p.add_argument("--dtype", default="bf16", help="number format (bf16, fp8, mxfp8, ...; default bf16)")
+    _add_gpu(p)
+    p.add_argument("--scaling", default=None, help="tensorwise | rowwise | blockwise | mx (low-precision formats)")
+    _add_time_model(p, "--time-model", "--model")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_gemm)
+
+    p = sub.add_parser("float8", help="which Linear layers to train in float8 (the decision table)")
+    _add_gpu(p)
+    p.add_argument("--tokens", type=_positive_int, default=8192, help="tokens per step, batch x seq (default 8192)")
+    p.add_argument("--model", default=None, help="model preset, e.g. llama3-8b (see `perfmodel models`)")
+    p.add_argument("--shapes", default=None, help="Linear shapes in_features x out_features: 4096x14336,14336x4096")
+    p.add_argument("--recipes", default=None, help="comma-separated (default: the torchao recipes the GPU supports)")
+    p.add_argument("--min-speedup", type=_positive_float, default=1.0, help="enable from this speedup (default 1)")
+    p.add_argument("--cache-weight-cast", action="store_true", help="weights cast once per step (grad accumulation)")
+    p.add_argument("--fuse-with-prev", action="store_true", help="amax of input/grad_output fused into the prev op")
+    _add_time_model(p)
+    p.add_argument("--kernels", action="store_true", help="also print the per-kernel breakdown of each shape")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_float8)
+
+    p = sub.add_parser("models", help="the model presets for `perfmodel float8 --model`")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_models)
+
+    p = sub.add_parser("break-even", help="smallest token count from which a recipe beats bf16")
+    p.add_argument("shapes", nargs="+", metavar="KxN", help="Linear shape(s), e.g. 4096x14336")
+    p.add_argument("--recipe", default="tensorwise", help="float8 recipe (default tensorwise)")
+    _add_gpu(p)
+    p.add_argument("--min-speedup", type=_positive_float, default=1.0, help="required speedup (default 1)")
+    p.add_argument("--max-tokens", type=_positive_int, default=1 << 24, help="search limit (default 2^24)")
+    _add_time_model(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_break_even)
+
+    # -- subcommands owned by other modules --------------------------------------------------
+    _register_optional(sub, "moe", "add_roofline_cli")  # `perfmodel roofline`
+    # `perfmodel calibrate`: perfmodel.calibrate.add_calibrate_cli(subparsers), once that module exists.
+    _register_optional(sub, "calibrate", "add_calibrate_cli")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 2 usage or perfmodel error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help, --version (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except PerfModelError as exc:
+        print(f"perfmodel: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `perfmodel gpus | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

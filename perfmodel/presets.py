@@ -1,0 +1,270 @@
+"""The ``nn.Linear`` shapes of common model architectures, as data.
+
+Each :class:`ModelPreset` lists the linear layers of one transformer block (and the output head),
+derived from the model's published Hugging Face ``config.json`` by the arithmetic written next to
+each row. Fused projections are *not* assumed: q, k, v, o, gate, up and down are separate Linears,
+as in the Hugging Face implementations (GPT-2's fused ``c_attn`` is listed as its q, k, v parts).
+
+Counting rules:
+* ``in_features`` = ``K`` and ``out_features`` = ``N`` of ``nn.Linear(K, N)``; a Linear run on ``M``
+  tokens is the GEMM ``[M, K] @ [K, N]``.
+* :attr:`LinearShape.count` is the number of such Linears in one layer that has it;
+  :attr:`LinearShape.layers` the number of layers that have it (``None``: all of the model's).
+* :attr:`LinearShape.token_fraction` is the share of the step's tokens one instance sees: 1 for
+  dense layers, ``top_k / num_experts`` for a routed MoE expert under perfectly balanced routing
+  (Mixtral: 2 / 8, so each expert sees a quarter of the tokens; DeepSeek-V3: 8 / 256).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .errors import PerfModelError, choices_message
+
+__all__ = [
+    "PRESETS",
+    "LinearShape",
+    "ModelPreset",
+    "UnknownPresetError",
+    "get_preset",
+    "list_presets",
+]
+
+
+class UnknownPresetError(PerfModelError, ValueError):
+    """A model preset name that is not in :data:`PRESETS`."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LinearShape:
+    """One kind of ``nn.Linear(in_features, out_features)`` in a model.
+
+    Attributes:
+        name: the module's name in the Hugging Face implementation (``"q_proj"``, ``"experts.w1"``).
+        in_features: ``K``, elements.
+        out_features: ``N``, elements.
+        count: how many of these one layer holds (8 experts: 8).
+        layers: how many layers hold it; ``None`` means every layer of the model (lm_head: 1).
+        token_fraction: share of the step's tokens each instance sees (routed experts: top_k / experts).
+    """
+
+    name: str
+    in_features: int
+    out_features: int
+    count: int = 1
+    layers: int | None = None
+    token_fraction: float = 1.0
+
+    def __post_init__(self) -> None:
+        for field in ("in_features", "out_features", "count"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"LinearShape {self.name!r}: {field} must be a positive int, got {value!r}")
+        if self.layers is not None and (not isinstance(self.layers, int) or self.layers <= 0):
+            raise ValueError(f"LinearShape {self.name!r}: layers must be a positive int or None, got {self.layers!r}")
+        if not 0 < self.token_fraction <= 1:
+            raise ValueError(
+                f"LinearShape {self.name!r}: token_fraction must be in (0, 1], got {self.token_fraction!r}"
+            )
+
+    def tokens(self, tokens: int) -> int:
+        """Rows ``M`` one instance sees when the step has ``tokens`` tokens (at least 1)."""
+        return max(1, round(tokens * self.token_fraction))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelPreset:
+    """The Linear layers of a model architecture.
+
+    Attributes:
+        name: registry key (lower case, e.g. ``"llama3-8b"``).
+        layers: transformer blocks (``num_hidden_layers``).
+        linears: the Linear kinds, see :class:`LinearShape`.
+        source: the ``config.json`` the numbers come from.
+        notes: what is left out or assumed.
+    """
+
+    name: str
+    layers: int
+    linears: tuple[LinearShape, ...]
+    source: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.layers, int) or self.layers <= 0:
+            raise ValueError(f"ModelPreset {self.name!r}: layers must be a positive int, got {self.layers!r}")
+        if not self.linears:
+            raise ValueError(f"ModelPreset {self.name!r}: no linears")
+        if not self.source:
+            raise ValueError(f"ModelPreset {self.name!r}: source is required (cite the config.json)")
+        object.__setattr__(self, "linears", tuple(self.linears))
+
+    def total_count(self, linear: LinearShape) -> int:
+        """Instances of ``linear`` in the whole model: ``count · (layers or self.layers)``."""
+        return linear.count * (linear.layers if linear.layers is not None else self.layers)
+
+    def shapes(self) -> list[tuple[int, int]]:
+        """``(in_features, out_features)`` of every Linear kind, in order (duplicates kept)."""
+        return [(lin.in_features, lin.out_features) for lin in self.linears]
+
+
+def _hf(repo: str) -> str:
+    return f"https://huggingface.co/{repo}/blob/main/config.json"
+
+
+def _llama_like(
+    name: str, *, repo: str, hidden: int, intermediate: int, heads: int, kv_heads: int, layers: int,
+    vocab: int, head_dim: int | None = None, notes: str = "",
+) -> ModelPreset:
+    """Llama-style block: GQA attention (q, k, v, o) and a SwiGLU MLP (gate, up, down), plus lm_head."""
+    hd = head_dim if head_dim is not None else hidden // heads  # config head_dim, else hidden / heads
+    return ModelPreset(
+        name=name, layers=layers, source=_hf(repo), notes=notes,
+        linears=(
+            LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
+            LinearShape(name="k_proj", in_features=hidden, out_features=kv_heads * hd),
+            LinearShape(name="v_proj", in_features=hidden, out_features=kv_heads * hd),
+            LinearShape(name="o_proj", in_features=heads * hd, out_features=hidden),
+            LinearShape(name="gate_proj", in_features=hidden, out_features=intermediate),
+            LinearShape(name="up_proj", in_features=hidden, out_features=intermediate),
+            LinearShape(name="down_proj", in_features=intermediate, out_features=hidden),
+            LinearShape(name="lm_head", in_features=hidden, out_features=vocab, layers=1),
+        ),
+    )
+
+
+def _mixtral() -> ModelPreset:
+    # mistralai/Mixtral-8x7B-v0.1: hidden 4096, intermediate 14336, 32 heads, 8 KV heads, 32 layers,
+    # vocab 32000, num_local_experts 8, num_experts_per_tok 2.
+    hidden, inter, heads, kv, hd, experts, top_k = 4096, 14336, 32, 8, 4096 // 32, 8, 2
+    routed = top_k / experts  # each expert sees 2/8 of the tokens under balanced routing
+    return ModelPreset(
+        name="mixtral-8x7b", layers=32, source=_hf("mistralai/Mixtral-8x7B-v0.1"),
+        notes="experts see tokens * 2 / 8 each (balanced top-2 routing); the router is a Linear(4096, 8)",
+        linears=(
+            LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
+            LinearShape(name="k_proj", in_features=hidden, out_features=kv * hd),
+            LinearShape(name="v_proj", in_features=hidden, out_features=kv * hd),
+            LinearShape(name="o_proj", in_features=heads * hd, out_features=hidden),
+            LinearShape(name="block_sparse_moe.gate", in_features=hidden, out_features=experts),
+            LinearShape(name="experts.w1", in_features=hidden, out_features=inter, count=experts,
+                        token_fraction=routed),  # gate
+            LinearShape(name="experts.w3", in_features=hidden, out_features=inter, count=experts,
+                        token_fraction=routed),  # up
+            LinearShape(name="experts.w2", in_features=inter, out_features=hidden, count=experts,
+                        token_fraction=routed),  # down
+            LinearShape(name="lm_head", in_features=hidden, out_features=32000, layers=1),
+        ),
+    )
+
+
+def _deepseek_v3() -> ModelPreset:
+    # deepseek-ai/DeepSeek-V3: hidden 7168, 61 layers (first_k_dense_replace 3 dense, 58 MoE),
+    # intermediate 18432 (dense MLP), moe_intermediate 2048, n_routed_experts 256,
+    # num_experts_per_tok 8, n_shared_experts 1, 128 heads, MLA: q_lora_rank 1536,
+    # kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, vocab 129280.
+    hidden, layers, dense, heads = 7168, 61, 3, 128
+    q_rank, kv_rank, nope, rope, v_dim = 1536, 512, 128, 64, 128
+    inter, moe_inter, experts, top_k, shared = 18432, 2048, 256, 8, 1
+    moe = layers - dense
+    routed = top_k / experts  # each routed expert sees 8/256 of the tokens under balanced routing
+    return ModelPreset(
+        name="deepseek-v3", layers=layers, source=_hf("deepseek-ai/DeepSeek-V3"),
+        notes=("MLA attention; 3 dense layers then 58 MoE layers; routed experts see tokens * 8 / 256 each; "
+               "the router (a bare matmul, not an nn.Linear) and the MTP module are left out"),
+        linears=(
+            LinearShape(name="q_a_proj", in_features=hidden, out_features=q_rank),
+            LinearShape(name="q_b_proj", in_features=q_rank, out_features=heads * (nope + rope)),
+            LinearShape(name="kv_a_proj_with_mqa", in_features=hidden, out_features=kv_rank + rope),
+            LinearShape(name="kv_b_proj", in_features=kv_rank, out_features=heads * (nope + v_dim)),
+            LinearShape(name="o_proj", in_features=heads * v_dim, out_features=hidden),
+            LinearShape(name="mlp.gate_proj", in_features=hidden, out_features=inter, layers=dense),
+            LinearShape(name="mlp.up_proj", in_features=hidden, out_features=inter, layers=dense),
+            LinearShape(name="mlp.down_proj", in_features=inter, out_features=hidden, layers=dense),
+            LinearShape(name="shared_experts.gate_proj", in_features=hidden, out_features=moe_inter * shared,
+                        layers=moe),
+            LinearShape(name="shared_experts.up_proj", in_features=hidden, out_features=moe_inter * shared,
+                        layers=moe),
+            LinearShape(name="shared_experts.down_proj", in_features=moe_inter * shared, out_features=hidden,
+                        layers=moe),
+            LinearShape(name="experts.gate_proj", in_features=hidden, out_features=moe_inter, count=experts,
+                        layers=moe, token_fraction=routed),
+            LinearShape(name="experts.up_proj", in_features=hidden, out_features=moe_inter, count=experts,
+                        layers=moe, token_fraction=routed),
+            LinearShape(name="experts.down_proj", in_features=moe_inter, out_features=hidden, count=experts,
+                        layers=moe, token_fraction=routed),
+            LinearShape(name="lm_head", in_features=hidden, out_features=129280, layers=1),
+        ),
+    )
+
+
+def _gpt2() -> ModelPreset:
+    # openai-community/gpt2: n_embd 768, n_layer 12, n_head 12, n_inner null (= 4 * n_embd), vocab 50257.
+    # GPT-2 runs q, k, v as one fused Conv1D (768 -> 3 * 768); listed here as three 768 x 768 parts.
+    d = 768
+    return ModelPreset(
+        name="gpt2", layers=12, source=_hf("openai-community/gpt2"),
+        notes="Conv1D layers counted as Linears; lm_head is tied to wte but still a 768 x 50257 GEMM",
+        linears=(
+            LinearShape(name="attn.q", in_features=d, out_features=d),
+            LinearShape(name="attn.k", in_features=d, out_features=d),
+            LinearShape(name="attn.v", in_features=d, out_features=d),
+            LinearShape(name="attn.c_proj", in_features=d, out_features=d),
+            LinearShape(name="mlp.c_fc", in_features=d, out_features=4 * d),
+            LinearShape(name="mlp.c_proj", in_features=4 * d, out_features=d),
+            LinearShape(name="lm_head", in_features=d, out_features=50257, layers=1),
+        ),
+    )
+
+
+_ALL = (
+    # meta-llama/Meta-Llama-3-8B: hidden 4096, intermediate 14336, 32 heads, 8 KV heads, 32 layers, vocab 128256
+    _llama_like("llama3-8b", repo="meta-llama/Meta-Llama-3-8B", hidden=4096, intermediate=14336, heads=32,
+                kv_heads=8, layers=32, vocab=128256),
+    # meta-llama/Meta-Llama-3-70B: hidden 8192, intermediate 28672, 64 heads, 8 KV heads, 80 layers
+    _llama_like("llama3-70b", repo="meta-llama/Meta-Llama-3-70B", hidden=8192, intermediate=28672, heads=64,
+                kv_heads=8, layers=80, vocab=128256),
+    # meta-llama/Llama-3.1-405B: hidden 16384, intermediate 53248, 128 heads, 8 KV heads, 126 layers
+    _llama_like("llama3-405b", repo="meta-llama/Llama-3.1-405B", hidden=16384, intermediate=53248, heads=128,
+                kv_heads=8, layers=126, vocab=128256,
+                notes="early copies of the config said num_key_value_heads 16; Meta's config and the "
+                      "Llama 3 paper (Table 3) say 8"),
+    # mistralai/Mistral-7B-v0.1: hidden 4096, intermediate 14336, 32 heads, 8 KV heads, 32 layers, vocab 32000
+    _llama_like("mistral-7b", repo="mistralai/Mistral-7B-v0.1", hidden=4096, intermediate=14336, heads=32,
+                kv_heads=8, layers=32, vocab=32000),
+    _mixtral(),
+    # Qwen/Qwen2.5-7B: hidden 3584, intermediate 18944, 28 heads, 4 KV heads, 28 layers, vocab 152064
+    _llama_like("qwen2.5-7b", repo="Qwen/Qwen2.5-7B", hidden=3584, intermediate=18944, heads=28, kv_heads=4,
+                layers=28, vocab=152064, notes="q/k/v carry a bias (costless here)"),
+    _gpt2(),
+    _deepseek_v3(),
+)
+
+#: name -> :class:`ModelPreset`
+PRESETS: Mapping[str, ModelPreset] = MappingProxyType({p.name: p for p in _ALL})
+
+
+def list_presets() -> list[str]:
+    """Names of the presets, in table order."""
+    return list(PRESETS)
+
+
+def get_preset(name: str | ModelPreset) -> ModelPreset:
+    """The preset called ``name`` (case-insensitive; ``_`` and spaces read as ``-``), or ``name`` itself.
+
+    >>> get_preset("Llama3-8B").layers
+    32
+
+    Raises:
+        UnknownPresetError: naming the value and listing the presets (a ``ValueError``).
+    """
+    if isinstance(name, ModelPreset):
+        return name
+    key = name.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(name, str) else None
+    if key not in PRESETS:
+        raise UnknownPresetError(choices_message(
+            "model preset", name, PRESETS, "Or pass the shapes yourself (a mapping name -> (K, N), or 'KxN' strings)."
+        ))
+    return PRESETS[key]

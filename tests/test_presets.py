@@ -1,0 +1,107 @@
+"""Model presets: shapes follow from each config.json by arithmetic, errors list the choices."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from perfmodel.errors import PerfModelError
+from perfmodel.presets import PRESETS, LinearShape, ModelPreset, UnknownPresetError, get_preset, list_presets
+
+REQUIRED = ("llama3-8b", "llama3-70b", "llama3-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "gpt2",
+            "deepseek-v3")
+
+
+def shapes(preset: ModelPreset) -> dict[str, tuple[int, int]]:
+    return {lin.name: (lin.in_features, lin.out_features) for lin in preset.linears}
+
+
+def test_all_required_presets_are_listed():
+    assert set(REQUIRED) <= set(list_presets())
+    assert list_presets() == list(PRESETS)
+
+
+@pytest.mark.parametrize(
+    "name, hidden, inter, heads, kv_heads, head_dim, layers, vocab",
+    [
+        ("llama3-8b", 4096, 14336, 32, 8, 128, 32, 128256),
+        ("llama3-70b", 8192, 28672, 64, 8, 128, 80, 128256),
+        ("llama3-405b", 16384, 53248, 128, 8, 128, 126, 128256),
+        ("mistral-7b", 4096, 14336, 32, 8, 128, 32, 32000),
+        ("qwen2.5-7b", 3584, 18944, 28, 4, 128, 28, 152064),
+    ],
+)
+def test_llama_like_shapes_from_config(name, hidden, inter, heads, kv_heads, head_dim, layers, vocab):
+    p = get_preset(name)
+    assert p.layers == layers
+    assert shapes(p) == {
+        "q_proj": (hidden, heads * head_dim), "k_proj": (hidden, kv_heads * head_dim),
+        "v_proj": (hidden, kv_heads * head_dim), "o_proj": (heads * head_dim, hidden),
+        "gate_proj": (hidden, inter), "up_proj": (hidden, inter), "down_proj": (inter, hidden),
+        "lm_head": (hidden, vocab),
+    }
+    lm_head = next(lin for lin in p.linears if lin.name == "lm_head")
+    assert p.total_count(lm_head) == 1
+    assert all(p.total_count(lin) == layers for lin in p.linears if lin.name != "lm_head")
+    assert "huggingface.co" in p.source and "config.json" in p.source
+
+
+def test_llama3_8b_k_proj_is_8_kv_heads_of_128():
+    assert shapes(get_preset("llama3-8b"))["k_proj"] == (4096, 8 * 128)
+
+
+def test_mixtral_experts_see_a_quarter_of_the_tokens():
+    p = get_preset("mixtral-8x7b")
+    w1 = next(lin for lin in p.linears if lin.name == "experts.w1")
+    assert (w1.in_features, w1.out_features, w1.count) == (4096, 14336, 8)
+    assert w1.token_fraction == pytest.approx(2 / 8)
+    assert w1.tokens(8192) == 2048
+    assert p.total_count(w1) == 8 * 32
+    assert shapes(p)["block_sparse_moe.gate"] == (4096, 8)
+
+
+def test_deepseek_v3_mla_and_moe_arithmetic():
+    p = get_preset("deepseek-v3")
+    s = shapes(p)
+    assert s["q_b_proj"] == (1536, 128 * (128 + 64))
+    assert s["kv_a_proj_with_mqa"] == (7168, 512 + 64)
+    assert s["kv_b_proj"] == (512, 128 * (128 + 128))
+    assert s["o_proj"] == (128 * 128, 7168)
+    experts = next(lin for lin in p.linears if lin.name == "experts.gate_proj")
+    assert p.total_count(experts) == 256 * (61 - 3)
+    assert experts.tokens(8192) == 8192 * 8 // 256
+    dense = next(lin for lin in p.linears if lin.name == "mlp.gate_proj")
+    assert p.total_count(dense) == 3
+
+
+def test_gpt2_lm_head_is_not_a_multiple_of_16():
+    s = shapes(get_preset("gpt2"))
+    assert s["lm_head"] == (768, 50257) and 50257 % 16
+    assert s["mlp.c_fc"] == (768, 4 * 768)
+
+
+def test_lookup_is_case_and_separator_insensitive():
+    assert get_preset("Llama3_8B") is PRESETS["llama3-8b"]
+    p = get_preset("gpt2")
+    assert get_preset(p) is p
+
+
+def test_unknown_preset_names_value_and_choices():
+    with pytest.raises(UnknownPresetError, match=r"unknown model preset 'llama3-7b'.*did you mean.*llama3-8b.*"
+                                                 r"Valid choices: .*mixtral-8x7b"):
+        get_preset("llama3-7b")
+    assert issubclass(UnknownPresetError, PerfModelError) and issubclass(UnknownPresetError, ValueError)
+    with pytest.raises(UnknownPresetError, match="unknown model preset '42'"):
+        get_preset(42)
+
+
+def test_validation_and_frozen():
+    with pytest.raises(ValueError, match="in_features must be a positive int"):
+        LinearShape(name="x", in_features=0, out_features=4)
+    with pytest.raises(ValueError, match="token_fraction"):
+        LinearShape(name="x", in_features=4, out_features=4, token_fraction=0)
+    with pytest.raises(ValueError, match="source is required"):
+        ModelPreset(name="m", layers=1, linears=(LinearShape(name="x", in_features=4, out_features=4),), source="")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        get_preset("gpt2").layers = 3  # type: ignore[misc]

@@ -1,0 +1,225 @@
+"""report(): per-shape decision and step totals, derived here from linear_time / should_use."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import perfmodel.float8 as f8
+from perfmodel.errors import (
+    InvalidShapeError,
+    PerfModelError,
+    UnknownGPUError,
+    UnknownRecipeError,
+    UnsupportedFormatError,
+)
+from perfmodel.presets import UnknownPresetError, get_preset
+from perfmodel.report import Report, parse_shape, report
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+TOKENS = 8192
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wq = nn.Linear(4096, 4096, bias=False)
+        self.wo = nn.Linear(4096, 4096, bias=False)
+        self.up = nn.Linear(4096, 14336, bias=False)
+        self.down = nn.Linear(14336, 4096, bias=False)
+        self.norm = nn.LayerNorm(4096)
+
+
+class Tiny(nn.Module):
+    """Two blocks, a small Linear that never pays, and a head whose out_features is not a multiple of 16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([Block(), Block()])
+        self.small = nn.Linear(64, 64)
+        self.head = nn.Linear(4096, 50257, bias=False)
+        self.act = nn.GELU()
+
+
+@pytest.fixture(scope="module")
+def tiny() -> nn.Module:
+    with torch.device("meta"):  # shapes only: no memory for 1.3 G parameters
+        return Tiny()
+
+
+def total(M, K, N, recipe):
+    return float(f8.linear_time(M, K, N, recipe, "H100").total_s)
+
+
+def test_module_rows_grouped_by_shape(tiny):
+    rep = report(tiny, tokens=TOKENS, gpu="H100")
+    assert isinstance(rep, Report)
+    by_shape = {(r.K, r.N): r for r in rep.rows}
+    assert set(by_shape) == {(4096, 4096), (4096, 14336), (14336, 4096), (64, 64), (4096, 50257)}
+    sq = by_shape[4096, 4096]
+    assert sq.names == ("layers.*.wq", "layers.*.wo") and sq.count == 4 and sq.M == TOKENS
+    assert by_shape[4096, 14336].count == 2
+    assert rep.recipes == ("tensorwise", "rowwise", "rowwise_with_gw_hp")  # torchao recipes on H100
+    assert rep.gpu == "H100-SXM" and rep.title == "Tiny"
+
+
+def test_times_speedups_and_decisions_match_the_library(tiny):
+    rep = report(tiny, tokens=TOKENS, gpu="H100")
+    for row in rep.rows:
+        bf16 = total(row.M, row.K, row.N, None)
+        assert row.bf16_s == pytest.approx(bf16, rel=1e-12)
+        for r in rep.recipes:
+            assert row.times_s[r] == pytest.approx(total(row.M, row.K, row.N, r), rel=1e-12)
+            assert row.speedups[r] == pytest.approx(bf16 / total(row.M, row.K, row.N, r), rel=1e-12)
+        if row.K % 16 or row.N % 16:
+            assert row.decision == "bf16" and "multiples of 16" in row.reason
+            continue
+        best = min(rep.recipes, key=lambda r: row.times_s[r])
+        expected = best if f8.should_use(row.M, row.K, row.N, best, "H100") else "bf16"
+        assert row.decision == expected
+        assert row.saved_s == pytest.approx((bf16 - row.times_s[expected]) * row.count)
+    by_shape = {(r.K, r.N): r for r in rep.rows}
+    assert by_shape[64, 64].decision == "bf16"  # tiny GEMM: launches and casts dominate
+    assert by_shape[4096, 14336].decision == "tensorwise"
+    assert by_shape[4096, 50257].speedups["tensorwise"] > 1  # would pay, but cannot run
+
+
+def test_totals(tiny):
+    rep = report(tiny, tokens=TOKENS, gpu="H100")
+    t = rep.totals
+    assert t.bf16_s == pytest.approx(sum(r.bf16_s * r.count for r in rep.rows))
+    assert t.best_s == pytest.approx(sum(r.chosen_s * r.count for r in rep.rows))
+    for rec in rep.recipes:
+        every = sum((r.times_s[rec] if r.eligible else r.bf16_s) * r.count for r in rep.rows)
+        paid = sum((r.times_s[rec] if r.eligible and r.speedups[rec] >= 1 else r.bf16_s) * r.count
+                   for r in rep.rows)
+        assert t.everywhere_s[rec] == pytest.approx(every)
+        assert t.filtered_s[rec] == pytest.approx(paid)
+        assert t.best_s <= t.filtered_s[rec] + 1e-15
+    assert t.best_recipe == min(rep.recipes, key=lambda r: t.filtered_s[r])
+
+
+def test_str_is_a_table_with_units_and_the_context(tiny):
+    rep = report(tiny, tokens=TOKENS, gpu="H100")
+    text = str(rep)
+    assert "Tiny on H100-SXM: 8192 tokens per step" in text
+    assert "µs" in text and "ms" in text
+    row = next(r for r in rep.rows if (r.K, r.N) == (4096, 14336))
+    assert f"{row.bf16_s * 1e6:.1f}" in text
+    assert f"{row.times_s['tensorwise'] * 1e6:.1f} ({row.speedups['tensorwise']:.2f}x)" in text
+    assert "bf16 (not /16)" in text
+    assert "module_filter(gpu='H100-SXM', tokens=8192, recipe='tensorwise')" in text
+
+
+def test_json_round_trip(tiny):
+    rep = report(tiny, tokens=TOKENS, gpu="H100")
+    data = json.loads(rep.to_json())
+    assert data == json.loads(json.dumps(rep.to_dict()))
+    assert data["gpu"] == "H100-SXM" and data["tokens"] == TOKENS
+    assert len(data["rows"]) == len(rep.rows)
+    assert data["totals"]["bf16_s"] == pytest.approx(rep.totals.bf16_s)
+
+
+def test_module_filter_agrees_with_should_use_and_report(tiny):
+    filt = f8.module_filter(gpu="H100", tokens=TOKENS, recipe="tensorwise")
+    rep = report(tiny, tokens=TOKENS, gpu="H100", recipes=["tensorwise"])
+    decision = {(r.K, r.N): r.decision for r in rep.rows}
+    for fqn, mod in tiny.named_modules():
+        got = filt(mod, fqn)
+        if not isinstance(mod, nn.Linear):
+            assert got is False, fqn
+            continue
+        k, n = mod.in_features, mod.out_features
+        expected = (k % 16 == 0 and n % 16 == 0) and f8.should_use(TOKENS, k, n, "tensorwise", "H100")
+        assert got == expected, fqn
+        assert got == (decision[k, n] == "tensorwise"), fqn
+    excl = f8.module_filter(gpu="H100", tokens=TOKENS, recipe="tensorwise", exclude=["layers.0."])
+    assert excl(tiny.layers[0].up, "layers.0.up") is False
+    assert excl(tiny.layers[1].up, "layers.1.up") is True
+
+
+def test_convert_to_float8_training_with_the_filter():
+    pytest.importorskip("torchao")
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    from torchao.float8.float8_linear import Float8Linear
+
+    model = nn.Sequential(nn.Linear(4096, 14336, bias=False), nn.GELU(), nn.Linear(14336, 4096, bias=False),
+                          nn.Linear(4096, 8, bias=False), nn.Linear(64, 64, bias=False))
+    filt = f8.module_filter(gpu="H100", tokens=TOKENS, recipe="tensorwise")
+    expected = {name: filt(m, name) for name, m in model.named_children()}
+    convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name("tensorwise"),
+                               module_filter_fn=filt)
+    converted = {name: isinstance(m, Float8Linear) for name, m in model.named_children()}
+    assert converted == expected == {"0": True, "1": False, "2": True, "3": False, "4": False}
+
+
+def test_presets_mappings_iterables_and_strings():
+    preset = report("llama3-8b", tokens=TOKENS)
+    assert preset.title == "llama3-8b (32 layers)"
+    assert sum(r.count for r in preset.rows) == 7 * 32 + 1
+    assert report(get_preset("llama3-8b"), tokens=TOKENS).totals == preset.totals
+    moe = report("mixtral-8x7b", tokens=TOKENS)
+    assert {r.M for r in moe.rows} == {TOKENS, TOKENS * 2 // 8}
+    mapping = report({"up": (4096, 14336), "down": (14336, 4096)}, tokens=TOKENS)
+    assert [r.names for r in mapping.rows] == [("up",), ("down",)]
+    it = report(["4096x14336", (4096, 14336), "14336X4096"], tokens=TOKENS)
+    assert [(r.K, r.N, r.count) for r in it.rows] == [(4096, 14336, 2), (14336, 4096, 1)]
+    one = report("4096x14336", tokens=TOKENS, recipes="rowwise")
+    assert one.recipes == ("rowwise",)
+    assert one.rows[0].times_s["rowwise"] == pytest.approx(total(TOKENS, 4096, 14336, "rowwise"))
+
+
+def test_min_speedup_and_options():
+    hi = report(["1024x1024", "4096x14336"], tokens=TOKENS, min_speedup=1.5)
+    assert [r.decision for r in hi.rows] == ["bf16", "tensorwise"]
+    assert "< 1.5x" in hi.rows[0].reason
+    cached = report(["4096x14336"], tokens=TOKENS, cache_weight_cast=True, recipes=["tensorwise"])
+    expected = float(f8.linear_time(TOKENS, 4096, 14336, "tensorwise", "H100", cache_weight_cast=True).total_s)
+    assert cached.rows[0].times_s["tensorwise"] == pytest.approx(expected)
+    orig = report(["4096x14336"], tokens=TOKENS, model="original")
+    assert orig.time_model == "original"
+
+
+def test_default_recipes_follow_the_gpu():
+    assert "mxfp8" in report(["4096x4096"], tokens=TOKENS, gpu="B200").recipes
+    assert "mxfp8" not in report(["4096x4096"], tokens=TOKENS, gpu="H100").recipes
+
+
+def test_parse_shape():
+    assert parse_shape(" 4096 x 14336 ") == (4096, 14336)
+    with pytest.raises(InvalidShapeError, match=r"bad Linear shape '4096y3'.*KxN"):
+        parse_shape("4096y3")
+    with pytest.raises(InvalidShapeError, match="bad Linear shape '0x5'"):
+        parse_shape("0x5")
+
+
+def test_errors_name_the_bad_value():
+    with pytest.raises(UnknownGPUError, match="unknown GPU 'H101'"):
+        report(["4096x4096"], tokens=TOKENS, gpu="H101")
+    with pytest.raises(UnknownRecipeError, match="unknown recipe 'fp8'"):
+        report(["4096x4096"], tokens=TOKENS, recipes=["fp8"])
+    with pytest.raises(UnsupportedFormatError, match="recipe 'mxfp8' needs mxfp8"):
+        report(["4096x4096"], tokens=TOKENS, recipes=["mxfp8"])
+    with pytest.raises(UnknownPresetError, match="unknown model preset 'llama9'"):
+        report("llama9", tokens=TOKENS)
+    with pytest.raises(InvalidShapeError, match="tokens must be a positive integer, got 0"):
+        report(["4096x4096"], tokens=0)
+    with pytest.raises(PerfModelError, match="min_speedup must be a number > 0, got 0"):
+        report(["4096x4096"], tokens=TOKENS, min_speedup=0)
+    with pytest.raises(PerfModelError, match="no float8 recipe to compare"):
+        report(["4096x4096"], tokens=TOKENS, recipes=["bf16"])
+    with pytest.raises(PerfModelError, match="cannot analyse int"):
+        report(3, tokens=TOKENS)
+    with pytest.raises(PerfModelError, match=r"has no nn\.Linear"):
+        report(nn.GELU(), tokens=TOKENS)
+    with pytest.raises(InvalidShapeError, match="shape of 'up' must be"):
+        report({"up": 4096}, tokens=TOKENS)
+
+
+def test_report_does_not_need_torch_for_shapes():
+    rep = report(np.array([[4096, 4096]]).tolist(), tokens=TOKENS)
+    assert rep.rows[0].K == 4096
