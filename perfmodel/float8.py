@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ __all__ = [
     "linear_time",
     "module_filter",
     "recipe_names",
+    "report",
     "should_use",
     "speedup",
     "supported_recipes",
@@ -144,6 +145,14 @@ def linear_time(
         InvalidShapeError.
     """
     _check_shapes(M, K, N)
+    return _linear_time(M, K, N, recipe, gpu, fuse_input_with_prev=fuse_input_with_prev,
+                        fuse_grad_output_with_prev=fuse_grad_output_with_prev, cache_weight_cast=cache_weight_cast,
+                        torch_compile_limitations=torch_compile_limitations, model=model)
+
+
+def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_output_with_prev=False,
+                 cache_weight_cast=False, torch_compile_limitations=False, model=None) -> LinearTime:
+    """:func:`linear_time` without the shape checks (callers have checked them once)."""
     rec, spec = get_recipe(recipe), get_gpu(gpu)
     tm = time_model(spec, model)
     for d in rec.gemm_dtypes():
@@ -184,10 +193,11 @@ def speedup(
     cache_weight_cast: bool = False, model: ModelLike = None,
 ) -> Any:
     """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster)."""
+    _check_shapes(M, K, N)
     opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
                 cache_weight_cast=cache_weight_cast, model=model)
-    base = linear_time(M, K, N, None, gpu, model=model).total_s
-    return base / linear_time(M, K, N, recipe, gpu, **opts).total_s
+    base = _linear_time(M, K, N, None, gpu, model=model).total_s
+    return base / _linear_time(M, K, N, recipe, gpu, **opts).total_s
 
 
 def should_use(
@@ -294,8 +304,11 @@ def break_even_tokens(
     return result
 
 
+TokensLike = int | Mapping[str, int] | Callable[[str], int]
+
+
 def module_filter(
-    gpu: GPULike = "H100", tokens: int = 8192, recipe: str | Recipe = "tensorwise", *,
+    gpu: GPULike = "H100", tokens: TokensLike = 8192, recipe: str | Recipe = "tensorwise", *,
     min_speedup: float = 1.0, exclude: Iterable[str] = (), model: ModelLike = None,
 ) -> Callable[[Any, str], bool]:
     """A ``module_filter_fn(module, fqn) -> bool`` for torchao's ``convert_to_float8_training``.
@@ -304,26 +317,53 @@ def module_filter(
     both feature sizes are multiples of 16 (float8 GEMM kernels need it), and no string of
     ``exclude`` occurs in its fully-qualified name. Other modules return ``False``
     (torchao asks about every module; only Linears are swapped).
-    ``tokens`` is the number of rows the Linear sees per step (batch × sequence length).
+
+    ``tokens`` is the number of rows a Linear sees per step (batch × sequence length): one int for
+    every layer, or per layer — a mapping from fully-qualified-name substrings to tokens (the
+    longest matching key wins; layers no key matches use the ``"*"`` entry, else are not converted)
+    or a callable ``fqn -> tokens``. Routed MoE experts see ``tokens · top_k / experts``.
     """
-    check_size("tokens", tokens)
     spec, rec = get_gpu(gpu), get_recipe(recipe)
-    linear_time(tokens, 16, 16, rec, spec, model=model)  # fail now on unsupported recipe/GPU
+    tokens_of = _tokens_lookup(tokens)
+    _linear_time(16, 16, 16, rec, spec, model=model)  # fail now on unsupported recipe/GPU
     excluded = tuple(exclude)
-    cache: dict[tuple[int, int], bool] = {}
+    cache: dict[tuple[int, int, int], bool] = {}
 
     def module_filter_fn(module: Any, fqn: str) -> bool:
         if not _is_linear(module) or any(e in fqn for e in excluded):
             return False
         k, n = int(module.in_features), int(module.out_features)
-        if k % 16 or n % 16:
+        m = tokens_of(fqn)
+        if k % 16 or n % 16 or m is None:
             return False
-        if (k, n) not in cache:
-            cache[k, n] = should_use(tokens, k, n, rec, spec, min_speedup=min_speedup, model=model)
-        return cache[k, n]
+        if (m, k, n) not in cache:
+            cache[m, k, n] = should_use(m, k, n, rec, spec, min_speedup=min_speedup, model=model)
+        return cache[m, k, n]
 
-    module_filter_fn.__name__ = f"perfmodel_filter_{rec.name}_{spec.name}_{tokens}"
+    label = tokens if isinstance(tokens, int) else "per-layer"
+    module_filter_fn.__name__ = f"perfmodel_filter_{rec.name}_{spec.name}_{label}"
     return module_filter_fn
+
+
+def _tokens_lookup(tokens: TokensLike) -> Callable[[str], int | None]:
+    """Normalise ``module_filter``'s ``tokens`` to ``fqn -> tokens | None`` (checked values)."""
+    if isinstance(tokens, Mapping):
+        table = {str(k): int(check_size(f"tokens[{k!r}]", v)) for k, v in tokens.items()}
+        if not table:
+            raise PerfModelError("tokens mapping is empty; give at least one 'fqn part': tokens entry")
+        keys = sorted((k for k in table if k != "*"), key=len, reverse=True)
+
+        def lookup(fqn: str) -> int | None:
+            return next((table[k] for k in keys if k in fqn), table.get("*"))
+
+        return lookup
+    if callable(tokens):
+        def call(fqn: str) -> int:
+            return int(check_size(f"tokens({fqn!r})", tokens(fqn)))
+
+        return call
+    check_size("tokens", tokens)
+    return lambda fqn: tokens
 
 
 def _is_linear(module: Any) -> bool:
@@ -331,3 +371,6 @@ def _is_linear(module: Any) -> bool:
     if torch is not None and isinstance(module, torch.nn.Module):
         return isinstance(module, torch.nn.Linear)  # subclasses too (torchao's Float8Linear)
     return hasattr(module, "in_features") and hasattr(module, "out_features")  # duck-typed stand-ins
+
+
+from .report import report  # noqa: E402  (report prices layers with the functions above)

@@ -217,3 +217,22 @@ def test_numeric_numpy_sympy_agree(m, k, n, recipe):
     expr = f8.linear_time(ms, ks, ns, recipe, "H200").total_s
     assert float(expr.subs({ms: m, ks: k, ns: n})) == pytest.approx(
         f8.linear_time(m, k, n, recipe, "H200").total_s, rel=1e-12)
+
+
+def test_module_filter_tokens_per_layer():
+    big, small = 32768, 64
+    fn = f8.module_filter(gpu="H100", tokens={"experts": small, "*": big})
+    expert, dense = _Linear(4096, 14336), _Linear(4096, 14336)
+    assert fn(dense, "layers.0.mlp.up") is f8.should_use(big, 4096, 14336, "tensorwise", "H100") is True
+    assert fn(expert, "layers.0.experts.3.w1") is f8.should_use(small, 4096, 14336, "tensorwise", "H100") is False
+    only = f8.module_filter(gpu="H100", tokens={"mlp": big})
+    assert only(dense, "layers.0.attn.q") is False  # no key matches and no "*": not converted
+    call = f8.module_filter(gpu="H100", tokens=lambda fqn: small if "experts" in fqn else big)
+    assert call(dense, "mlp.up") is True and call(expert, "experts.0.w1") is False
+    with pytest.raises(InvalidShapeError, match=r"tokens\['experts'\]"):
+        f8.module_filter(tokens={"experts": 0})
+    bad = f8.module_filter(tokens=lambda fqn: -1)
+    with pytest.raises(InvalidShapeError, match="tokens"):
+        bad(dense, "x")
+    with pytest.raises(pm.PerfModelError, match="empty"):
+        f8.module_filter(tokens={})
