@@ -178,7 +178,7 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
             t = tm.launch_time_s(gpu=spec)
             launch_s = launch_s + t
         else:
-            t = tm.memory_kernel_time_s(k.bytes, gpu=spec)
+            t = tm.memory_kernel_time_s(k.bytes, gpu=spec, recipe=rec.name)
             cast_s = cast_s + t
         kernels.append(KernelCall(kernel=k, time_s=t))
     gemm_s = gemms[0].time_s + gemms[1].time_s + gemms[2].time_s

@@ -63,8 +63,9 @@ class TimeModel(Protocol):
         """Seconds for one GEMM."""
         ...
 
-    def memory_kernel_time_s(self, bytes_moved: Any, *, gpu: GPUSpec) -> Any:
-        """Seconds for one memory-bound kernel (cast, copy) moving ``bytes_moved`` bytes."""
+    def memory_kernel_time_s(self, bytes_moved: Any, *, gpu: GPUSpec, recipe: str | None = None) -> Any:
+        """Seconds for one memory-bound kernel (cast, copy) moving ``bytes_moved`` bytes; ``recipe``
+        names the float8 recipe a cast kernel belongs to (a calibrated model may price them apart)."""
         ...
 
     def launch_time_s(self, *, gpu: GPUSpec) -> Any:
@@ -97,7 +98,7 @@ class Roofline:
             t = xp.max(t, gpu.launch_overhead_s)
         return t
 
-    def memory_kernel_time_s(self, bytes_moved, *, gpu):
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None):
         t = bytes_moved / gpu.achievable_mem_bw_bytes_per_s
         if self.launch_floor:
             t = namespace(bytes_moved).max(t, gpu.launch_overhead_s)
@@ -116,7 +117,7 @@ class _Original:
     def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu):
         return gemm_flops(M, K, N) / gpu.peak_flops_per_s(fmt) / gpu.efficiency.gemm(fmt)
 
-    def memory_kernel_time_s(self, bytes_moved, *, gpu):
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None):
         return bytes_moved / gpu.mem_bw_bytes_per_s / gpu.efficiency.mem_bw_fraction
 
     def launch_time_s(self, *, gpu):

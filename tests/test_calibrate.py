@@ -1,0 +1,175 @@
+"""Calibration: the shape-aware model, its fit (recovers known parameters), persistence, errors."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import perfmodel as pm
+from perfmodel import calibrate as cal
+from perfmodel.cli import main
+from perfmodel.errors import CalibrationError
+
+H200 = pm.get_gpu("H200")
+BF16 = pm.get_format("bf16")
+TRUE = cal.GemmParams(tile_m=128, tile_n=256, wave_mode="ceil", rate_flops_per_s=800e12, k_overhead=96.0,
+                      latency_s=4e-6, mem_bw_bytes_per_s=4.2e12)
+KERNELS = cal.KernelParams(latency_s=2e-6, bw_bytes_per_s=4e12, launch_s=1e-6)
+
+
+def truth_model():
+    return cal.CalibratedModel(gpu="H200", gemm={"bf16": TRUE}, kernels=KERNELS, source="synthetic")
+
+
+def synthetic_records(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def draw(lo, hi):
+        return (np.exp(rng.uniform(np.log(lo), np.log(hi), n)).astype(int) // 8 + 1) * 8
+
+    M, K, N = draw(16, 32768), draw(256, 28672), draw(256, 28672)
+    t = truth_model().gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    recs = [dict(op="gemm", M=int(m), K=int(k), N=int(n_), dtype="bf16", scaling=None, time_s=float(x))
+            for m, k, n_, x in zip(M, K, N, t, strict=True)]
+    recs += [dict(op="copy", bytes=b, time_s=2e-6 + b / 4e12) for b in (1e6, 1e8, 1e9, 4e9)]
+    recs += [dict(op="launch", kernel="k", method="profiler_kernel_duration", time_s=1e-6)]
+    return {"meta": {"date": "2026-11-30", "gpu_name": "NVIDIA H200"}, "records": recs}
+
+
+def test_model_formula_by_hand():
+    M, K, N = 1000, 4096, 3000
+    tiles = -(-M // 128) * -(-N // 256)  # 8 * 12 = 96 tiles: one wave on 132 SMs
+    compute = 1 * 2 * 128 * 256 * 132 * (K + 96.0) / 800e12
+    memory = ((M * K + K * N) * 2 + M * N * 2) / 4.2e12
+    assert tiles == 96
+    got = truth_model().gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    assert got == pytest.approx(4e-6 + max(compute, memory))
+
+
+def test_model_on_numpy_and_sympy():
+    m = truth_model()
+    Ms = np.array([16, 1000, 8192])
+    grid = m.gemm_time_s(Ms, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    M = sp.Symbol("M", positive=True, integer=True)
+    expr = m.gemm_time_s(M, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    assert expr.has(sp.ceiling) and expr.has(sp.Max)
+    for value, mv in zip(grid, Ms, strict=True):
+        assert float(expr.subs(M, int(mv))) == pytest.approx(value, rel=1e-12)
+
+
+def test_fit_recovers_known_parameters():
+    fitted = cal.Calibrator(gpu="H200", heldout_fraction=0.3).fit(synthetic_records())
+    p = fitted.model_.gemm["bf16"]
+    assert (p.tile_m, p.tile_n, p.wave_mode) == (128, 256, "ceil")
+    assert p.rate_flops_per_s == pytest.approx(800e12, rel=1e-3)
+    assert p.k_overhead == pytest.approx(96.0, rel=0.05)
+    assert p.latency_s == pytest.approx(4e-6, rel=0.02)
+    assert fitted.residuals_["bf16"]["heldout"]["mdape"] < 0.5
+    assert fitted.residuals_["bf16"]["heldout"]["n"] > 50
+    k = fitted.model_.kernels
+    assert k.bw_bytes_per_s == pytest.approx(4e12, rel=1e-6) and k.latency_s == pytest.approx(2e-6, rel=1e-6)
+    assert k.launch_s == 1e-6
+    # deterministic: the same data gives the same model
+    again = cal.fit(synthetic_records(), "H200")
+    assert again.model_ == fitted.model_
+
+
+def test_fitted_gpu_predicts_with_the_calibration():
+    fitted = cal.fit(synthetic_records(), "H200")
+    g = fitted.gpu_
+    assert g.calibration is fitted.model_
+    assert pm.gemm_time_s(4096, 4096, 4096, "bf16", g) == pytest.approx(
+        fitted.model_.gemm_time_s(4096, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=g))
+    # formats without a fit fall back to the roofline (tf32) or borrow a measured path (fp16)
+    assert pm.gemm_time_s(4096, 4096, 4096, "fp16", g) == pm.gemm_time_s(4096, 4096, 4096, "bf16", g)
+    assert pm.gemm_time_s(4096, 4096, 4096, "tf32", g) == pm.gemm_time_s(4096, 4096, 4096, "tf32", g,
+                                                                          model="roofline")
+
+
+def test_save_load_roundtrip(tmp_path):
+    fitted = cal.fit(synthetic_records(), "H200")
+    path = fitted.model_.save(tmp_path / "h200.json")
+    loaded = cal.load_calibration(path)
+    assert loaded.gemm == fitted.model_.gemm and loaded.kernels == fitted.model_.kernels
+    fitted.model_.save(path)  # overwriting a calibration is fine
+    other = tmp_path / "notes.json"
+    other.write_text('{"mine": 1}')
+    with pytest.raises(CalibrationError, match="not a perfmodel calibration; not overwriting"):
+        fitted.model_.save(other)
+    assert json.loads(other.read_text()) == {"mine": 1}
+
+
+@pytest.mark.parametrize("content,msg", [
+    ("{", "cannot read"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"schema": "other"}', "schema is 'other'"),
+    ('{"schema": "perfmodel.calibration/1", "gpu": "H200"}', "not a perfmodel calibration"),
+])
+def test_load_calibration_errors(tmp_path, content, msg):
+    path = tmp_path / "c.json"
+    path.write_text(content)
+    with pytest.raises(CalibrationError, match=msg):
+        cal.load_calibration(path)
+
+
+def test_dataset_errors(tmp_path):
+    with pytest.raises(CalibrationError, match="no records"):
+        cal.load_dataset({"records": []})
+    with pytest.raises(CalibrationError, match="'records' list"):
+        cal.load_dataset({"rows": []})
+    with pytest.raises(CalibrationError, match=r"records\[0\] has no 'op'"):
+        cal.load_dataset({"records": [{"M": 1}]})
+    with pytest.raises(CalibrationError, match="no 'gemm' records"):
+        cal.fit({"records": [{"op": "copy", "bytes": 1, "time_s": 1}]}, "H200")
+    with pytest.raises(CalibrationError, match="heldout_fraction"):
+        cal.Calibrator(gpu="H200", heldout_fraction=1.0).fit(synthetic_records())
+    with pytest.raises(pm.UnknownGPUError):
+        cal.fit(synthetic_records(), "H2000")
+    with pytest.raises(CalibrationError, match="wave_mode"):
+        dataclasses.replace(TRUE, wave_mode="round")
+
+
+def test_heldout_split_is_deterministic_and_sized():
+    keys = [(m, 4096, 4096) for m in range(1, 2001)]
+    share = np.mean([cal.is_heldout(*k) for k in keys])
+    assert 0.25 < share < 0.35
+    assert [cal.is_heldout(*k) for k in keys[:50]] == [cal.is_heldout(*k) for k in keys[:50]]
+
+
+def test_ape_stats():
+    st = cal.ape_stats([110, 90, 100, 100], [100, 100, 100, 100])
+    assert st == {"n": 4, "mdape": 5.0, "p90": pytest.approx(10.0), "max": pytest.approx(10.0)}
+
+
+def test_cast_fit_from_linear_records():
+    from perfmodel.recipes import RECIPES, CastOptions
+
+    recs = []
+    for m in (1024, 4096, 16384):
+        for k, n in ((4096, 4096), (4096, 14336)):
+            ks = RECIPES["tensorwise"].cast_kernels(m, k, n, CastOptions())
+            mem = [x for x in ks if not x.launch_only]
+            t = len(mem) * 3e-6 + sum(x.bytes for x in mem) / 2e12 + (len(ks) - len(mem)) * 1e-6
+            recs.append(dict(op="linear", M=m, K=k, N=n, recipe="tensorwise",
+                             kernels=[{"name": "triton_red_fused_abs_max_0", "time_s": t, "calls": 6},
+                                      {"name": "nvjet_sm90_qqtst_128x128", "time_s": 1e-3, "calls": 3}]))
+    casts = cal._fit_casts(recs, KERNELS)
+    assert casts["tensorwise"].bw_bytes_per_s == pytest.approx(2e12, rel=1e-6)
+    assert casts["tensorwise"].latency_s == pytest.approx(3e-6, rel=1e-6)
+    assert cal.measured_cast_time_s(recs[0]) == recs[0]["kernels"][0]["time_s"]
+    assert not cal.is_gemm_kernel("triton_poi_fused__scaled_mm__to_copy_1")
+    assert cal.is_gemm_kernel("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN")
+
+
+def test_cli(tmp_path, capsys):
+    data = tmp_path / "gemm.json"
+    data.write_text(json.dumps(synthetic_records()))
+    out = tmp_path / "h200.json"
+    assert main(["calibrate", str(data), "--gpu", "h200", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "bf16" in text and "heldout" in text and "MdAPE" in text
+    assert cal.load_calibration(out).gpu == "H200"
+    assert main(["calibrate", str(tmp_path / "missing.json"), "--gpu", "h200", "-o", str(out)]) == 2
+    assert "cannot read dataset" in capsys.readouterr().err
