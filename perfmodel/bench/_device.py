@@ -1,0 +1,99 @@
+"""Shared GPU helpers: the CUDA check, timing with ``triton.testing.do_bench``, random operands.
+
+torch and triton are imported inside the functions: importing this module touches neither.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+from typing import Any
+
+from ..errors import PerfModelError
+
+__all__ = ["NoGPUError", "bench", "kernel_times_s", "require_cuda"]
+
+
+class NoGPUError(PerfModelError, RuntimeError):
+    """A GPU measurement was asked for where torch sees no CUDA device."""
+
+
+def require_cuda() -> Any:
+    """Return the ``torch`` module if a CUDA device is usable, else raise :class:`NoGPUError`."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise NoGPUError(
+            "perfmodel.bench measures on a GPU and needs PyTorch with CUDA; `pip install torch` on a "
+            "machine with an NVIDIA GPU. Use --dry-run to print the plan without a GPU."
+        ) from exc
+    if not torch.cuda.is_available():
+        raise NoGPUError(
+            f"perfmodel.bench needs a CUDA GPU, but torch {torch.__version__} sees none "
+            f"(torch.cuda.is_available() is False). Run it on a GPU machine, or use --dry-run to print "
+            "the plan and its estimated time."
+        )
+    return torch
+
+
+def bench(fn: Callable[[], Any], *, warmup_ms: float, rep_ms: float) -> dict[str, float]:
+    """Time ``fn`` with ``triton.testing.do_bench`` (CUDA events, the L2 flushed before every timed
+    run): median and 20th/80th percentiles, seconds."""
+    from triton.testing import do_bench
+
+    p20, p50, p80 = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.2, 0.5, 0.8], return_mode="median")
+    return {"time_s": p50 * 1e-3, "time_s_p20": p20 * 1e-3, "time_s_p80": p80 * 1e-3}
+
+
+def kernel_times_s(prof: Any) -> list[tuple[str, float, float]]:
+    """(name, start_s, duration_s) of every GPU activity (kernels, memcpy, memset) in a finished
+    ``torch.profiler.profile``, sorted by start. Uses the Kineto events (ns resolution)."""
+    from torch.autograd import DeviceType
+
+    out = []
+    results = getattr(prof.profiler, "kineto_results", None)
+    if results is not None:
+        for e in results.events():
+            if e.device_type() == DeviceType.CUDA:
+                out.append((e.name(), e.start_ns() * 1e-9, e.duration_ns() * 1e-9))
+    else:  # pragma: no cover - older torch
+        for e in prof.events():
+            if e.device_type == DeviceType.CUDA:
+                out.append((e.name, e.time_range.start * 1e-6, e.time_range.elapsed_us() * 1e-6))
+    out.sort(key=lambda t: t[1])
+    return out
+
+
+def split_steps(events: Sequence[tuple[str, float, float]], n_steps: int) -> list[list[tuple[str, float, float]]]:
+    """Split time-sorted GPU events into ``n_steps`` groups at the ``n_steps - 1`` largest idle gaps
+    (the caller sleeps between steps, so step boundaries are the largest gaps)."""
+    if n_steps <= 1 or len(events) < n_steps:
+        return [list(events)]
+    gaps = sorted(
+        range(1, len(events)),
+        key=lambda i: events[i][1] - (events[i - 1][1] + events[i - 1][2]),
+        reverse=True,
+    )[: n_steps - 1]
+    cuts = [0, *sorted(gaps), len(events)]
+    return [list(events[a:b]) for a, b in pairwise(cuts)]
+
+
+def summarize_steps(steps: Sequence[Sequence[tuple[str, float, float]]]) -> dict[str, Any]:
+    """Per-step kernel-time sum (median over steps) and the per-kernel list (time and calls per step)."""
+    sums = [sum(d for _, _, d in step) for step in steps]
+    n = len(steps)
+    per_kernel: dict[str, list[float]] = {}
+    for step in steps:
+        for name, _, d in step:
+            per_kernel.setdefault(name, []).append(d)
+    kernels = sorted(
+        ({"name": k, "time_s": sum(v) / n, "calls": len(v) / n} for k, v in per_kernel.items()),
+        key=lambda r: -r["time_s"],
+    )
+    return {
+        "step_kernel_time_s": statistics.median(sums) if sums else None,
+        "step_kernel_time_s_all": sums,
+        "kernels_per_step": sum(len(s) for s in steps) / max(n, 1),
+        "kernels": kernels,
+    }
