@@ -62,6 +62,10 @@ class Namespace:
     def where(self, cond: Any, a: Any, b: Any) -> Any:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def log(self, x: Any) -> Any:  # pragma: no cover - interface
+        """Natural logarithm."""
+        raise NotImplementedError
+
     def cdiv(self, a: Any, b: Any) -> Any:
         """Ceiling division ``ceil(a / b)``: tiles needed to cover ``a`` with tiles of ``b``."""
         return self.ceil(a / b)
@@ -92,6 +96,9 @@ class _Python(Namespace):
     def where(self, cond, a, b):
         return a if cond else b
 
+    def log(self, x):
+        return math.log(x)
+
     def cdiv(self, a, b):
         if isinstance(a, int) and isinstance(b, int):
             return -(-a // b)  # exact for big ints, no float rounding
@@ -115,6 +122,9 @@ class _Numpy(Namespace):
 
     def where(self, cond, a, b):
         return np.where(cond, a, b)
+
+    def log(self, x):
+        return np.log(x)
 
 
 class _Sympy(Namespace):
@@ -145,6 +155,9 @@ class _Sympy(Namespace):
         if cond is False or cond is sp.false:
             return b
         return sp.Piecewise((a, cond), (b, True))
+
+    def log(self, x):
+        return self._sp().log(x)
 
 
 PYTHON: Namespace = _Python()

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from .calibrations import ShippedCalibration
 from .hardware import (
     AMD_DEFAULT_EFFICIENCY,
     NVIDIA_DEFAULT_EFFICIENCY,
     ORIGINAL_EFFICIENCY,
+    Efficiency,
     GPUSpec,
     Peaks,
     default_efficiency,
@@ -168,7 +170,20 @@ _L40S_PEAKS = Peaks(
     source=f"{_L40S_DS}: dense column of each pair (the sparse one is about twice); no MX/NVFP4 on Ada",
 )
 
-H200_EFFICIENCY = default_efficiency("H200", NVIDIA_DEFAULT_EFFICIENCY)  # replaced once calibrated
+_H200_MEASURED = ("measured: python -m perfmodel.bench (perfmodel/calibrations/data/h200_*_2026-11-30.json), "
+                  "H200, 2026-11-30, torch 2.11 / cuBLAS via torch.mm and torch._scaled_mm")
+#: What large kernels reach on the H200 we measured (the roofline model's fractions; the shipped
+#: calibration, used by default, models shape effects on top):
+H200_EFFICIENCY = Efficiency(
+    gemm_fraction=800e12 / (1979e12 / 2),  # bf16: 95th percentile of 969 GEMMs, 801 TFLOP/s
+    gemm_fraction_by_format={
+        "fp8_e4m3": 1429e12 / (3958e12 / 2),  # fp8 tensorwise: 95th percentile 1429 TFLOP/s
+        "fp8_e5m2": 1429e12 / (3958e12 / 2),
+    },
+    mem_bw_fraction=4.27e12 / 4.8e12,  # device-to-device copy of 8 GiB: 4.27 TB/s read + write
+    launch_overhead_s=0.86e-6,  # profiled duration of a 1-element torch add
+    source=_H200_MEASURED,
+)
 
 
 def _nv(name: str):
@@ -250,6 +265,7 @@ TABLE: tuple[GPUSpec, ...] = (
         mem_bw_bytes_per_s=4.8e12, mem_bytes=141e9, num_sms=132, boost_clock_hz=1.98e9,
         l2_bytes=50 * 2**20, bus_width_bits=6016, mem_clock_hz=3.201e9,
         efficiency=H200_EFFICIENCY,
+        calibration=ShippedCalibration("h200.json"),
         sources={
             "mem_bw_bytes_per_s": f"{_H200_DS}: 4.8 TB/s HBM3e", "mem_bytes": f"{_H200_DS}: 141 GB HBM3e",
             "num_sms": "measured: torch.cuda.get_device_properties on an H200, 2026-10-28 (132 SMs)",

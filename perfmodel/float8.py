@@ -118,10 +118,11 @@ def _check_shapes(M, K, N) -> None:
 
 
 def _options(fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast,
-             torch_compile_limitations) -> CastOptions:
+             torch_compile_limitations, dynamic_shapes) -> CastOptions:
     return CastOptions(fuse_input_with_prev=fuse_input_with_prev,
                        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                       cache_weight_cast=cache_weight_cast, torch_compile_limitations=torch_compile_limitations)
+                       cache_weight_cast=cache_weight_cast, torch_compile_limitations=torch_compile_limitations,
+                       dynamic_shapes=dynamic_shapes)
 
 
 def supported_recipes(gpu: GPULike = "H100") -> list[str]:
@@ -133,7 +134,8 @@ def supported_recipes(gpu: GPULike = "H100") -> list[str]:
 def linear_time(
     M: Any, K: Any, N: Any, recipe: str | Recipe | None = None, gpu: GPULike = "H100", *,
     fuse_input_with_prev: bool = False, fuse_grad_output_with_prev: bool = False,
-    cache_weight_cast: bool = False, torch_compile_limitations: bool = False, model: ModelLike = None,
+    cache_weight_cast: bool = False, torch_compile_limitations: bool = False, dynamic_shapes: bool = False,
+    model: ModelLike = None,
 ) -> LinearTime:
     """Predicted fwd+bwd time of ``nn.Linear(K, N, bias=False)`` on ``M`` tokens, seconds, by kernel.
 
@@ -147,11 +149,13 @@ def linear_time(
     _check_shapes(M, K, N)
     return _linear_time(M, K, N, recipe, gpu, fuse_input_with_prev=fuse_input_with_prev,
                         fuse_grad_output_with_prev=fuse_grad_output_with_prev, cache_weight_cast=cache_weight_cast,
-                        torch_compile_limitations=torch_compile_limitations, model=model)
+                        torch_compile_limitations=torch_compile_limitations, dynamic_shapes=dynamic_shapes,
+                        model=model)
 
 
 def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_output_with_prev=False,
-                 cache_weight_cast=False, torch_compile_limitations=False, model=None) -> LinearTime:
+                 cache_weight_cast=False, torch_compile_limitations=False, dynamic_shapes=False,
+                 model=None) -> LinearTime:
     """:func:`linear_time` without the shape checks (callers have checked them once)."""
     rec, spec = get_recipe(recipe), get_gpu(gpu)
     tm = time_model(spec, model)
@@ -166,10 +170,14 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
     for (name, m, k, n), dtype in zip(shapes, rec.gemm_dtypes(), strict=True):
         fmt = get_format(dtype)
         scaling = None if fmt.bits >= 16 else rec.scaling
-        t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec)
+        # every operand of a Linear's GEMMs is contiguous along K or N (x, W, grad_output), never M
+        t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec,
+                           lead_dims=(K, N))
+        if hasattr(tm, "step_gemm_factor"):  # calibrated: GEMMs inside a step vs the isolated sweep
+            t = t * tm.step_gemm_factor(fmt, scaling)
         gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, time_s=t))
     opts = _options(fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast,
-                    torch_compile_limitations)
+                    torch_compile_limitations, dynamic_shapes)
     kernels = []
     cast_s: Any = 0
     launch_s: Any = 0
@@ -178,7 +186,7 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
             t = tm.launch_time_s(gpu=spec)
             launch_s = launch_s + t
         else:
-            t = tm.memory_kernel_time_s(k.bytes, gpu=spec, recipe=rec.name)
+            t = tm.memory_kernel_time_s(k.bytes, gpu=spec, recipe=opts.cast_key(rec.name), tensor=k.tensor)
             cast_s = cast_s + t
         kernels.append(KernelCall(kernel=k, time_s=t))
     gemm_s = gemms[0].time_s + gemms[1].time_s + gemms[2].time_s
@@ -190,12 +198,13 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
 def speedup(
     M: Any, K: Any, N: Any, recipe: str | Recipe = "tensorwise", gpu: GPULike = "H100", *,
     fuse_input_with_prev: bool = False, fuse_grad_output_with_prev: bool = False,
-    cache_weight_cast: bool = False, model: ModelLike = None,
+    cache_weight_cast: bool = False, dynamic_shapes: bool = False, model: ModelLike = None,
 ) -> Any:
-    """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster)."""
+    """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster).
+    Options as in :func:`linear_time`."""
     _check_shapes(M, K, N)
     opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                cache_weight_cast=cache_weight_cast, model=model)
+                cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes, model=model)
     base = _linear_time(M, K, N, None, gpu, model=model).total_s
     return base / _linear_time(M, K, N, recipe, gpu, **opts).total_s
 
@@ -203,14 +212,14 @@ def speedup(
 def should_use(
     M: Any, K: Any, N: Any, recipe: str | Recipe = "tensorwise", gpu: GPULike = "H100", *,
     min_speedup: float = 1.0, fuse_input_with_prev: bool = False, fuse_grad_output_with_prev: bool = False,
-    cache_weight_cast: bool = False, model: ModelLike = None,
+    cache_weight_cast: bool = False, dynamic_shapes: bool = False, model: ModelLike = None,
 ) -> Any:
     """True where ``speedup(...) >= min_speedup`` (bool, bool array, or a sympy relation)."""
     if not min_speedup > 0:
         raise PerfModelError(f"min_speedup must be > 0, got {min_speedup!r}")
     s = speedup(M, K, N, recipe, gpu, fuse_input_with_prev=fuse_input_with_prev,
                 fuse_grad_output_with_prev=fuse_grad_output_with_prev, cache_weight_cast=cache_weight_cast,
-                model=model)
+                dynamic_shapes=dynamic_shapes, model=model)
     result = s >= min_speedup
     return bool(result) if isinstance(result, (bool, np.bool_)) else result
 

@@ -59,13 +59,15 @@ class TimeModel(Protocol):
     name: str
 
     def gemm_time_s(self, M: Any, K: Any, N: Any, *, fmt: Format, scaling: str | None,
-                    out_fmt: Format, gpu: GPUSpec) -> Any:
-        """Seconds for one GEMM."""
+                    out_fmt: Format, gpu: GPUSpec, lead_dims: tuple[Any, Any] | None = None) -> Any:
+        """Seconds for one GEMM. ``lead_dims``: the operands' leading dimensions where they are not
+        ``(K, N)`` (row-major A and B); a model that prices misaligned rows uses them."""
         ...
 
-    def memory_kernel_time_s(self, bytes_moved: Any, *, gpu: GPUSpec, recipe: str | None = None) -> Any:
-        """Seconds for one memory-bound kernel (cast, copy) moving ``bytes_moved`` bytes; ``recipe``
-        names the float8 recipe a cast kernel belongs to (a calibrated model may price them apart)."""
+    def memory_kernel_time_s(self, bytes_moved: Any, *, gpu: GPUSpec, recipe: str | None = None,
+                             tensor: str | None = None) -> Any:
+        """Seconds for one memory-bound kernel (cast, copy) moving ``bytes_moved`` bytes; ``recipe`` and
+        ``tensor`` name the float8 recipe and tensor a cast belongs to (a calibrated model prices them apart)."""
         ...
 
     def launch_time_s(self, *, gpu: GPUSpec) -> Any:
@@ -89,7 +91,7 @@ class Roofline:
     launch_floor: bool = True
     name: str = "roofline"
 
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu):
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
         xp = namespace(M, K, N)
         t = gemm_flops(M, K, N) / gpu.achievable_flops_per_s(fmt)
         if self.memory_term:
@@ -98,7 +100,7 @@ class Roofline:
             t = xp.max(t, gpu.launch_overhead_s)
         return t
 
-    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None):
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
         t = bytes_moved / gpu.achievable_mem_bw_bytes_per_s
         if self.launch_floor:
             t = namespace(bytes_moved).max(t, gpu.launch_overhead_s)
@@ -114,10 +116,10 @@ class _Original:
 
     name: str = "original"
 
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu):
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
         return gemm_flops(M, K, N) / gpu.peak_flops_per_s(fmt) / gpu.efficiency.gemm(fmt)
 
-    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None):
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
         return bytes_moved / gpu.mem_bw_bytes_per_s / gpu.efficiency.mem_bw_fraction
 
     def launch_time_s(self, *, gpu):

@@ -77,12 +77,20 @@ class CastOptions:
         torch_compile_limitations: model the 2024 torch.compile issues of the original model
             (pytorch#130015 extra fp8 read; pytorch#128063 delayed cast not fused). Only ``dynamic``
             and ``delayed`` know them.
+        dynamic_shapes: the step was compiled with a dynamic token dimension (``mark_dynamic`` or
+            torch.compile's automatic dynamic shapes after a recompile). Inductor then generates
+            slower cast kernels; a calibrated model prices them apart (same kernels and bytes).
     """
 
     fuse_input_with_prev: bool = False
     fuse_grad_output_with_prev: bool = False
     cache_weight_cast: bool = False
     torch_compile_limitations: bool = False
+    dynamic_shapes: bool = False
+
+    def cast_key(self, recipe: str) -> str:
+        """The key a calibration prices this recipe's casts under: ``"rowwise"`` or ``"rowwise+dynamic"``."""
+        return f"{recipe}+dynamic" if self.dynamic_shapes else recipe
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

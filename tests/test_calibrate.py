@@ -14,9 +14,9 @@ from perfmodel.errors import CalibrationError
 
 H200 = pm.get_gpu("H200")
 BF16 = pm.get_format("bf16")
-TRUE = cal.GemmParams(tile_m=128, tile_n=256, wave_mode="ceil", rate_flops_per_s=800e12, k_overhead=96.0,
+TRUE = cal.GemmParams(tile_m=128, tile_n=256, wave_quantization=1.0, rate_flops_per_s=800e12, k_overhead=96.0,
                       latency_s=4e-6, mem_bw_bytes_per_s=4.2e12)
-KERNELS = cal.KernelParams(latency_s=2e-6, bw_bytes_per_s=4e12, launch_s=1e-6)
+KERNELS = cal.KernelParams(latency_s=2e-6, bw_bytes_per_s=4e12, launch_s=1e-6, event_overhead_s=2e-6)
 
 
 def truth_model():
@@ -31,16 +31,18 @@ def synthetic_records(n=300, seed=0):
 
     M, K, N = draw(16, 32768), draw(256, 28672), draw(256, 28672)
     t = truth_model().gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    t = t + KERNELS.event_overhead_s  # the sweep times calls with CUDA events
     recs = [dict(op="gemm", M=int(m), K=int(k), N=int(n_), dtype="bf16", scaling=None, time_s=float(x))
             for m, k, n_, x in zip(M, K, N, t, strict=True)]
     recs += [dict(op="copy", bytes=b, time_s=2e-6 + b / 4e12) for b in (1e6, 1e8, 1e9, 4e9)]
-    recs += [dict(op="launch", kernel="k", method="profiler_kernel_duration", time_s=1e-6)]
+    recs += [dict(op="launch", kernel="k", method="profiler_kernel_duration", time_s=1e-6),
+             dict(op="launch", kernel="k", method="do_bench", time_s=3e-6)]
     return {"meta": {"date": "2026-11-30", "gpu_name": "NVIDIA H200"}, "records": recs}
 
 
 def test_model_formula_by_hand():
     M, K, N = 1000, 4096, 3000
-    tiles = -(-M // 128) * -(-N // 256)  # 8 * 12 = 96 tiles: one wave on 132 SMs
+    tiles = -(-M // 128) * -(-N // 256)  # 8 * 12 = 96 tiles: one whole wave on 132 SMs (q = 1)
     compute = 1 * 2 * 128 * 256 * 132 * (K + 96.0) / 800e12
     memory = ((M * K + K * N) * 2 + M * N * 2) / 4.2e12
     assert tiles == 96
@@ -62,15 +64,17 @@ def test_model_on_numpy_and_sympy():
 def test_fit_recovers_known_parameters():
     fitted = cal.Calibrator(gpu="H200", heldout_fraction=0.3).fit(synthetic_records())
     p = fitted.model_.gemm["bf16"]
-    assert (p.tile_m, p.tile_n, p.wave_mode) == (128, 256, "ceil")
-    assert p.rate_flops_per_s == pytest.approx(800e12, rel=1e-3)
-    assert p.k_overhead == pytest.approx(96.0, rel=0.05)
-    assert p.latency_s == pytest.approx(4e-6, rel=0.02)
+    assert (p.tile_m, p.tile_n) == (128, 256)
+    assert p.wave_quantization == pytest.approx(1.0, abs=0.02)
+    assert p.rate_flops_per_s == pytest.approx(800e12, rel=0.02)
+    assert p.k_overhead == pytest.approx(96.0, rel=0.2)
+    assert p.latency_s == pytest.approx(4e-6, rel=0.1)
+    assert p.throttle_gain < 0.01 and p.misaligned_factors == (1.0, 1.0, 1.0)  # all shapes aligned
     assert fitted.residuals_["bf16"]["heldout"]["mdape"] < 0.5
     assert fitted.residuals_["bf16"]["heldout"]["n"] > 50
     k = fitted.model_.kernels
     assert k.bw_bytes_per_s == pytest.approx(4e12, rel=1e-6) and k.latency_s == pytest.approx(2e-6, rel=1e-6)
-    assert k.launch_s == 1e-6
+    assert k.launch_s == 1e-6 and k.event_overhead_s == pytest.approx(2e-6)
     # deterministic: the same data gives the same model
     again = cal.fit(synthetic_records(), "H200")
     assert again.model_ == fitted.model_
@@ -105,7 +109,7 @@ def test_save_load_roundtrip(tmp_path):
     ("{", "cannot read"),
     ("[1, 2]", "expected a JSON object"),
     ('{"schema": "other"}', "schema is 'other'"),
-    ('{"schema": "perfmodel.calibration/1", "gpu": "H200"}', "not a perfmodel calibration"),
+    ('{"schema": "perfmodel.calibration/2", "gpu": "H200"}', "not a perfmodel calibration"),
 ])
 def test_load_calibration_errors(tmp_path, content, msg):
     path = tmp_path / "c.json"
@@ -127,8 +131,10 @@ def test_dataset_errors(tmp_path):
         cal.Calibrator(gpu="H200", heldout_fraction=1.0).fit(synthetic_records())
     with pytest.raises(pm.UnknownGPUError):
         cal.fit(synthetic_records(), "H2000")
-    with pytest.raises(CalibrationError, match="wave_mode"):
-        dataclasses.replace(TRUE, wave_mode="round")
+    with pytest.raises(CalibrationError, match="wave_quantization"):
+        dataclasses.replace(TRUE, wave_quantization=1.5)
+    with pytest.raises(CalibrationError, match="misaligned_factors"):
+        dataclasses.replace(TRUE, misaligned_factors=(0.5, 1, 1))
 
 
 def test_heldout_split_is_deterministic_and_sized():
@@ -148,17 +154,25 @@ def test_cast_fit_from_linear_records():
 
     recs = []
     for m in (1024, 4096, 16384):
-        for k, n in ((4096, 4096), (4096, 14336)):
+        for k, n in ((4096, 4096), (4096, 14336), (8192, 1024)):
             ks = RECIPES["tensorwise"].cast_kernels(m, k, n, CastOptions())
             mem = [x for x in ks if not x.launch_only]
-            t = len(mem) * 3e-6 + sum(x.bytes for x in mem) / 2e12 + (len(ks) - len(mem)) * 1e-6
-            recs.append(dict(op="linear", M=m, K=k, N=n, recipe="tensorwise",
-                             kernels=[{"name": "triton_red_fused_abs_max_0", "time_s": t, "calls": 6},
-                                      {"name": "nvjet_sm90_qqtst_128x128", "time_s": 1e-3, "calls": 3}]))
-    casts = cal._fit_casts(recs, KERNELS)
-    assert casts["tensorwise"].bw_bytes_per_s == pytest.approx(2e12, rel=1e-6)
-    assert casts["tensorwise"].latency_s == pytest.approx(3e-6, rel=1e-6)
+            t = (len(mem) * 3e-6 + sum(x.bytes for x in mem if x.tensor != "weight") / 2e12
+                 + sum(x.bytes for x in mem if x.tensor == "weight") / 3e12 + (len(ks) - len(mem)) * 1e-6)
+            for dynamic in ("static", "m"):
+                recs.append(dict(op="linear", M=m, K=k, N=n, recipe="tensorwise", dynamic=dynamic,
+                                 kernels=[{"name": "triton_red_fused_abs_max_0", "time_s": t * (2 if dynamic == "m"
+                                                                                                else 1)},
+                                          {"name": "nvjet_sm90_qqtst_128x128", "time_s": 1e-3}]))
+    model = cal.CalibratedModel(gpu="H200", gemm={}, kernels=KERNELS, source="t")
+    casts = cal._fit_casts(recs, model, H200)
+    static, dynamic = casts["tensorwise"], casts["tensorwise+dynamic"]
+    assert static.activation_bw_bytes_per_s == pytest.approx(2e12, rel=1e-6)
+    assert static.weight_bw_bytes_per_s == pytest.approx(3e12, rel=1e-6)
+    assert static.latency_s == pytest.approx(3e-6, rel=1e-6)
+    assert dynamic.activation_bw_bytes_per_s < static.activation_bw_bytes_per_s
     assert cal.measured_cast_time_s(recs[0]) == recs[0]["kernels"][0]["time_s"]
+    assert cal.is_dynamic(recs[1]) and not cal.is_dynamic(recs[0]) and not cal.is_dynamic({})
     assert not cal.is_gemm_kernel("triton_poi_fused__scaled_mm__to_copy_1")
     assert cal.is_gemm_kernel("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN")
 
@@ -173,3 +187,17 @@ def test_cli(tmp_path, capsys):
     assert cal.load_calibration(out).gpu == "H200"
     assert main(["calibrate", str(tmp_path / "missing.json"), "--gpu", "h200", "-o", str(out)]) == 2
     assert "cannot read dataset" in capsys.readouterr().err
+
+
+def test_model_extras_by_hand():
+    p = dataclasses.replace(TRUE, wave_quantization=0.25, throttle_gain=0.1, throttle_time_s=1e-3,
+                            misaligned_factors=(4.0, 3.0, 2.0))
+    M, K, N = 1000, 4098, 3000  # K is only 2-aligned
+    tiles = 8 * 12
+    waves = 0.75 * tiles / 132 + 0.25 * 1
+    c = waves * 2 * 128 * 256 * 132 * (K + 96.0) / 800e12 * 3.0
+    c = c * (1 + 0.1 * np.log(1 + c / 1e-3))
+    assert p.compute_s(M, K, N, 132) == pytest.approx(c)
+    assert p.compute_s(M, 4096, N, 132) < p.compute_s(M, K, N, 132) / 2.5
+    m = sp.Symbol("M", positive=True)
+    assert float(p.compute_s(m, 4096, N, 132).subs(m, M)) == pytest.approx(p.compute_s(M, 4096, N, 132))

@@ -114,7 +114,7 @@ def test_numpy_grid_equals_scalar_loop():
 def test_bad_scaling_type_is_a_value_error(arg):
     with pytest.raises(ValueError, match="static"):
         ru.get_float8_mem_sympy(16, 16, 16, **{arg: "static"})
-    with pytest.raises(ValueError, match="'static'.*delayed, dynamic"):
+    with pytest.raises(ValueError, match=r"'static'.*delayed, dynamic"):
         ru.get_tensor_memory_traffic_bytes(16, 16, "static")
 
 

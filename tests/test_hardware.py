@@ -124,6 +124,10 @@ def test_default_efficiencies_are_labelled():
     for gpu in GPUS.values():
         if gpu.name.startswith("H100"):
             assert gpu.efficiency is ORIGINAL_EFFICIENCY
+        elif gpu.name == "H200":  # measured on the H200 (perfmodel/calibrations/data)
+            assert gpu.efficiency.source.startswith("measured: python -m perfmodel.bench")
+            assert gpu.efficiency.gemm_fraction == pytest.approx(800e12 / 989.5e12)
+            assert gpu.efficiency.mem_bw_fraction == pytest.approx(4.27 / 4.8)
         else:
             assert gpu.efficiency.source.startswith("default: copied from the original torchao H100")
             assert gpu.efficiency.source.endswith(f"not measured on {gpu.name}")

@@ -42,11 +42,15 @@ class ShippedCalibration:
             raise AttributeError(attr)
         return getattr(self.load(), attr)
 
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu):
-        return self.load().gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu)
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
+        return self.load().gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu,
+                                       lead_dims=lead_dims)
 
-    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None):
-        return self.load().memory_kernel_time_s(bytes_moved, gpu=gpu, recipe=recipe)
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
+        return self.load().memory_kernel_time_s(bytes_moved, gpu=gpu, recipe=recipe, tensor=tensor)
+
+    def step_gemm_factor(self, fmt, scaling):
+        return self.load().step_gemm_factor(fmt, scaling)
 
     def launch_time_s(self, *, gpu):
         return self.load().launch_time_s(gpu=gpu)
