@@ -95,15 +95,16 @@ def _kernels() -> tuple[Any, Any]:
     return matmul_kernel, add_kernel
 
 
-def triton_matmul(a: Any, b: Any) -> Any:
-    """C = A @ B (bf16 out) with the fixture's Triton kernel; A (M,K), B (K,N) any strides."""
+def triton_matmul(a: Any, b: Any, block: tuple[int, int, int] | None = None) -> Any:
+    """C = A @ B (bf16 out) with the fixture's Triton kernel; A (M,K), B (K,N) any strides;
+    ``block``: (BLOCK_M, BLOCK_N, BLOCK_K), default by operand width."""
     import torch
 
     matmul_kernel, _ = _kernels()
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty(M, N, device=a.device, dtype=torch.bfloat16)
-    bm, bn, bk = (128, 128, 128) if a.element_size() == 1 else (128, 128, 64)
+    bm, bn, bk = block or ((128, 128, 128) if a.element_size() == 1 else (128, 128, 64))
     grid = (-(-M // bm), -(-N // bn))
     matmul_kernel[grid](
         a,
