@@ -98,7 +98,7 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
     pairs: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     for (compile_, shape), times in sorted(by_shape.items()):
         rest = [r for r in lin_recs if (r["M"], r["K"], r["N"]) != shape]
-        loo = dataclasses.replace(base, casts=_fit_casts(rest, base, ours),
+        loo = dataclasses.replace(base, casts=_fit_casts(rest, base),
                                   step_gemm_factors=_fit_step_gemm(rest, base, ours))
         specs = {"perfmodel calibrated": (dataclasses.replace(ours, calibration=loo), None), **baselines(ours)}
         for recipe in RECIPES:

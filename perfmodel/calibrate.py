@@ -238,7 +238,7 @@ class Calibrator:
         source = (f"measured: {meta.get('command', 'python -m perfmodel.bench')}, {meta.get('gpu_name', spec.name)}, "
                   f"{meta.get('date', '?')}, torch {meta.get('torch', '?')}, torchao {meta.get('torchao', '?')}")
         base = CalibratedModel(gpu=spec.name, gemm=gemm, kernels=kernels, source=source, residuals=residuals)
-        casts = _fit_casts(linear, base, spec)
+        casts = _fit_casts(linear, base)
         self.model_ = dataclasses.replace(base, casts=casts, step_gemm_factors=_fit_step_gemm(linear, base, spec))
         self.gpu_ = dataclasses.replace(spec, calibration=self.model_)
         self.residuals_ = residuals
@@ -288,8 +288,7 @@ def measured_cast_time_s(record: Mapping[str, Any]) -> float:
     return float(sum(k["time_s"] for k in record["kernels"] if not is_gemm_kernel(k["name"])))
 
 
-def _fit_casts(records: Sequence[Mapping[str, Any]], model: CalibratedModel, spec: GPUSpec
-               ) -> dict[str, CastParams]:
+def _fit_casts(records: Sequence[Mapping[str, Any]], model: CalibratedModel) -> dict[str, CastParams]:
     """Per recipe: per-kernel latency and activation / weight cast bandwidths, by non-negative least
     squares (relative error) on the measured non-GEMM kernel time of Linear steps."""
     from .recipes import RECIPES, CastOptions

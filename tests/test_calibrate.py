@@ -165,7 +165,7 @@ def test_cast_fit_from_linear_records():
                                                                                                 else 1)},
                                           {"name": "nvjet_sm90_qqtst_128x128", "time_s": 1e-3}]))
     model = cal.CalibratedModel(gpu="H200", gemm={}, kernels=KERNELS, source="t")
-    casts = cal._fit_casts(recs, model, H200)
+    casts = cal._fit_casts(recs, model)
     static, dynamic = casts["tensorwise"], casts["tensorwise+dynamic"]
     assert static.activation_bw_bytes_per_s == pytest.approx(2e12, rel=1e-6)
     assert static.weight_bw_bytes_per_s == pytest.approx(3e12, rel=1e-6)
