@@ -138,14 +138,16 @@ def roofline(points: Iterable[PerfData] = (), gpu: GPULike | None = None, ax: An
 def batch_roofline(series: Mapping[str, Sequence[PerfData]], ax: Any = None, *,
                    roofs: Iterable[str] | None = None, title: str | None = None,
                    xlabel: str = "batch size (toks/expt)", x_key: str = "x",
-                   ylim_min: float = 100.0) -> Any:
+                   ylim_min: float | None = None) -> Any:
     """The MoE benchmark view: TFLOP/s against tokens per expert, one ``+`` series per log.
 
     Each :class:`PerfData` carries its x value in ``meta[x_key]`` (``batch * n_expts_act /
     n_expts_tot``). For each name in ``roofs`` (default: every series) the roof at each point is
     drawn: memory-bound ``intensity * bandwidth`` (TFLOP/s) while below the compute peak, the peak
     after the knee (interpolated in x); a roof all on one side of the knee draws one segment.
-    Labels, limits and styling follow the Triton MoE roofline script.
+    Labels, limits and styling follow the Triton MoE roofline script, except that the y axis starts
+    at 100 TFLOP/s only when no point lies below it (``ylim_min`` overrides) and the legend goes
+    where it covers the fewest points: the script's fixed floor hid slow batches.
 
     Returns:
         The matplotlib ``Axes``.
@@ -157,6 +159,7 @@ def batch_roofline(series: Mapping[str, Sequence[PerfData]], ax: Any = None, *,
     roofs = set(names if roofs is None else roofs)
     ax = _axes(ax, (7, 5), 120)
     all_x: list[float] = []
+    all_y: list[float] = []
     peaks: list[float] = []
     for n, name in enumerate(names):
         color = f"C{n % 10}"
@@ -173,16 +176,20 @@ def batch_roofline(series: Mapping[str, Sequence[PerfData]], ax: Any = None, *,
         if name in roofs:
             prefix = "" if len(roofs) == 1 else f"{name} "
             _draw_roof(ax, xs, pts, prefix, color)
-        ax.scatter(xs, [float(p.tflops) for p in pts], marker="+", color=color, label=name, zorder=3)
+        ys = [float(p.tflops) for p in pts]
+        all_y += ys
+        ax.scatter(xs, ys, marker="+", color=color, label=name, zorder=3)
     xmin, xmax = min(all_x), max(all_x)
     dx = 0.05 * (xmax - xmin) if xmax > xmin else 1.0
     ax.set_xlim(xmin - dx, xmax + dx)
+    if ylim_min is None:
+        ylim_min = 100.0 if min(all_y) >= 100.0 else 0.0
     ax.set_ylim(ylim_min, max(peaks) + 500)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("performance  [TFLOP/s]")
     if title is not None:
         ax.set_title(title)
-    ax.legend(frameon=False, loc="lower right")
+    ax.legend(frameon=False, loc="best")
     ax.grid(True, which="both", ls=":", lw=0.5)
     return ax
 
