@@ -33,7 +33,7 @@ def _traffic_by_hand(d0, d1, scaling, fuse, tc):
     return k1r + 2 * n + adj
 
 
-@pytest.mark.parametrize("scaling,fuse,tc", itertools.product(SCALINGS, [False, True], [False, True]))
+@pytest.mark.parametrize("scaling,fuse,tc", list(itertools.product(SCALINGS, [False, True], [False, True])))
 @pytest.mark.parametrize("d0,d1", [(8192, 4096), (3, 5), (4097, 1)])
 def test_tensor_memory_traffic(d0, d1, scaling, fuse, tc):
     got = ru.get_tensor_memory_traffic_bytes(d0, d1, scaling, fuse_with_prev=fuse, model_torch_compile_limitations=tc)
@@ -73,7 +73,7 @@ def _mem_by_hand(M, K, N, tc, si, sw, sg):
     return total / 2.4e12 / 0.92 + extra * 2e-6
 
 
-@pytest.mark.parametrize("tc,si,sw,sg", itertools.product([False, True], SCALINGS, SCALINGS, SCALINGS))
+@pytest.mark.parametrize("tc,si,sw,sg", list(itertools.product([False, True], SCALINGS, SCALINGS, SCALINGS)))
 @pytest.mark.parametrize("M,K,N", SHAPES)
 def test_float8_mem_every_flag_combination(M, K, N, tc, si, sw, sg):
     got = ru.get_float8_mem_sympy(M, K, N, tc, si, sw, sg)
