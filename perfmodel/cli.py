@@ -151,9 +151,11 @@ def _cmd_float8(args: argparse.Namespace) -> int:
         what, tokens=args.tokens, gpu=args.gpu, recipes=_split(args.recipes) or None,
         min_speedup=args.min_speedup, model=args.time_model, cache_weight_cast=args.cache_weight_cast,
         fuse_input_with_prev=args.fuse_with_prev, fuse_grad_output_with_prev=args.fuse_with_prev,
+        dynamic_shapes=args.dynamic_shapes,
     )
     opts = dict(cache_weight_cast=args.cache_weight_cast, fuse_input_with_prev=args.fuse_with_prev,
-                fuse_grad_output_with_prev=args.fuse_with_prev, model=args.time_model)
+                fuse_grad_output_with_prev=args.fuse_with_prev, dynamic_shapes=args.dynamic_shapes,
+                model=args.time_model)
     if args.json:
         out = rep.to_dict()
         if args.kernels:
@@ -301,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-speedup", type=_positive_float, default=1.0, help="enable from this speedup (default 1)")
     p.add_argument("--cache-weight-cast", action="store_true", help="weights cast once per step (grad accumulation)")
     p.add_argument("--fuse-with-prev", action="store_true", help="amax of input/grad_output fused into the prev op")
+    p.add_argument("--dynamic-shapes", action="store_true",
+                   help="the step is compiled with a dynamic token dimension (slower casts on calibrated GPUs)")
     _add_time_model(p)
     p.add_argument("--kernels", action="store_true", help="also print the per-kernel breakdown of each shape")
     p.add_argument("--json", action="store_true", help="machine-readable output")

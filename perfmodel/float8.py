@@ -318,7 +318,7 @@ TokensLike = int | Mapping[str, int] | Callable[[str], int]
 
 def module_filter(
     gpu: GPULike = "H100", tokens: TokensLike = 8192, recipe: str | Recipe = "tensorwise", *,
-    min_speedup: float = 1.0, exclude: Iterable[str] = (), model: ModelLike = None,
+    min_speedup: float = 1.0, exclude: Iterable[str] = (), dynamic_shapes: bool = False, model: ModelLike = None,
 ) -> Callable[[Any, str], bool]:
     """A ``module_filter_fn(module, fqn) -> bool`` for torchao's ``convert_to_float8_training``.
 
@@ -331,6 +331,7 @@ def module_filter(
     every layer, or per layer — a mapping from fully-qualified-name substrings to tokens (the
     longest matching key wins; layers no key matches use the ``"*"`` entry, else are not converted)
     or a callable ``fqn -> tokens``. Routed MoE experts see ``tokens · top_k / experts``.
+    ``dynamic_shapes``: the model is compiled with a dynamic token dimension (see :class:`CastOptions`).
     """
     spec, rec = get_gpu(gpu), get_recipe(recipe)
     tokens_of = _tokens_lookup(tokens)
@@ -346,7 +347,8 @@ def module_filter(
         if k % 16 or n % 16 or m is None:
             return False
         if (m, k, n) not in cache:
-            cache[m, k, n] = should_use(m, k, n, rec, spec, min_speedup=min_speedup, model=model)
+            cache[m, k, n] = should_use(m, k, n, rec, spec, min_speedup=min_speedup, dynamic_shapes=dynamic_shapes,
+                                        model=model)
         return cache[m, k, n]
 
     label = tokens if isinstance(tokens, int) else "per-layer"

@@ -126,6 +126,7 @@ class Report:
         recipes: the candidate recipes (the bf16 baseline is implicit).
         min_speedup: a recipe is enabled only from this speedup on.
         rows, totals: see :class:`ReportRow`, :class:`ReportTotals`.
+        dynamic_shapes: priced for a dynamic token dimension (see :class:`perfmodel.recipes.CastOptions`).
     """
 
     title: str
@@ -136,6 +137,7 @@ class Report:
     min_speedup: float
     rows: tuple[ReportRow, ...]
     totals: ReportTotals
+    dynamic_shapes: bool = False
 
     def enabled(self) -> dict[str, list[str]]:
         """decision -> the Linear names it applies to (``"bf16"``: kept in bf16)."""
@@ -147,7 +149,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """Plain types only (JSON-ready); every time in seconds."""
         return {"title": self.title, "gpu": self.gpu, "tokens": self.tokens, "time_model": self.time_model,
-                "recipes": list(self.recipes), "min_speedup": self.min_speedup,
+                "recipes": list(self.recipes), "min_speedup": self.min_speedup, "dynamic_shapes": self.dynamic_shapes,
                 "rows": [r.to_dict() for r in self.rows], "totals": self.totals.to_dict()}
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -249,7 +251,7 @@ def _group(entries: list[tuple[str, int, int, int, int]]) -> list[tuple[tuple[st
 def report(
     model_or_shapes: Any, *, tokens: int, gpu: GPULike = "H100", recipes: Iterable[str] | None = None,
     min_speedup: float = 1.0, model: ModelLike = None, fuse_input_with_prev: bool = False,
-    fuse_grad_output_with_prev: bool = False, cache_weight_cast: bool = False,
+    fuse_grad_output_with_prev: bool = False, cache_weight_cast: bool = False, dynamic_shapes: bool = False,
 ) -> Report:
     """Predict, per distinct Linear shape, whether a float8 recipe beats bf16, and by how much per step.
 
@@ -263,7 +265,7 @@ def report(
         recipes: candidate recipes; default every torchao recipe ``gpu`` supports.
         min_speedup: enable a recipe on a shape only from this fwd+bwd speedup on.
         model: time model override (``"roofline"``, ``"original"``, ``"calibrated"`` or an object).
-        fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast: see
+        fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, dynamic_shapes: see
             :class:`perfmodel.recipes.CastOptions`.
 
     Raises:
@@ -290,7 +292,7 @@ def report(
     N = np.array([g[2] for g in grouped], dtype=np.int64)
     counts = np.array([g[4] for g in grouped], dtype=np.int64)
     opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                cache_weight_cast=cache_weight_cast, model=model)
+                cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes, model=model)
     base = float8.linear_time(M, K, N, None, spec, model=model)
     times = {"bf16": np.broadcast_to(np.asarray(base.total_s, dtype=float), M.shape)}
     for r in names:
@@ -323,7 +325,7 @@ def report(
         filtered_s=MappingProxyType({r: step(np.where(pays[r], times[r], times["bf16"])) for r in names}),
     )
     return Report(title=title, gpu=spec.name, tokens=tokens, time_model=base.model, recipes=tuple(names),
-                  min_speedup=float(min_speedup), rows=tuple(rows), totals=totals)
+                  min_speedup=float(min_speedup), rows=tuple(rows), totals=totals, dynamic_shapes=dynamic_shapes)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -381,6 +383,7 @@ def _format(rep: Report) -> str:
     gain = tot.bf16_s / tot.filtered_s[best]
     if gain > 1.0:
         extra = f", min_speedup={rep.min_speedup:g}" if rep.min_speedup != 1.0 else ""
+        extra += ", dynamic_shapes=True" if rep.dynamic_shapes else ""
         marginal = " — marginal (< 5 %), measure before switching" if gain < 1.05 else ""
         lines.append(f"Recommendation: {best} where it pays, {gain:.2f}x on these Linears{marginal}; "
                      f"keep bf16 for: {', '.join(kept) or 'none'}.")

@@ -223,3 +223,19 @@ def test_errors_name_the_bad_value():
 def test_report_does_not_need_torch_for_shapes():
     rep = report(np.array([[4096, 4096]]).tolist(), tokens=TOKENS)
     assert rep.rows[0].K == 4096
+
+
+def test_dynamic_shapes_reach_report_and_filter():
+    from perfmodel.float8 import module_filter, should_use
+
+    rep = report("llama3-8b", tokens=8192, gpu="H200", dynamic_shapes=True)
+    assert rep.dynamic_shapes and rep.to_dict()["dynamic_shapes"] is True
+    assert "dynamic_shapes=True" in str(rep)
+    static = report("llama3-8b", tokens=8192, gpu="H200")
+    assert rep.totals.best_s > static.totals.best_s  # dynamic-shape casts are slower on the H200
+    fn = module_filter(gpu="H200", tokens=2048, recipe="rowwise", dynamic_shapes=True)
+
+    class Lin:
+        in_features, out_features = 4096, 14336
+
+    assert fn(Lin(), "mlp.up") is should_use(2048, 4096, 14336, "rowwise", "H200", dynamic_shapes=True)
