@@ -199,7 +199,8 @@ class CalibratedModel:
         return float(self.step_gemm_factors.get(_key(get_format(name), sc), 1.0))
 
     def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
-        p = self.casts.get(recipe) if recipe is not None else None
+        # "rowwise+dynamic" falls back to the static fit of "rowwise" when only that was measured
+        p = (self.casts.get(recipe) or self.casts.get(recipe.split("+")[0])) if recipe is not None else None
         if p is not None:
             bw = p.weight_bw_bytes_per_s if tensor == "weight" else p.activation_bw_bytes_per_s
             return p.latency_s + bytes_moved / bw

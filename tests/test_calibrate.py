@@ -171,6 +171,10 @@ def test_cast_fit_from_linear_records():
     assert static.weight_bw_bytes_per_s == pytest.approx(3e12, rel=1e-6)
     assert static.latency_s == pytest.approx(3e-6, rel=1e-6)
     assert dynamic.activation_bw_bytes_per_s < static.activation_bw_bytes_per_s
+    only_static = cal.CalibratedModel(gpu="H200", gemm={}, kernels=KERNELS, casts={"tensorwise": static}, source="t")
+    assert only_static.memory_kernel_time_s(1e9, gpu=H200, recipe="tensorwise+dynamic", tensor="input") == (
+        static.latency_s + 1e9 / static.activation_bw_bytes_per_s)
+    assert only_static.memory_kernel_time_s(1e9, gpu=H200, recipe="rowwise") == KERNELS.latency_s + 1e9 / 4e12
     assert cal.measured_cast_time_s(recs[0]) == recs[0]["kernels"][0]["time_s"]
     assert cal.is_dynamic(recs[1]) and not cal.is_dynamic(recs[0]) and not cal.is_dynamic({})
     assert not cal.is_gemm_kernel("triton_poi_fused__scaled_mm__to_copy_1")
