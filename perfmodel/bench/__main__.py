@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suffix", default="", help="added to output file names, e.g. _static")
     g = p.add_argument_group("gemm")
     g.add_argument("--n-random", type=int, default=250, help="random held-out-style shapes (all formats)")
+    g.add_argument("--random-only", action="store_true", help="only the random family (with --seed: a fresh set)")
     g.add_argument("--gemm-budget-s", type=float, default=240.0, help="stop starting shapes after this")
     g.add_argument("--warmup-ms", type=float, default=1.0)
     g.add_argument("--rep-ms", type=float, default=10.0, help="do_bench rep; raised to min-reps × kernel")
@@ -88,7 +89,8 @@ def _recipes(text: str) -> list[str]:
 
 def _plans(args: argparse.Namespace) -> dict[str, Any]:
     return {
-        "gemm": P.gemm_plan(quick=args.quick, seed=args.seed, n_random=args.n_random),
+        "gemm": P.gemm_plan(quick=args.quick, seed=args.seed, n_random=args.n_random,
+                            random_only=args.random_only),
         "linear": P.linear_plan(
             quick=args.quick, shapes=args.linear_shapes, ms=args.linear_m, recipes=_recipes(args.recipes)
         ),

@@ -207,8 +207,12 @@ def random_shapes(count: int, *, seed: int = 0) -> list[GemmSpec]:
     return out
 
 
-def gemm_plan(*, quick: bool = False, seed: int = 0, n_random: int = 250) -> list[GemmSpec]:
-    """Every GEMM shape of the sweep, deduplicated, in run order (cheap families first)."""
+def gemm_plan(*, quick: bool = False, seed: int = 0, n_random: int = 250, random_only: bool = False
+              ) -> list[GemmSpec]:
+    """Every GEMM shape of the sweep, deduplicated, in run order (cheap families first).
+    ``random_only``: just the random family (a fresh validation set with another ``seed``)."""
+    if random_only:
+        return _dedupe(random_shapes(n_random, seed=seed))
     if quick:
         specs = [GemmSpec(M=n, K=n, N=n) for n in (256, 1000, 4096, 8192)]
         specs += linear_gemms(2048, 4096, 14336, model="llama3-8b gate,up")
