@@ -345,3 +345,12 @@ def test_gpu_quick_gemm(tmp_path):  # pragma: no cover
     w = DatasetWriter(tmp_path / "gemm.json", META)
     run_gemm(w, [GemmSpec(M=512, K=512, N=512)], kernel_name_specs=1, log=lambda _: None)
     assert len(w.records) == 3 and all(r["time_s"] > 0 for r in w.records)
+
+
+def test_random_only_plan_is_a_fresh_seed():
+    from perfmodel.bench.plan import gemm_plan
+
+    fresh = gemm_plan(random_only=True, n_random=40, seed=2026)
+    assert len(fresh) == 40 and {s.family for s in fresh} == {"random"}
+    assert {(s.M, s.K, s.N) for s in fresh}.isdisjoint({(s.M, s.K, s.N) for s in gemm_plan(random_only=True,
+                                                                                            n_random=40, seed=0)})
