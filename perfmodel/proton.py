@@ -40,7 +40,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ProfileError
+from .errors import PerfModelError, ProfileError
 from .formats import Format, FormatLike
 from .hardware import GPULike, GPUSpec
 from .perfdata import PerfData, bitwidth_format
@@ -458,7 +458,7 @@ def _default_format(by_width: Mapping[int, float], path: str, label: str) -> For
     width = max(widths)[2]
     try:
         return bitwidth_format(width)
-    except Exception:
+    except PerfModelError:
         raise _fail(path, f"{label!r}: no number format for flops{width}; pass dtype=") from None
 
 
