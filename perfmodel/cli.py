@@ -110,12 +110,13 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
 # gemm
 # ------------------------------------------------------------------------------------------------
 def _cmd_gemm(args: argparse.Namespace) -> int:
-    from .gemm import gemm_perfdata
+    from .gemm import gemm_perfdata, time_model
 
     pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, args.gpu, args.scaling, model=args.time_model)
     record = {
         "M": args.M, "K": args.K, "N": args.N, "dtype": pd.dtype.name, "scaling": pd.meta["scaling"],
-        "gpu": pd.gpu.name, "time_s": float(pd.time_s), "flops": float(pd.flops), "bytes": float(pd.bytes),
+        "gpu": pd.gpu.name, "time_model": time_model(pd.gpu, args.time_model).name,
+        "time_s": float(pd.time_s), "flops": float(pd.flops), "bytes": float(pd.bytes),
         "tflops": float(pd.tflops), "tbps": float(pd.tbps), "opint_flop_per_byte": float(pd.opint),
         "bound": str(pd.bound), "util": float(pd.util),
     }
@@ -123,7 +124,8 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         _print_json(record)
         return 0
     scaling = f", {record['scaling']} scaling" if record["scaling"] else ""
-    print(f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling} on {record['gpu']}:")
+    print(f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling} on {record['gpu']} "
+          f"({record['time_model']} model):")
     print(f"  time       {record['time_s'] * 1e6:12.2f} us")
     print(f"  compute    {record['tflops']:12.1f} TFLOP/s  (peak {pd.max_tflops:.0f})")
     print(f"  memory     {record['tbps']:12.3f} TB/s     (peak {pd.max_tbps:.2f})")
