@@ -173,8 +173,9 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
         # every operand of a Linear's GEMMs is contiguous along K or N (x, W, grad_output), never M
         t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec,
                            lead_dims=(K, N))
-        if hasattr(tm, "step_gemm_factor"):  # calibrated: GEMMs inside a step vs the isolated sweep
-            t = t * tm.step_gemm_factor(fmt, scaling)
+        factor = tm.step_gemm_factor(fmt, scaling)  # GEMMs inside a step vs timed alone (calibrated)
+        if factor != 1.0:
+            t = t * factor
         gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, time_s=t))
     opts = _options(fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast,
                     torch_compile_limitations, dynamic_shapes)
@@ -226,7 +227,7 @@ def should_use(
 
 def best_recipe(
     M: Any, K: Any, N: Any, gpu: GPULike = "H100", *, recipes: Sequence[str] | None = None,
-    model: ModelLike = None,
+    dynamic_shapes: bool = False, model: ModelLike = None,
 ) -> Any:
     """The fastest of ``recipes`` (default: bf16 and every torchao recipe ``gpu`` supports).
 
@@ -238,7 +239,7 @@ def best_recipe(
     names = [get_recipe(r).name for r in recipes]
     if not names:
         raise PerfModelError("best_recipe needs at least one recipe")
-    times = [linear_time(M, K, N, r, spec, model=model).total_s for r in names]
+    times = [linear_time(M, K, N, r, spec, dynamic_shapes=dynamic_shapes, model=model).total_s for r in names]
     if namespace(M, K, N).name == "sympy":
         raise PerfModelError("best_recipe needs numbers or arrays; substitute the symbols first")
     stacked = np.stack(np.broadcast_arrays(*[np.asarray(t, dtype=float) for t in times]))
@@ -263,7 +264,8 @@ def _break_even_symbolic(K, N, recipe, spec, opts) -> Any:
 def break_even_tokens(
     K: Any, N: Any, recipe: str | Recipe = "tensorwise", gpu: GPULike = "H100", *,
     min_speedup: float = 1.0, max_tokens: int = 1 << 24, fuse_input_with_prev: bool = False,
-    fuse_grad_output_with_prev: bool = False, cache_weight_cast: bool = False, model: ModelLike = None,
+    fuse_grad_output_with_prev: bool = False, cache_weight_cast: bool = False, dynamic_shapes: bool = False,
+    model: ModelLike = None,
 ) -> Any:
     """Smallest token count ``M`` from which ``recipe`` is at least ``min_speedup`` times faster.
 
@@ -278,7 +280,7 @@ def break_even_tokens(
     check_size("K", K), check_size("N", N), check_size("max_tokens", max_tokens)
     spec = get_gpu(gpu)
     opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                cache_weight_cast=cache_weight_cast)
+                cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes)
     if namespace(K, N).name == "sympy":
         if min_speedup != 1.0:
             raise PerfModelError("the symbolic break-even is defined for min_speedup=1 only")

@@ -74,6 +74,10 @@ class TimeModel(Protocol):
         """Seconds for one tiny kernel whose traffic is negligible (a scale reduction's 2nd stage)."""
         ...
 
+    def step_gemm_factor(self, fmt: Format, scaling: str | None) -> float:
+        """Multiplier for a GEMM inside a training step against the same GEMM timed alone (1.0: none)."""
+        ...
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Roofline:
@@ -109,6 +113,9 @@ class Roofline:
     def launch_time_s(self, *, gpu):
         return gpu.launch_overhead_s
 
+    def step_gemm_factor(self, fmt, scaling):
+        return 1.0
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Original:
@@ -124,6 +131,9 @@ class _Original:
 
     def launch_time_s(self, *, gpu):
         return gpu.launch_overhead_s
+
+    def step_gemm_factor(self, fmt, scaling):
+        return 1.0
 
 
 ROOFLINE = Roofline()

@@ -257,3 +257,14 @@ def test_module_filter_tokens_per_layer():
         bad(dense, "x")
     with pytest.raises(pm.PerfModelError, match="empty"):
         f8.module_filter(tokens={})
+
+
+def test_dynamic_shapes_option_reaches_every_entry_point():
+    h200 = "H200"
+    assert f8.break_even_tokens(4096, 14336, "rowwise", h200, dynamic_shapes=True) > f8.break_even_tokens(
+        4096, 14336, "rowwise", h200)
+    assert f8.best_recipe(8192, 4096, 14336, h200, recipes=["bf16", "rowwise"], dynamic_shapes=True) in (
+        "bf16", "rowwise")
+    # the roofline ignores it: same kernels, same bytes
+    assert f8.speedup(8192, 4096, 4096, "rowwise", "H100", dynamic_shapes=True) == f8.speedup(
+        8192, 4096, 4096, "rowwise", "H100")
