@@ -382,6 +382,8 @@ def _run_cli(args: Any) -> int:
         print(json.dumps(cal.residuals_, indent=1))
     else:
         print(f"calibrated {cal.gpu_.name} from {len(args.datasets)} dataset(s) -> {path}")
+        print(f"GEMM time errors against kernel time (CUDA-event times minus the "
+              f"{cal.model_.kernels.event_overhead_s * 1e6:.1f} us launch gap measured on this GPU):")
         print(residual_table(cal.residuals_))
         print(f"use it: dataclasses.replace(perfmodel.get_gpu({cal.gpu_.name!r}), "
               f"calibration=perfmodel.calibrate.load_calibration({str(path)!r}))")
