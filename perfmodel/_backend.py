@@ -30,6 +30,7 @@ __all__ = [
     "SYMPY",
     "Namespace",
     "check_positive",
+    "check_shapes",
     "check_size",
     "is_symbolic",
     "namespace",
@@ -217,6 +218,13 @@ def check_size(name: str, value: Any, *, integer: bool = True) -> Any:
     if not math.isfinite(value) or value <= 0 or (integer and value != math.floor(value)):
         raise InvalidShapeError(f"{name} must be {kind}, got {value!r}")
     return value
+
+
+def check_shapes(M: Any, K: Any, N: Any) -> None:
+    """:func:`check_size` on the three sizes of a GEMM or Linear, naming each one."""
+    check_size("M", M)
+    check_size("K", K)
+    check_size("N", N)
 
 
 def check_positive(name: str, value: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import check_size, namespace
+from ._backend import check_shapes, check_size, namespace
 from .errors import PerfModelError, UnsupportedFormatError
 from .formats import get_format
 from .gemm import ModelLike, gemm_bytes, gemm_flops, time_model
@@ -113,10 +113,6 @@ class LinearTime:
         return "\n".join(rows)
 
 
-def _check_shapes(M, K, N) -> None:
-    check_size("M", M), check_size("K", K), check_size("N", N)
-
-
 def _options(fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast,
              torch_compile_limitations, dynamic_shapes) -> CastOptions:
     return CastOptions(fuse_input_with_prev=fuse_input_with_prev,
@@ -146,7 +142,7 @@ def linear_time(
         UnknownRecipeError, UnsupportedFormatError (recipe's format has no peak on ``gpu``),
         InvalidShapeError.
     """
-    _check_shapes(M, K, N)
+    check_shapes(M, K, N)
     return _linear_time(M, K, N, recipe, gpu, fuse_input_with_prev=fuse_input_with_prev,
                         fuse_grad_output_with_prev=fuse_grad_output_with_prev, cache_weight_cast=cache_weight_cast,
                         torch_compile_limitations=torch_compile_limitations, dynamic_shapes=dynamic_shapes,
@@ -203,7 +199,7 @@ def speedup(
 ) -> Any:
     """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster).
     Options as in :func:`linear_time`."""
-    _check_shapes(M, K, N)
+    check_shapes(M, K, N)
     opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
                 cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes, model=model)
     base = _linear_time(M, K, N, None, gpu, model=model).total_s

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ._backend import check_size, namespace
+from ._backend import check_shapes, namespace
 from .errors import PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format, FormatLike, get_format
 from .hardware import GPULike, GPUSpec, get_gpu
@@ -186,7 +186,7 @@ def resolve_scaling(fmt: Format, scaling: str | None) -> str | None:
 
 def gemm_flops(M: Any, K: Any, N: Any) -> Any:
     """FLOPs of one GEMM ``[M, K] @ [K, N]``: ``2·M·K·N`` (1 FMA = 2 FLOP)."""
-    check_size("M", M), check_size("K", K), check_size("N", N)
+    check_shapes(M, K, N)
     return 2 * M * K * N
 
 
@@ -221,7 +221,7 @@ def gemm_bytes(
     (tensorwise), ``4·(M+N)`` (rowwise), ``4·(M·⌈K/128⌉ + ⌈K/128⌉·⌈N/128⌉)`` (blockwise) or
     ``(M+N)·⌈K/block⌉`` E8M0/E4M3 bytes (mx).
     """
-    check_size("M", M), check_size("K", K), check_size("N", N)
+    check_shapes(M, K, N)
     fmt, out_fmt = get_format(dtype), get_format(out_dtype)
     return _gemm_bytes(M, K, N, fmt, out_fmt, resolve_scaling(fmt, scaling))
 
@@ -237,7 +237,7 @@ def gemm_time_s(
     >>> round(gemm_time_s(8192, 8192, 8192, "bf16", "H100-2.4TB", model="original") * 1e3, 3)
     1.853
     """
-    check_size("M", M), check_size("K", K), check_size("N", N)
+    check_shapes(M, K, N)
     spec = get_gpu(gpu)
     fmt, out_fmt = get_format(dtype), get_format(out_dtype)
     scaling = resolve_scaling(fmt, scaling)
