@@ -2,6 +2,7 @@
 
 import importlib.util
 import pathlib
+import re
 
 import pytest
 
@@ -24,14 +25,61 @@ def report(validate):
     return validate.evaluate(sorted(validate.DATA.glob("h200_*.json")))
 
 
+# The fit runs scipy's least squares and numpy's lstsq on top of OpenBLAS, whose kernels differ between
+# CPUs (OPENBLAS_CORETYPE=Haswell vs. the auto-detected one moved fitted values by up to 3e-6 relative).
+# Refitted numbers are therefore compared with a tolerance far above that and far below any change of
+# the model that matters: 1e-4 relative for parameters, one unit of the last printed digit in the docs.
+REL = 1e-4
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def assert_close(got, want, path="calibration"):
+    """Recursive equality of JSON-like values, floats within ``REL`` relative."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), path
+        for key in want:
+            assert_close(got[key], want[key], f"{path}.{key}")
+    elif isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_close(g, w, f"{path}[{i}]")
+    elif isinstance(want, float) and not isinstance(want, bool):
+        assert got == pytest.approx(want, rel=REL, abs=1e-12), path
+    else:
+        assert got == want, path
+
+
+def assert_same_text_but_rounding(got: str, want: str) -> None:
+    """The same text, where every number may differ by one unit of its last printed digit."""
+    got_nums, want_nums = _NUMBER.findall(got), _NUMBER.findall(want)
+    assert _NUMBER.sub("#", got) == _NUMBER.sub("#", want)
+    for g, w in zip(got_nums, want_nums, strict=True):
+        ulp = 10.0 ** -len(w.partition(".")[2])
+        assert abs(float(g) - float(w)) <= ulp * 1.001, (g, w)
+
+
+def test_number_comparisons_can_fail():
+    assert_same_text_but_rounding("| 5.6 / 15.8 | 30/32 |", "| 5.7 / 15.8 | 30/32 |")
+    with pytest.raises(AssertionError):
+        assert_same_text_but_rounding("| 5.6 / 15.8 |", "| 5.8 / 15.8 |")
+    with pytest.raises(AssertionError):
+        assert_same_text_but_rounding("| 5.6 / 15.8 | bf16 |", "| 5.6 / 15.8 | fp8 |")
+    assert_close({"a": [1.0, 2]}, {"a": [1.00001, 2]})
+    with pytest.raises(AssertionError):
+        assert_close({"a": [1.0, 2]}, {"a": [1.001, 2]})
+
+
 def test_docs_tables_are_reproducible(validate, report):
     doc = (ROOT / "docs" / "validation.md").read_text()
-    assert f"{validate.BEGIN}\n{validate.markdown(report)}\n{validate.END}" in doc
+    _, _, rest = doc.partition(validate.BEGIN + "\n")
+    shipped, _, _ = rest.partition("\n" + validate.END)
+    assert shipped, "docs/validation.md has no generated tables"
+    assert_same_text_but_rounding(validate.markdown(report), shipped)
 
 
 def test_shipped_calibration_is_the_fit(report):
     shipped = load_calibration(ROOT / "perfmodel" / "calibrations" / "h200.json")
-    assert shipped.to_dict() == report["calibration"].to_dict()
+    assert_close(report["calibration"].to_dict(), shipped.to_dict())
     assert pm.get_gpu("H200").calibration.load().to_dict() == shipped.to_dict()
 
 
