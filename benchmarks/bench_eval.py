@@ -62,8 +62,10 @@ def main() -> None:
     t0 = time.perf_counter()
     subs = np.array([float(expr.subs({Ms: int(M[i]), Ks: int(K[i]), Ns: int(N[i])})) for i in range(m)])
     t_subs = (time.perf_counter() - t0) / m
-    print(f"subs     .subs per shape ({m} sampled)  : {t_subs * 1e3:8.3f} ms/shape -> "
-          f"{t_subs * n:,.0f} s for {n:,} shapes")
+    print(
+        f"subs     .subs per shape ({m} sampled)  : {t_subs * 1e3:8.3f} ms/shape -> "
+        f"{t_subs * n:,.0f} s for {n:,} shapes"
+    )
 
     t0 = time.perf_counter()
     fn = sympy.lambdify((Ms, Ks, Ns), expr, "numpy")
@@ -75,8 +77,10 @@ def main() -> None:
     np.testing.assert_allclose(np.asarray(lamb, dtype=float), ours, rtol=1e-9)
     print("results agree (rtol 1e-9)")
     print(f"ratio    subs / ours     : {t_subs * n / t_ours:,.0f}x")
-    print(f"ratio    lambdify / ours : {t_lamb / t_ours:.2f}x per call "
-          f"({(t_lamb + t_compile + t_build) / t_ours:.1f}x counting build + compile)")
+    print(
+        f"ratio    lambdify / ours : {t_lamb / t_ours:.2f}x per call "
+        f"({(t_lamb + t_compile + t_build) / t_ours:.1f}x counting build + compile)"
+    )
     print(f"target   ours < 1 s for 10**6 shapes: {'met' if t_ours < 1 or n != 10**6 else 'MISSED'}")
 
 

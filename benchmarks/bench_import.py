@@ -19,8 +19,9 @@ def best_of(stmt: str, runs: int) -> float:
     """Best wall time of ``stmt`` in ``runs`` fresh interpreters, seconds."""
     times = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", TIMER.format(stmt=stmt)], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", TIMER.format(stmt=stmt)], check=True, capture_output=True, text=True
+        ).stdout
         times.append(float(out))
     return min(times)
 

@@ -34,10 +34,20 @@ def make_profile(n_kernels: int, *, seed: int = 0) -> list[Any]:
         kernels = []
         for k in range(min(100, n_kernels - 100 * s)):
             name = f"_matmul_ogs_NNT_bf16xbf16_{k % 7}" if k % 2 == 0 else f"_reduce_{k % 5}"
-            kernels.append(node(name, {
-                "time (ns)": rng.randrange(1_000, 100_000), "count": rng.randrange(1, 9),
-                "device_id": str(s % 8), "device_type": "CUDA",
-                "flops16": rng.randrange(1, 1 << 40), "bytes": rng.randrange(1, 1 << 30)}, []))
+            kernels.append(
+                node(
+                    name,
+                    {
+                        "time (ns)": rng.randrange(1_000, 100_000),
+                        "count": rng.randrange(1, 9),
+                        "device_id": str(s % 8),
+                        "device_type": "CUDA",
+                        "flops16": rng.randrange(1, 1 << 40),
+                        "bytes": rng.randrange(1, 1 << 30),
+                    },
+                    [],
+                )
+            )
         kernels.append(node("__proton_launch_metadata", {}, []))
         layers.setdefault(s // 10, []).append(node(f"block_{s}", {}, kernels))
     model = node("model", {}, [node(f"layer_{i}", {}, b) for i, b in layers.items()])
@@ -73,17 +83,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--viewer-kernels", type=int, default=10_000,
-                        help="profile size for the viewer (scaled to --kernels); 0 skips it")
+    parser.add_argument(
+        "--viewer-kernels",
+        type=int,
+        default=10_000,
+        help="profile size for the viewer (scaled to --kernels); 0 skips it",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.hatchet"
         path.write_text(json.dumps(make_profile(args.kernels)))
         mb = path.stat().st_size / 1e6
         t_ours, totals = best_of(lambda: ours(path), args.repeat)
-        print(f"perfmodel.proton: {args.kernels} kernels ({mb:.1f} MB): read+perfdata best of "
-              f"{args.repeat}: {t_ours:.3f} s  [time {totals[0]:.0f} ns, flops {totals[1]:.4g}, "
-              f"bytes {totals[2]:.4g}]")
+        print(
+            f"perfmodel.proton: {args.kernels} kernels ({mb:.1f} MB): read+perfdata best of "
+            f"{args.repeat}: {t_ours:.3f} s  [time {totals[0]:.0f} ns, flops {totals[1]:.4g}, "
+            f"bytes {totals[2]:.4g}]"
+        )
         if args.viewer_kernels <= 0:
             return 0
         try:
@@ -100,8 +116,9 @@ def main() -> int:
         scaled = t_view * args.kernels / n
         note = "" if n == args.kernels else f" (measured on {n} kernels: {t_view:.2f} s, scaled x{args.kernels / n:g})"
         print(f"triton viewer + hatchet: {scaled:.2f} s for {args.kernels} kernels{note}")
-        print(f"ratio viewer / perfmodel: {scaled / t_ours:.0f}x  (same-size run on {n} kernels: "
-              f"{t_view / t_small:.0f}x)")
+        print(
+            f"ratio viewer / perfmodel: {scaled / t_ours:.0f}x  (same-size run on {n} kernels: {t_view / t_small:.0f}x)"
+        )
         agree = all(abs(a - b) <= 1e-9 * max(abs(a), 1) for a, b in zip(v_totals, o_totals, strict=True))
         print(f"totals agree with the viewer on {n} kernels: {agree}")
     return 0

@@ -49,8 +49,11 @@ PNG = ROOT / "docs" / "img" / "validation_h200.png"
 SHIPPED = ROOT / "perfmodel" / "calibrations" / "h200.json"
 BEGIN, END = "<!-- validation:begin -->", "<!-- validation:end -->"
 HELDOUT = 0.3
-GEMM_GROUPS = {"bf16": ("bf16", None), "fp8_e4m3/tensorwise": ("fp8_e4m3", "tensorwise"),
-               "fp8_e4m3/rowwise": ("fp8_e4m3", "rowwise")}
+GEMM_GROUPS = {
+    "bf16": ("bf16", None),
+    "fp8_e4m3/tensorwise": ("fp8_e4m3", "tensorwise"),
+    "fp8_e4m3/rowwise": ("fp8_e4m3", "rowwise"),
+}
 RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
 CLOSE_CALL = 0.05  # decisions on shapes whose measured speedup is within 5 % of 1 are reported apart
 
@@ -58,14 +61,26 @@ CLOSE_CALL = 0.05  # decisions on shapes whose measured speedup is within 5 % of
 def baselines(spec: pm.GPUSpec) -> dict[str, tuple[pm.GPUSpec, str]]:
     """The constant-fraction models scored next to ours: name -> (GPU spec, time model name)."""
     original = dataclasses.replace(spec, calibration=None, efficiency=GPUS["H100-2.4TB"].efficiency)
-    flat = dataclasses.replace(spec, calibration=None, efficiency=Efficiency(
-        gemm_fraction=0.78, mem_bw_fraction=0.92, launch_overhead_s=2e-6,
-        source="constant-fraction baseline of the validation report"))
+    flat = dataclasses.replace(
+        spec,
+        calibration=None,
+        efficiency=Efficiency(
+            gemm_fraction=0.78,
+            mem_bw_fraction=0.92,
+            launch_overhead_s=2e-6,
+            source="constant-fraction baseline of the validation report",
+        ),
+    )
     return {"original 60%/92%": (original, "original"), "roofline 0.78": (flat, "roofline")}
 
 
-def score_gemms(records: list[dict[str, Any]], models: dict[str, tuple[pm.GPUSpec, str | None]],
-                event_overhead_s: float, points: dict[str, Any], prefix: str) -> dict[str, Any]:
+def score_gemms(
+    records: list[dict[str, Any]],
+    models: dict[str, tuple[pm.GPUSpec, str | None]],
+    event_overhead_s: float,
+    points: dict[str, Any],
+    prefix: str,
+) -> dict[str, Any]:
     """APE statistics of every model on ``records`` (GEMM sweep records), per format group."""
     out: dict[str, Any] = {}
     for group, (dtype, scaling) in GEMM_GROUPS.items():
@@ -101,8 +116,11 @@ def score_fresh(models: dict[str, tuple[pm.GPUSpec, str | None]], event_overhead
         meas = np.array([steps[s]["bf16"] / steps[s][recipe] for s in shapes])
         spec = models["perfmodel calibrated"][0]
         pred = np.array([float(float8.speedup(*s, recipe, spec)) for s in shapes])
-        fresh["linear"][recipe] = {**ape_stats(pred, meas), "agree": int(np.sum((pred >= 1) == (meas >= 1))),
-                                   "shapes": [list(s) for s in shapes]}
+        fresh["linear"][recipe] = {
+            **ape_stats(pred, meas),
+            "agree": int(np.sum((pred >= 1) == (meas >= 1))),
+            "shapes": [list(s) for s in shapes],
+        }
     return fresh
 
 
@@ -125,13 +143,15 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
     by_shape: dict[tuple[str, tuple[int, int, int]], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in lin_recs:
         by_shape["dynamic M" if is_dynamic(r) else "static", (r["M"], r["K"], r["N"])][r["recipe"]].append(
-            r["step_kernel_time_s"])
+            r["step_kernel_time_s"]
+        )
     base = dataclasses.replace(cal.model_, casts={}, step_gemm_factors={})
     pairs: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     for (compile_, shape), times in sorted(by_shape.items()):
         rest = [r for r in lin_recs if (r["M"], r["K"], r["N"]) != shape]
-        loo = dataclasses.replace(base, casts=_fit_casts(rest, base),
-                                  step_gemm_factors=_fit_step_gemm(rest, base, ours))
+        loo = dataclasses.replace(
+            base, casts=_fit_casts(rest, base), step_gemm_factors=_fit_step_gemm(rest, base, ours)
+        )
         specs = {"perfmodel calibrated": (dataclasses.replace(ours, calibration=loo), None), **baselines(ours)}
         for recipe in RECIPES:
             if "bf16" not in times or recipe not in times:
@@ -142,8 +162,9 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
                     kw = {"fuse_input_with_prev": True, "fuse_grad_output_with_prev": True}
                     fp8 = float8.linear_time(*shape, "dynamic", spec, model=model, **kw).total_s
                 else:
-                    fp8 = float8.linear_time(*shape, recipe, spec, model=model,
-                                             dynamic_shapes=compile_ == "dynamic M").total_s
+                    fp8 = float8.linear_time(
+                        *shape, recipe, spec, model=model, dynamic_shapes=compile_ == "dynamic M"
+                    ).total_s
                 pred = float(float8.linear_time(*shape, None, spec, model=model).total_s / fp8)
                 pairs[f"{recipe} ({compile_})"][name].append((pred, meas))
     for row in sorted(pairs, key=lambda r: (r.endswith("M)"), r)):
@@ -154,16 +175,23 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
             agree = int(np.sum((pred >= 1) == (meas >= 1)))
             clear = np.abs(meas - 1) > CLOSE_CALL  # measured gain or loss beyond the close-call band
             report["decisions"][row][name] = {
-                "n": len(pred), "agree": agree, "share": agree / len(pred), "n_clear": int(clear.sum()),
-                "agree_clear": int(np.sum(((pred >= 1) == (meas >= 1)) & clear))}
+                "n": len(pred),
+                "agree": agree,
+                "share": agree / len(pred),
+                "n_clear": int(clear.sum()),
+                "agree_clear": int(np.sum(((pred >= 1) == (meas >= 1)) & clear)),
+            }
             report["points"].setdefault(f"speedup {row}", {})[name] = (pred.tolist(), meas.tolist())
     report["fresh"] = score_fresh(models, cal.model_.kernels.event_overhead_s)
     report["calibration"] = cal.model_
     gemm = [r for r in recs if r["op"] == "gemm"]
     heldout = sum(is_heldout(r["M"], r["K"], r["N"], fraction=HELDOUT) for r in gemm)
-    report["counts"] = {"gemm_train": len(gemm) - heldout, "gemm_heldout": heldout,
-                        "linear_static": sum(1 for c, _ in by_shape if c == "static"),
-                        "linear_dynamic": sum(1 for c, _ in by_shape if c != "static")}
+    report["counts"] = {
+        "gemm_train": len(gemm) - heldout,
+        "gemm_heldout": heldout,
+        "linear_static": sum(1 for c, _ in by_shape if c == "static"),
+        "linear_dynamic": sum(1 for c, _ in by_shape if c != "static"),
+    }
     return report
 
 
@@ -175,33 +203,58 @@ def markdown(rep: dict[str, Any]) -> str:
     """The report's tables as markdown."""
     names = list(next(iter(rep["gemm"].values())).keys())
     c = rep["counts"]
-    out = [f"GEMMs: {c['gemm_train']} measurements fitted, {c['gemm_heldout']} held out ({HELDOUT:.0%} of "
-           f"shapes by a hash of (M, K, N)). Linear steps: {c['linear_static']} static and "
-           f"{c['linear_dynamic']} dynamic-M shapes, each predicted with the cast parameters refitted "
-           "without it (leave one shape out).", "",
-           "**GEMM time, held-out shapes** — absolute percentage error, MdAPE / p90 / max (%):", "",
-           "| format | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    out = [
+        f"GEMMs: {c['gemm_train']} measurements fitted, {c['gemm_heldout']} held out ({HELDOUT:.0%} of "
+        f"shapes by a hash of (M, K, N)). Linear steps: {c['linear_static']} static and "
+        f"{c['linear_dynamic']} dynamic-M shapes, each predicted with the cast parameters refitted "
+        "without it (leave one shape out).",
+        "",
+        "**GEMM time, held-out shapes** — absolute percentage error, MdAPE / p90 / max (%):",
+        "",
+        "| format | n | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
     for group, by_model in rep["gemm"].items():
         n = next(iter(by_model.values()))["n"]
         out.append(f"| {group} | {n} | " + " | ".join(_cell(s) for s in by_model.values()) + " |")
-    out += ["", "**Linear fwd+bwd float8 speedup over bf16** — APE of the speedup, MdAPE / p90 / max (%):", "",
-            "| recipe (compile) | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    out += [
+        "",
+        "**Linear fwd+bwd float8 speedup over bf16** — APE of the speedup, MdAPE / p90 / max (%):",
+        "",
+        "| recipe (compile) | n | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
     for row, by_model in rep["linear"].items():
         n = next(iter(by_model.values()))["n"]
         out.append(f"| {row} | {n} | " + " | ".join(_cell(s) for s in by_model.values()) + " |")
-    out += ["", "**Enable/skip decisions that agree with measurement** (speedup ≥ 1 predicted vs measured); "
-            f"in brackets, among shapes whose measured speedup is more than {CLOSE_CALL:.0%} away from 1:", "",
-            "| recipe (compile) | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    out += [
+        "",
+        "**Enable/skip decisions that agree with measurement** (speedup ≥ 1 predicted vs measured); "
+        f"in brackets, among shapes whose measured speedup is more than {CLOSE_CALL:.0%} away from 1:",
+        "",
+        "| recipe (compile) | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
     for row, by_model in rep["decisions"].items():
-        out.append(f"| {row} | " + " | ".join(
-            f"{d['agree']}/{d['n']} ({d['share']:.0%}) [{d['agree_clear']}/{d['n_clear']}]" for d in by_model.values())
-                   + " |")
+        out.append(
+            f"| {row} | "
+            + " | ".join(
+                f"{d['agree']}/{d['n']} ({d['share']:.0%}) [{d['agree_clear']}/{d['n_clear']}]"
+                for d in by_model.values()
+            )
+            + " |"
+        )
     fresh = rep.get("fresh")
     if fresh:
-        out += ["", "**Fresh shapes, measured after the fit** (`perfmodel/calibrations/data/fresh/`: a new seed of "
-                "the random GEMM family, the hardest one, and static Linear shapes none of the datasets had) — "
-                "MdAPE / p90 / max (%):", "", "| GEMM format | n | " + " | ".join(names) + " |",
-                "|---|---|" + "---|" * len(names)]
+        out += [
+            "",
+            "**Fresh shapes, measured after the fit** (`perfmodel/calibrations/data/fresh/`: a new seed of "
+            "the random GEMM family, the hardest one, and static Linear shapes none of the datasets had) — "
+            "MdAPE / p90 / max (%):",
+            "",
+            "| GEMM format | n | " + " | ".join(names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
         for group, by_model in fresh["gemm"].items():
             n = next(iter(by_model.values()))["n"]
             out.append(f"| {group} | {n} | " + " | ".join(_cell(s) for s in by_model.values()) + " |")
@@ -229,10 +282,18 @@ def plot(rep: dict[str, Any], path: Path) -> None:
         for name, (pred, meas) in by_model.items():
             pred, meas = np.asarray(pred), np.asarray(meas)
             scale = 1e6 if is_time else 1.0
-            ax.scatter(meas * scale, pred * scale, s=12, marker=markers.get(name, "."), label=name,
-                       alpha=0.8 if name.startswith("perfmodel") else 0.5)
-            lo, hi = min(lo, (meas * scale).min(), (pred * scale).min()), max(hi, (meas * scale).max(),
-                                                                             (pred * scale).max())
+            ax.scatter(
+                meas * scale,
+                pred * scale,
+                s=12,
+                marker=markers.get(name, "."),
+                label=name,
+                alpha=0.8 if name.startswith("perfmodel") else 0.5,
+            )
+            lo, hi = (
+                min(lo, (meas * scale).min(), (pred * scale).min()),
+                max(hi, (meas * scale).max(), (pred * scale).max()),
+            )
         ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
         if is_time:
             ax.set_xscale("log")
@@ -247,7 +308,7 @@ def plot(rep: dict[str, Any], path: Path) -> None:
         ax.set_title(f"H200: {title}", fontsize=10)
         ax.grid(True, which="both", ls=":", lw=0.4)
         ax.legend(fontsize=7, loc="upper left")
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(path)

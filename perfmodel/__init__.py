@@ -34,6 +34,7 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "FORMATS",
     "GPUS",

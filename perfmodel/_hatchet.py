@@ -34,8 +34,11 @@ def _load_json(path: str) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _fail(path, f"not UTF-8 JSON ({exc.reason} at byte {exc.start}); is it a "
-                          "msgpack or trace profile? Save with data='tree', format 'hatchet'") from None
+        raise _fail(
+            path,
+            f"not UTF-8 JSON ({exc.reason} at byte {exc.start}); is it a "
+            "msgpack or trace profile? Save with data='tree', format 'hatchet'",
+        ) from None
     try:
         try:
             return json.loads(text)
@@ -45,8 +48,9 @@ def _load_json(path: str) -> Any:
         hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) else ""
         raise _fail(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}{hint}") from None
     except RecursionError:
-        raise _fail(path, f"frames nested deeper than {_MAX_JSON_DEPTH // 2} levels; "
-                          "not a profile this reader supports") from None
+        raise _fail(
+            path, f"frames nested deeper than {_MAX_JSON_DEPTH // 2} levels; not a profile this reader supports"
+        ) from None
 
 
 def _loads_deep(text: str) -> Any:

@@ -179,29 +179,48 @@ def gpu_from_proton(device_type: str, device_info: Mapping[str, Any]) -> GPUSpec
     entry = _table_match(dtype, arch, info)
     sms, khz = info["num_sms"], info["clock_rate"]
     names = entry.peaks.supported() if entry is not None else list(_ARCH_FORMATS[arch])
-    peaks = {n: proton_peak_flops_per_s(dtype, arch, FORMATS[n].proton_width, sms, khz)
-             for n in names if n != "fp32"}
+    peaks = {n: proton_peak_flops_per_s(dtype, arch, FORMATS[n].proton_width, sms, khz) for n in names if n != "fp32"}
     bw = proton_mem_bw_bytes_per_s(dtype, arch, info["bus_width"], info["memory_clock_rate"])
-    bw_how = (f"{_PROTON_SOURCE}: 2 * bus_width * memory_clock_rate * 1e3 / 8" if dtype == "CUDA"
-              else f"{_PROTON_SOURCE}: Proton's constant for {arch}")
-    derived = {"mem_bw_bytes_per_s": bw_how, "boost_clock_hz": f"Proton clock_rate {khz} kHz",
-               "bus_width_bits": f"Proton bus_width {info['bus_width']}",
-               "mem_clock_hz": f"Proton memory_clock_rate {info['memory_clock_rate']} kHz"}
-    common = dict(mem_bw_bytes_per_s=bw, boost_clock_hz=khz * 1e3, bus_width_bits=int(info["bus_width"]),
-                  mem_clock_hz=info["memory_clock_rate"] * 1e3)
+    bw_how = (
+        f"{_PROTON_SOURCE}: 2 * bus_width * memory_clock_rate * 1e3 / 8"
+        if dtype == "CUDA"
+        else f"{_PROTON_SOURCE}: Proton's constant for {arch}"
+    )
+    derived = {
+        "mem_bw_bytes_per_s": bw_how,
+        "boost_clock_hz": f"Proton clock_rate {khz} kHz",
+        "bus_width_bits": f"Proton bus_width {info['bus_width']}",
+        "mem_clock_hz": f"Proton memory_clock_rate {info['memory_clock_rate']} kHz",
+    }
+    common = dict(
+        mem_bw_bytes_per_s=bw,
+        boost_clock_hz=khz * 1e3,
+        bus_width_bits=int(info["bus_width"]),
+        mem_clock_hz=info["memory_clock_rate"] * 1e3,
+    )
     if entry is not None:
         fp32 = {"fp32": entry.peaks.fp32} if entry.peaks.fp32 is not None else {}
         return dataclasses.replace(
-            entry, **common,
+            entry,
+            **common,
             peaks=Peaks(**peaks, **fp32, source=f"{_PROTON_SOURCE}; fp32 from the table ({entry.peaks.source})"),
             sources={**entry.sources, **derived},
         )
     name = f"CUDA-sm{arch}-{sms}SM" if dtype == "CUDA" else f"HIP-{arch}-{sms}CU"
     base = NVIDIA_DEFAULT_EFFICIENCY if dtype == "CUDA" else AMD_DEFAULT_EFFICIENCY
     return GPUSpec(
-        name=name, vendor="NVIDIA" if dtype == "CUDA" else "AMD", device_type=dtype, arch=arch,
+        name=name,
+        vendor="NVIDIA" if dtype == "CUDA" else "AMD",
+        device_type=dtype,
+        arch=arch,
         peaks=Peaks(**peaks, source=f"{_PROTON_SOURCE}; no table entry fits, so no fp32 peak"),
-        mem_bytes=None, num_sms=sms, efficiency=default_efficiency(name, base), **common,
-        sources={**derived, "num_sms": f"Proton num_sms {sms}",
-                 "mem_bytes": "unknown: Proton metadata does not carry the memory size"},
+        mem_bytes=None,
+        num_sms=sms,
+        efficiency=default_efficiency(name, base),
+        **common,
+        sources={
+            **derived,
+            "num_sms": f"Proton num_sms {sms}",
+            "mem_bytes": "unknown: Proton metadata does not carry the memory size",
+        },
     )

@@ -106,8 +106,12 @@ def ape_stats(pred: Iterable[float], meas: Iterable[float]) -> dict[str, float]:
     if p.size == 0:
         return {"n": 0}
     ape = np.abs(p - m) / m * 100
-    return {"n": int(p.size), "mdape": float(np.median(ape)), "p90": float(np.percentile(ape, 90)),
-            "max": float(ape.max())}
+    return {
+        "n": int(p.size),
+        "mdape": float(np.median(ape)),
+        "p90": float(np.percentile(ape, 90)),
+        "max": float(ape.max()),
+    }
 
 
 # -------------------------------------------------------------------------------------------------
@@ -145,11 +149,18 @@ _HI = np.array([50.0, 60.0, 50.0, 10.0, 2.0, 100.0, 1.0, 30.0, 30.0, 30.0])
 
 
 def _params(x: np.ndarray, tile: tuple[int, int]) -> GemmParams:
-    return GemmParams(tile_m=tile[0], tile_n=tile[1], latency_s=float(x[0]) * 1e-6,
-                      rate_flops_per_s=float(x[1]) * 1e14, k_overhead=float(x[2]) * 100,
-                      mem_bw_bytes_per_s=float(x[3]) * 1e12, throttle_gain=float(x[4]),
-                      throttle_time_s=float(x[5]) * 1e-3, wave_quantization=float(x[6]),
-                      misaligned_factors=(float(x[7]), float(x[8]), float(x[9])))
+    return GemmParams(
+        tile_m=tile[0],
+        tile_n=tile[1],
+        latency_s=float(x[0]) * 1e-6,
+        rate_flops_per_s=float(x[1]) * 1e14,
+        k_overhead=float(x[2]) * 100,
+        mem_bw_bytes_per_s=float(x[3]) * 1e12,
+        throttle_gain=float(x[4]),
+        throttle_time_s=float(x[5]) * 1e-3,
+        wave_quantization=float(x[6]),
+        misaligned_factors=(float(x[7]), float(x[8]), float(x[9])),
+    )
 
 
 def _fit_group(M, K, N, nbytes, t, sms: int, tiles: Sequence[tuple[int, int]], rate0: float) -> GemmParams:
@@ -161,6 +172,7 @@ def _fit_group(M, K, N, nbytes, t, sms: int, tiles: Sequence[tuple[int, int]], r
     aligned_all = bool((np.minimum(alignment(K), alignment(N)) >= 8).all())
     best: tuple[float, GemmParams] | None = None
     for tile in tiles:
+
         def residual(x: np.ndarray, tile: tuple[int, int] = tile) -> np.ndarray:
             return np.log(_params(x, tile).time_s(M, K, N, nbytes, sms) / t)
 
@@ -221,22 +233,39 @@ class Calibrator:
             scaling = key.split("/")[1] if "/" in key else None
             M, K, N, t = (np.array([r[f] for r in recs], dtype=float) for f in ("M", "K", "N", "time_s"))
             t = np.maximum(t - kernels.event_overhead_s, 0.5 * t)  # event timing -> kernel time
-            test = np.array([is_heldout(int(m), int(k), int(n), fraction=self.heldout_fraction)
-                             for m, k, n in zip(M, K, N, strict=True)])
+            test = np.array(
+                [
+                    is_heldout(int(m), int(k), int(n), fraction=self.heldout_fraction)
+                    for m, k, n in zip(M, K, N, strict=True)
+                ]
+            )
             nbytes = np.asarray(_gemm_bytes(M, K, N, fmt, get_format("bf16"), scaling), float)
             train = ~test
             if train.sum() < 12:
                 raise CalibrationError(f"{key}: {int(train.sum())} training GEMMs; at least 12 are needed")
-            params = _fit_group(M[train], K[train], N[train], nbytes[train], t[train], spec.num_sms,
-                                self.tiles, spec.achievable_flops_per_s(fmt))
+            params = _fit_group(
+                M[train],
+                K[train],
+                N[train],
+                nbytes[train],
+                t[train],
+                spec.num_sms,
+                self.tiles,
+                spec.achievable_flops_per_s(fmt),
+            )
             gemm[key] = params
             pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms), float)
             residuals[key] = {"train": ape_stats(pred[train], t[train]), "heldout": ape_stats(pred[test], t[test])}
-        linear = [r for r in data["records"] if r["op"] == "linear"
-                  and not is_heldout(r["M"], r["K"], r["N"], fraction=self.heldout_fraction)]
+        linear = [
+            r
+            for r in data["records"]
+            if r["op"] == "linear" and not is_heldout(r["M"], r["K"], r["N"], fraction=self.heldout_fraction)
+        ]
         meta = data.get("meta", {})
-        source = (f"measured: {meta.get('command', 'python -m perfmodel.bench')}, {meta.get('gpu_name', spec.name)}, "
-                  f"{meta.get('date', '?')}, torch {meta.get('torch', '?')}, torchao {meta.get('torchao', '?')}")
+        source = (
+            f"measured: {meta.get('command', 'python -m perfmodel.bench')}, {meta.get('gpu_name', spec.name)}, "
+            f"{meta.get('date', '?')}, torch {meta.get('torch', '?')}, torchao {meta.get('torchao', '?')}"
+        )
         base = CalibratedModel(gpu=spec.name, gemm=gemm, kernels=kernels, source=source, residuals=residuals)
         casts = _fit_casts(linear, base)
         self.model_ = dataclasses.replace(base, casts=casts, step_gemm_factors=_fit_step_gemm(linear, base, spec))
@@ -306,8 +335,13 @@ def _fit_casts(records: Sequence[Mapping[str, Any]], model: CalibratedModel) -> 
             ks = RECIPES[name].cast_kernels(r["M"], r["K"], r["N"], CastOptions())
             mem = [k for k in ks if not k.launch_only]
             n_launch = len(ks) - len(mem)
-            rows.append((len(mem), float(sum(k.bytes for k in mem if k.tensor != "weight")),
-                         float(sum(k.bytes for k in mem if k.tensor == "weight"))))
+            rows.append(
+                (
+                    len(mem),
+                    float(sum(k.bytes for k in mem if k.tensor != "weight")),
+                    float(sum(k.bytes for k in mem if k.tensor == "weight")),
+                )
+            )
             target.append(max(measured_cast_time_s(r) - n_launch * model.kernels.launch_s, 1e-9))
         if len(rows) < 3:
             continue
@@ -315,13 +349,13 @@ def _fit_casts(records: Sequence[Mapping[str, Any]], model: CalibratedModel) -> 
         theta = _nnls(A / t[:, None], np.ones_like(t))
         fallback = 1 / model.kernels.bw_bytes_per_s
         act, wgt = (theta[1] or fallback), (theta[2] or fallback)
-        out[key] = CastParams(latency_s=float(theta[0]), activation_bw_bytes_per_s=float(1 / act),
-                               weight_bw_bytes_per_s=float(1 / wgt))
+        out[key] = CastParams(
+            latency_s=float(theta[0]), activation_bw_bytes_per_s=float(1 / act), weight_bw_bytes_per_s=float(1 / wgt)
+        )
     return out
 
 
-def _fit_step_gemm(records: Sequence[Mapping[str, Any]], model: CalibratedModel, spec: GPUSpec
-                   ) -> dict[str, float]:
+def _fit_step_gemm(records: Sequence[Mapping[str, Any]], model: CalibratedModel, spec: GPUSpec) -> dict[str, float]:
     """Per GEMM group: median of measured / predicted GEMM kernel time in Linear steps whose three
     GEMMs all fall in that one group (bf16; tensorwise e4m3/e5m2; rowwise). Mixed recipes are skipped."""
     from .float8 import linear_time
@@ -354,22 +388,29 @@ def residual_table(residuals: Mapping[str, Any]) -> str:
     for group, splits in residuals.items():
         for split, st in splits.items():
             if st.get("n"):
-                lines.append(f"{group:<22} {split:<8} {st['n']:>5} {st['mdape']:>8.2f} {st['p90']:>8.2f} "
-                             f"{st['max']:>8.1f}")
+                lines.append(
+                    f"{group:<22} {split:<8} {st['n']:>5} {st['mdape']:>8.2f} {st['p90']:>8.2f} {st['max']:>8.1f}"
+                )
     return "\n".join(lines)
 
 
 def add_calibrate_cli(subparsers: Any) -> Any:
     """Register ``perfmodel calibrate`` on an argparse ``subparsers``."""
     p = subparsers.add_parser(
-        "calibrate", help="fit the shape-aware model to a measured sweep (python -m perfmodel.bench)",
+        "calibrate",
+        help="fit the shape-aware model to a measured sweep (python -m perfmodel.bench)",
         description="Fit the calibrated GEMM/cast model of one GPU to datasets written by "
-                    "`python -m perfmodel.bench` and write the calibration JSON.")
+        "`python -m perfmodel.bench` and write the calibration JSON.",
+    )
     p.add_argument("datasets", nargs="+", help="dataset JSON files (gemm, linear, memory, launch)")
     p.add_argument("--gpu", required=True, help="the GPU the data was measured on (its SM count matters)")
     p.add_argument("-o", "--output", required=True, help="calibration JSON to write")
-    p.add_argument("--heldout", type=float, default=0.3,
-                   help="share of shapes held out of the fit and reported separately (default 0.3; 0 = fit all)")
+    p.add_argument(
+        "--heldout",
+        type=float,
+        default=0.3,
+        help="share of shapes held out of the fit and reported separately (default 0.3; 0 = fit all)",
+    )
     p.add_argument("--json", action="store_true", help="print the residuals as JSON")
     p.set_defaults(func=_run_cli)
     return p
@@ -382,9 +423,13 @@ def _run_cli(args: Any) -> int:
         print(json.dumps(cal.residuals_, indent=1))
     else:
         print(f"calibrated {cal.gpu_.name} from {len(args.datasets)} dataset(s) -> {path}")
-        print(f"GEMM time errors against kernel time (CUDA-event times minus the "
-              f"{cal.model_.kernels.event_overhead_s * 1e6:.1f} us launch gap measured on this GPU):")
+        print(
+            f"GEMM time errors against kernel time (CUDA-event times minus the "
+            f"{cal.model_.kernels.event_overhead_s * 1e6:.1f} us launch gap measured on this GPU):"
+        )
         print(residual_table(cal.residuals_))
-        print(f"use it: dataclasses.replace(perfmodel.get_gpu({cal.gpu_.name!r}), "
-              f"calibration=perfmodel.calibrate.load_calibration({str(path)!r}))")
+        print(
+            f"use it: dataclasses.replace(perfmodel.get_gpu({cal.gpu_.name!r}), "
+            f"calibration=perfmodel.calibrate.load_calibration({str(path)!r}))"
+        )
     return 0

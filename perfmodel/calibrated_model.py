@@ -94,8 +94,9 @@ class GemmParams:
         if not 0 <= self.wave_quantization <= 1:
             raise CalibrationError(f"GemmParams.wave_quantization must be in [0, 1], got {self.wave_quantization!r}")
         if len(self.misaligned_factors) != 3 or min(self.misaligned_factors) < 1:
-            raise CalibrationError(f"GemmParams.misaligned_factors must be 3 values >= 1, "
-                                   f"got {self.misaligned_factors!r}")
+            raise CalibrationError(
+                f"GemmParams.misaligned_factors must be 3 values >= 1, got {self.misaligned_factors!r}"
+            )
 
     def compute_s(self, M: Any, K: Any, N: Any, sms: int, lead_dims: tuple[Any, Any] | None = None) -> Any:
         """The compute term (before the memory max and the latency), seconds. ``lead_dims``: the
@@ -114,8 +115,9 @@ class GemmParams:
             t = t * (1 + self.throttle_gain * xp.log(1 + t / self.throttle_time_s))
         return t
 
-    def time_s(self, M: Any, K: Any, N: Any, gemm_bytes: Any, sms: int,
-               lead_dims: tuple[Any, Any] | None = None) -> Any:
+    def time_s(
+        self, M: Any, K: Any, N: Any, gemm_bytes: Any, sms: int, lead_dims: tuple[Any, Any] | None = None
+    ) -> Any:
         """Kernel time of one GEMM moving ``gemm_bytes``, seconds."""
         xp = namespace(M, K, N)
         compute = self.compute_s(M, K, N, sms, lead_dims)
@@ -212,12 +214,16 @@ class CalibratedModel:
     # -- persistence ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (schema :data:`SCHEMA`)."""
-        return {"schema": SCHEMA, "gpu": self.gpu, "source": self.source,
-                "gemm": {k: dataclasses.asdict(v) for k, v in self.gemm.items()},
-                "kernels": dataclasses.asdict(self.kernels),
-                "casts": {k: dataclasses.asdict(v) for k, v in self.casts.items()},
-                "step_gemm_factors": dict(self.step_gemm_factors),
-                "residuals": dict(self.residuals)}
+        return {
+            "schema": SCHEMA,
+            "gpu": self.gpu,
+            "source": self.source,
+            "gemm": {k: dataclasses.asdict(v) for k, v in self.gemm.items()},
+            "kernels": dataclasses.asdict(self.kernels),
+            "casts": {k: dataclasses.asdict(v) for k, v in self.casts.items()},
+            "step_gemm_factors": dict(self.step_gemm_factors),
+            "residuals": dict(self.residuals),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, origin: str = "<dict>") -> CalibratedModel:
@@ -225,14 +231,18 @@ class CalibratedModel:
         try:
             if data.get("schema") != SCHEMA:
                 raise CalibrationError(f"{origin}: schema is {data.get('schema')!r}, expected {SCHEMA!r}")
-            return cls(gpu=str(data["gpu"]), source=str(data["source"]),
-                       gemm={k: GemmParams(**{**v, "misaligned_factors": tuple(v.get("misaligned_factors",
-                                                                                      (1, 1, 1)))})
-                             for k, v in data["gemm"].items()},
-                       kernels=KernelParams(**data["kernels"]),
-                       casts={k: CastParams(**v) for k, v in data.get("casts", {}).items()},
-                       step_gemm_factors={k: float(v) for k, v in data.get("step_gemm_factors", {}).items()},
-                       residuals=data.get("residuals", {}))
+            return cls(
+                gpu=str(data["gpu"]),
+                source=str(data["source"]),
+                gemm={
+                    k: GemmParams(**{**v, "misaligned_factors": tuple(v.get("misaligned_factors", (1, 1, 1)))})
+                    for k, v in data["gemm"].items()
+                },
+                kernels=KernelParams(**data["kernels"]),
+                casts={k: CastParams(**v) for k, v in data.get("casts", {}).items()},
+                step_gemm_factors={k: float(v) for k, v in data.get("step_gemm_factors", {}).items()},
+                residuals=data.get("residuals", {}),
+            )
         except CalibrationError:
             raise
         except (KeyError, TypeError, AttributeError, ValueError) as exc:

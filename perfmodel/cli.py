@@ -82,13 +82,20 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     def tflops(gpu, fmt):
         return gpu.peak_flops_per_s(fmt) * 1e-12 if gpu.supports(fmt) else None
 
-    records = [{
-        "name": g.name, "vendor": g.vendor, "arch": g.arch,
-        "bf16_dense_tflops": tflops(g, "bf16"), "fp8_dense_tflops": tflops(g, "fp8_e4m3"),
-        "mem_bw_tbps": g.mem_bw_bytes_per_s * 1e-12,
-        "mem_gb": g.mem_bytes * 1e-9 if g.mem_bytes is not None else None,
-        "num_sms": g.num_sms, "calibrated": g.calibration is not None,
-    } for g in GPUS.values()]
+    records = [
+        {
+            "name": g.name,
+            "vendor": g.vendor,
+            "arch": g.arch,
+            "bf16_dense_tflops": tflops(g, "bf16"),
+            "fp8_dense_tflops": tflops(g, "fp8_e4m3"),
+            "mem_bw_tbps": g.mem_bw_bytes_per_s * 1e-12,
+            "mem_gb": g.mem_bytes * 1e-9 if g.mem_bytes is not None else None,
+            "num_sms": g.num_sms,
+            "calibrated": g.calibration is not None,
+        }
+        for g in GPUS.values()
+    ]
     if args.json:
         _print_json(records)
         return 0
@@ -96,13 +103,28 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     def num(v, spec):
         return "-" if v is None else format(v, spec)
 
-    rows = [(r["name"], r["arch"], num(r["bf16_dense_tflops"], ".0f"), num(r["fp8_dense_tflops"], ".0f"),
-             num(r["mem_bw_tbps"], ".2f"), num(r["mem_gb"], ".0f"), r["num_sms"], "yes" if r["calibrated"] else "no")
-            for r in records]
-    print(_table(("gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "memory GB", "SMs", "calibrated"),
-                 rows, "<<>>>>><"))
-    print("Dense peaks (no 2:4 sparsity). Aliases and device names are accepted: --gpu h100, "
-          "--gpu 'NVIDIA H100 80GB HBM3'.")
+    rows = [
+        (
+            r["name"],
+            r["arch"],
+            num(r["bf16_dense_tflops"], ".0f"),
+            num(r["fp8_dense_tflops"], ".0f"),
+            num(r["mem_bw_tbps"], ".2f"),
+            num(r["mem_gb"], ".0f"),
+            r["num_sms"],
+            "yes" if r["calibrated"] else "no",
+        )
+        for r in records
+    ]
+    print(
+        _table(
+            ("gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "memory GB", "SMs", "calibrated"), rows, "<<>>>>><"
+        )
+    )
+    print(
+        "Dense peaks (no 2:4 sparsity). Aliases and device names are accepted: --gpu h100, "
+        "--gpu 'NVIDIA H100 80GB HBM3'."
+    )
     return 0
 
 
@@ -114,18 +136,30 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
 
     pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, args.gpu, args.scaling, model=args.time_model)
     record = {
-        "M": args.M, "K": args.K, "N": args.N, "dtype": pd.dtype.name, "scaling": pd.meta["scaling"],
-        "gpu": pd.gpu.name, "time_model": time_model(pd.gpu, args.time_model).name,
-        "time_s": float(pd.time_s), "flops": float(pd.flops), "bytes": float(pd.bytes),
-        "tflops": float(pd.tflops), "tbps": float(pd.tbps), "opint_flop_per_byte": float(pd.opint),
-        "bound": str(pd.bound), "util": float(pd.util),
+        "M": args.M,
+        "K": args.K,
+        "N": args.N,
+        "dtype": pd.dtype.name,
+        "scaling": pd.meta["scaling"],
+        "gpu": pd.gpu.name,
+        "time_model": time_model(pd.gpu, args.time_model).name,
+        "time_s": float(pd.time_s),
+        "flops": float(pd.flops),
+        "bytes": float(pd.bytes),
+        "tflops": float(pd.tflops),
+        "tbps": float(pd.tbps),
+        "opint_flop_per_byte": float(pd.opint),
+        "bound": str(pd.bound),
+        "util": float(pd.util),
     }
     if args.json:
         _print_json(record)
         return 0
     scaling = f", {record['scaling']} scaling" if record["scaling"] else ""
-    print(f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling} on {record['gpu']} "
-          f"({record['time_model']} model):")
+    print(
+        f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling} on {record['gpu']} "
+        f"({record['time_model']} model):"
+    )
     print(f"  time       {record['time_s'] * 1e6:12.2f} us")
     print(f"  compute    {record['tflops']:12.1f} TFLOP/s  (peak {pd.max_tflops:.0f})")
     print(f"  memory     {record['tbps']:12.3f} TB/s     (peak {pd.max_tbps:.2f})")
@@ -150,19 +184,32 @@ def _cmd_float8(args: argparse.Namespace) -> int:
     if args.shapes is not None and not what:
         raise PerfModelError("--shapes is empty: pass e.g. --shapes 4096x14336,14336x4096")
     rep = report(
-        what, tokens=args.tokens, gpu=args.gpu, recipes=_split(args.recipes) or None,
-        min_speedup=args.min_speedup, model=args.time_model, cache_weight_cast=args.cache_weight_cast,
-        fuse_input_with_prev=args.fuse_with_prev, fuse_grad_output_with_prev=args.fuse_with_prev,
+        what,
+        tokens=args.tokens,
+        gpu=args.gpu,
+        recipes=_split(args.recipes) or None,
+        min_speedup=args.min_speedup,
+        model=args.time_model,
+        cache_weight_cast=args.cache_weight_cast,
+        fuse_input_with_prev=args.fuse_with_prev,
+        fuse_grad_output_with_prev=args.fuse_with_prev,
         dynamic_shapes=args.dynamic_shapes,
     )
-    opts = dict(cache_weight_cast=args.cache_weight_cast, fuse_input_with_prev=args.fuse_with_prev,
-                fuse_grad_output_with_prev=args.fuse_with_prev, dynamic_shapes=args.dynamic_shapes,
-                model=args.time_model)
+    opts = dict(
+        cache_weight_cast=args.cache_weight_cast,
+        fuse_input_with_prev=args.fuse_with_prev,
+        fuse_grad_output_with_prev=args.fuse_with_prev,
+        dynamic_shapes=args.dynamic_shapes,
+        model=args.time_model,
+    )
     if args.json:
         out = rep.to_dict()
         if args.kernels:
-            out["kernels"] = [_kernels_dict(float8.linear_time(row.M, row.K, row.N, r, rep.gpu, **opts))
-                              for row in rep.rows for r in ("bf16", *rep.recipes)]
+            out["kernels"] = [
+                _kernels_dict(float8.linear_time(row.M, row.K, row.N, r, rep.gpu, **opts))
+                for row in rep.rows
+                for r in ("bf16", *rep.recipes)
+            ]
         _print_json(out)
         return 0
     print(rep)
@@ -176,10 +223,21 @@ def _cmd_float8(args: argparse.Namespace) -> int:
 
 def _kernels_dict(lt: Any) -> dict[str, Any]:
     return {
-        "recipe": lt.recipe.name, "M": int(lt.M), "K": int(lt.K), "N": int(lt.N), "total_s": float(lt.total_s),
+        "recipe": lt.recipe.name,
+        "M": int(lt.M),
+        "K": int(lt.K),
+        "N": int(lt.N),
+        "total_s": float(lt.total_s),
         "gemms": [{"name": g.name, "dtype": g.dtype, "time_s": float(g.time_s)} for g in lt.gemms],
-        "kernels": [{"name": k.kernel.name, "bytes": float(k.kernel.bytes), "launch_only": k.kernel.launch_only,
-                     "time_s": float(k.time_s)} for k in lt.kernels],
+        "kernels": [
+            {
+                "name": k.kernel.name,
+                "bytes": float(k.kernel.bytes),
+                "launch_only": k.kernel.launch_only,
+                "time_s": float(k.time_s),
+            }
+            for k in lt.kernels
+        ],
     }
 
 
@@ -187,8 +245,18 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from .presets import PRESETS
 
     if args.json:
-        _print_json([{"name": p.name, "layers": p.layers, "source": p.source, "notes": p.notes,
-                      "linears": [dataclasses.asdict(lin) for lin in p.linears]} for p in PRESETS.values()])
+        _print_json(
+            [
+                {
+                    "name": p.name,
+                    "layers": p.layers,
+                    "source": p.source,
+                    "notes": p.notes,
+                    "linears": [dataclasses.asdict(lin) for lin in p.linears],
+                }
+                for p in PRESETS.values()
+            ]
+        )
         return 0
     rows = [(p.name, p.layers, len(p.linears), p.source) for p in PRESETS.values()]
     print(_table(("preset", "layers", "linears", "source"), rows, "<>><"))
@@ -208,20 +276,39 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
     records = []
     for text in args.shapes:
         k, n = parse_shape(text)
-        m = float8.break_even_tokens(k, n, recipe, spec, min_speedup=args.min_speedup, model=args.time_model,
-                                     max_tokens=args.max_tokens)
-        s_at = {p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model))
-                for p in (1024, 4096, 16384, 65536)}
-        records.append({"K": k, "N": n, "recipe": recipe, "gpu": spec.name, "min_speedup": args.min_speedup,
-                        "break_even_tokens": m, "speedup_at": s_at})
+        m = float8.break_even_tokens(
+            k, n, recipe, spec, min_speedup=args.min_speedup, model=args.time_model, max_tokens=args.max_tokens
+        )
+        s_at = {
+            p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model)) for p in (1024, 4096, 16384, 65536)
+        }
+        records.append(
+            {
+                "K": k,
+                "N": n,
+                "recipe": recipe,
+                "gpu": spec.name,
+                "min_speedup": args.min_speedup,
+                "break_even_tokens": m,
+                "speedup_at": s_at,
+            }
+        )
     if args.json:
         _print_json(records)
         return 0
-    print(f"Smallest tokens per step (M) from which {recipe} is >= {args.min_speedup:g}x faster than bf16 "
-          f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}:")
-    rows = [(r["K"], r["N"], r["break_even_tokens"] if r["break_even_tokens"] is not None
-             else f"never (<= {args.max_tokens})", *(f"{v:.2f}x" for v in r["speedup_at"].values()))
-            for r in records]
+    print(
+        f"Smallest tokens per step (M) from which {recipe} is >= {args.min_speedup:g}x faster than bf16 "
+        f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}:"
+    )
+    rows = [
+        (
+            r["K"],
+            r["N"],
+            r["break_even_tokens"] if r["break_even_tokens"] is not None else f"never (<= {args.max_tokens})",
+            *(f"{v:.2f}x" for v in r["speedup_at"].values()),
+        )
+        for r in records
+    ]
     print(_table(("K", "N", "break-even M", "at M=1024", "4096", "16384", "65536"), rows, ">>>>>>>"))
     return 0
 
@@ -234,8 +321,13 @@ def _add_gpu(p: argparse.ArgumentParser) -> None:
 
 
 def _add_time_model(p: argparse.ArgumentParser, *flags: str) -> None:
-    p.add_argument(*(flags or ("--time-model",)), dest="time_model", default=None, choices=_TIME_MODELS,
-                   help="time model (default: the GPU's calibration if it has one, else roofline)")
+    p.add_argument(
+        *(flags or ("--time-model",)),
+        dest="time_model",
+        default=None,
+        choices=_TIME_MODELS,
+        help="time model (default: the GPU's calibration if it has one, else roofline)",
+    )
 
 
 def _register_optional(subparsers: Any, module: str, hook: str) -> None:
@@ -267,8 +359,9 @@ def _broken(subparsers: Any, module: str, exc: BaseException) -> None:
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
     def fail(args: argparse.Namespace) -> int:
-        raise PerfModelError(f"`perfmodel {command}` is unavailable: importing perfmodel.{module} failed: "
-                             f"{type(exc).__name__}: {exc}")
+        raise PerfModelError(
+            f"`perfmodel {command}` is unavailable: importing perfmodel.{module} failed: {type(exc).__name__}: {exc}"
+        )
 
     p.set_defaults(func=fail)
 
@@ -276,7 +369,8 @@ def _broken(subparsers: Any, module: str, exc: BaseException) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (including the optional ones that are present)."""
     parser = argparse.ArgumentParser(
-        prog="perfmodel", description="Predict GPU GEMM and float8-training time.",
+        prog="perfmodel",
+        description="Predict GPU GEMM and float8-training time.",
         epilog="Main job: perfmodel float8 --gpu h100 --model llama3-8b --tokens 8192",
     )
     parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
@@ -305,8 +399,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-speedup", type=_positive_float, default=1.0, help="enable from this speedup (default 1)")
     p.add_argument("--cache-weight-cast", action="store_true", help="weights cast once per step (grad accumulation)")
     p.add_argument("--fuse-with-prev", action="store_true", help="amax of input/grad_output fused into the prev op")
-    p.add_argument("--dynamic-shapes", action="store_true",
-                   help="the step is compiled with a dynamic token dimension (slower casts on calibrated GPUs)")
+    p.add_argument(
+        "--dynamic-shapes",
+        action="store_true",
+        help="the step is compiled with a dynamic token dimension (slower casts on calibrated GPUs)",
+    )
     _add_time_model(p)
     p.add_argument("--kernels", action="store_true", help="also print the per-kernel breakdown of each shape")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -94,11 +94,20 @@ class LinearTime:
     def perfdata(self, label: str = "") -> PerfData:
         """The whole step as one roofline point (FLOPs of the 3 GEMMs; GEMM + cast bytes)."""
         flops = sum((gemm_flops(g.M, g.K, g.N) for g in self.gemms), 0)
-        nbytes = sum((gemm_bytes(g.M, g.K, g.N, g.dtype, "bf16", scaling=g.scaling) for g in self.gemms),
-                     0) + self.cast_bytes
-        return PerfData(time_s=self.total_s, flops=flops, bytes=nbytes, dtype=self.recipe.output_dtype,
-                        gpu=self.gpu, label=label or f"linear {self.recipe.name}", source="predicted",
-                        meta={"M": self.M, "K": self.K, "N": self.N, "recipe": self.recipe.name})
+        nbytes = (
+            sum((gemm_bytes(g.M, g.K, g.N, g.dtype, "bf16", scaling=g.scaling) for g in self.gemms), 0)
+            + self.cast_bytes
+        )
+        return PerfData(
+            time_s=self.total_s,
+            flops=flops,
+            bytes=nbytes,
+            dtype=self.recipe.output_dtype,
+            gpu=self.gpu,
+            label=label or f"linear {self.recipe.name}",
+            source="predicted",
+            meta={"M": self.M, "K": self.K, "N": self.N, "recipe": self.recipe.name},
+        )
 
     def table(self) -> str:
         """A readable per-kernel breakdown (numeric shapes only)."""
@@ -108,17 +117,23 @@ class LinearTime:
         for k in self.kernels:
             kind = "launch" if k.kernel.launch_only else f"{float(k.kernel.bytes) / 1e6:8.1f} MB"
             rows.append(f"  cast   {k.kernel.name:<28} {kind:<9} {float(k.time_s) * 1e6:10.2f} us")
-        rows.append(f"  total  gemm {float(self.gemm_s) * 1e6:.2f} + cast {float(self.cast_s) * 1e6:.2f}"
-                    f" + launch {float(self.launch_s) * 1e6:.2f} = {float(self.total_s) * 1e6:.2f} us")
+        rows.append(
+            f"  total  gemm {float(self.gemm_s) * 1e6:.2f} + cast {float(self.cast_s) * 1e6:.2f}"
+            f" + launch {float(self.launch_s) * 1e6:.2f} = {float(self.total_s) * 1e6:.2f} us"
+        )
         return "\n".join(rows)
 
 
-def _options(fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast,
-             torch_compile_limitations, dynamic_shapes) -> CastOptions:
-    return CastOptions(fuse_input_with_prev=fuse_input_with_prev,
-                       fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                       cache_weight_cast=cache_weight_cast, torch_compile_limitations=torch_compile_limitations,
-                       dynamic_shapes=dynamic_shapes)
+def _options(
+    fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes
+) -> CastOptions:
+    return CastOptions(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        torch_compile_limitations=torch_compile_limitations,
+        dynamic_shapes=dynamic_shapes,
+    )
 
 
 def supported_recipes(gpu: GPULike = "H100") -> list[str]:
@@ -128,9 +143,17 @@ def supported_recipes(gpu: GPULike = "H100") -> list[str]:
 
 
 def linear_time(
-    M: Any, K: Any, N: Any, recipe: str | Recipe | None = None, gpu: GPULike = "H100", *,
-    fuse_input_with_prev: bool = False, fuse_grad_output_with_prev: bool = False,
-    cache_weight_cast: bool = False, torch_compile_limitations: bool = False, dynamic_shapes: bool = False,
+    M: Any,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe | None = None,
+    gpu: GPULike = "H100",
+    *,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    torch_compile_limitations: bool = False,
+    dynamic_shapes: bool = False,
     model: ModelLike = None,
 ) -> LinearTime:
     """Predicted fwd+bwd time of ``nn.Linear(K, N, bias=False)`` on ``M`` tokens, seconds, by kernel.
@@ -143,15 +166,35 @@ def linear_time(
         InvalidShapeError.
     """
     check_shapes(M, K, N)
-    return _linear_time(M, K, N, recipe, gpu, fuse_input_with_prev=fuse_input_with_prev,
-                        fuse_grad_output_with_prev=fuse_grad_output_with_prev, cache_weight_cast=cache_weight_cast,
-                        torch_compile_limitations=torch_compile_limitations, dynamic_shapes=dynamic_shapes,
-                        model=model)
+    return _linear_time(
+        M,
+        K,
+        N,
+        recipe,
+        gpu,
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        torch_compile_limitations=torch_compile_limitations,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
 
 
-def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_output_with_prev=False,
-                 cache_weight_cast=False, torch_compile_limitations=False, dynamic_shapes=False,
-                 model=None) -> LinearTime:
+def _linear_time(
+    M,
+    K,
+    N,
+    recipe,
+    gpu,
+    *,
+    fuse_input_with_prev=False,
+    fuse_grad_output_with_prev=False,
+    cache_weight_cast=False,
+    torch_compile_limitations=False,
+    dynamic_shapes=False,
+    model=None,
+) -> LinearTime:
     """:func:`linear_time` without the shape checks (callers have checked them once)."""
     rec, spec = get_recipe(recipe), get_gpu(gpu)
     tm = time_model(spec, model)
@@ -167,14 +210,14 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
         fmt = get_format(dtype)
         scaling = None if fmt.bits >= 16 else rec.scaling
         # every operand of a Linear's GEMMs is contiguous along K or N (x, W, grad_output), never M
-        t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec,
-                           lead_dims=(K, N))
+        t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec, lead_dims=(K, N))
         factor = tm.step_gemm_factor(fmt, scaling)  # GEMMs inside a step vs timed alone (calibrated)
         if factor != 1.0:
             t = t * factor
         gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, time_s=t))
-    opts = _options(fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast,
-                    torch_compile_limitations, dynamic_shapes)
+    opts = _options(
+        fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes
+    )
     kernels = []
     cast_s: Any = 0
     launch_s: Any = 0
@@ -187,43 +230,91 @@ def _linear_time(M, K, N, recipe, gpu, *, fuse_input_with_prev=False, fuse_grad_
             cast_s = cast_s + t
         kernels.append(KernelCall(kernel=k, time_s=t))
     gemm_s = gemms[0].time_s + gemms[1].time_s + gemms[2].time_s
-    return LinearTime(M=M, K=K, N=N, recipe=rec, gpu=spec, model=tm.name, gemms=tuple(gemms),
-                      kernels=tuple(kernels), gemm_s=gemm_s, cast_s=cast_s, launch_s=launch_s,
-                      total_s=gemm_s + cast_s + launch_s)
+    return LinearTime(
+        M=M,
+        K=K,
+        N=N,
+        recipe=rec,
+        gpu=spec,
+        model=tm.name,
+        gemms=tuple(gemms),
+        kernels=tuple(kernels),
+        gemm_s=gemm_s,
+        cast_s=cast_s,
+        launch_s=launch_s,
+        total_s=gemm_s + cast_s + launch_s,
+    )
 
 
 def speedup(
-    M: Any, K: Any, N: Any, recipe: str | Recipe = "tensorwise", gpu: GPULike = "H100", *,
-    fuse_input_with_prev: bool = False, fuse_grad_output_with_prev: bool = False,
-    cache_weight_cast: bool = False, dynamic_shapes: bool = False, model: ModelLike = None,
+    M: Any,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe = "tensorwise",
+    gpu: GPULike = "H100",
+    *,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
 ) -> Any:
     """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster).
     Options as in :func:`linear_time`."""
     check_shapes(M, K, N)
-    opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes, model=model)
+    opts = dict(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
     base = _linear_time(M, K, N, None, gpu, model=model).total_s
     return base / _linear_time(M, K, N, recipe, gpu, **opts).total_s
 
 
 def should_use(
-    M: Any, K: Any, N: Any, recipe: str | Recipe = "tensorwise", gpu: GPULike = "H100", *,
-    min_speedup: float = 1.0, fuse_input_with_prev: bool = False, fuse_grad_output_with_prev: bool = False,
-    cache_weight_cast: bool = False, dynamic_shapes: bool = False, model: ModelLike = None,
+    M: Any,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe = "tensorwise",
+    gpu: GPULike = "H100",
+    *,
+    min_speedup: float = 1.0,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
 ) -> Any:
     """True where ``speedup(...) >= min_speedup`` (bool, bool array, or a sympy relation)."""
     if not min_speedup > 0:
         raise PerfModelError(f"min_speedup must be > 0, got {min_speedup!r}")
-    s = speedup(M, K, N, recipe, gpu, fuse_input_with_prev=fuse_input_with_prev,
-                fuse_grad_output_with_prev=fuse_grad_output_with_prev, cache_weight_cast=cache_weight_cast,
-                dynamic_shapes=dynamic_shapes, model=model)
+    s = speedup(
+        M,
+        K,
+        N,
+        recipe,
+        gpu,
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
     result = s >= min_speedup
     return bool(result) if isinstance(result, (bool, np.bool_)) else result
 
 
 def best_recipe(
-    M: Any, K: Any, N: Any, gpu: GPULike = "H100", *, recipes: Sequence[str] | None = None,
-    dynamic_shapes: bool = False, model: ModelLike = None,
+    M: Any,
+    K: Any,
+    N: Any,
+    gpu: GPULike = "H100",
+    *,
+    recipes: Sequence[str] | None = None,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
 ) -> Any:
     """The fastest of ``recipes`` (default: bf16 and every torchao recipe ``gpu`` supports).
 
@@ -258,9 +349,17 @@ def _break_even_symbolic(K, N, recipe, spec, opts) -> Any:
 
 
 def break_even_tokens(
-    K: Any, N: Any, recipe: str | Recipe = "tensorwise", gpu: GPULike = "H100", *,
-    min_speedup: float = 1.0, max_tokens: int = 1 << 24, fuse_input_with_prev: bool = False,
-    fuse_grad_output_with_prev: bool = False, cache_weight_cast: bool = False, dynamic_shapes: bool = False,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe = "tensorwise",
+    gpu: GPULike = "H100",
+    *,
+    min_speedup: float = 1.0,
+    max_tokens: int = 1 << 24,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
     model: ModelLike = None,
 ) -> Any:
     """Smallest token count ``M`` from which ``recipe`` is at least ``min_speedup`` times faster.
@@ -275,8 +374,12 @@ def break_even_tokens(
     """
     check_size("K", K), check_size("N", N), check_size("max_tokens", max_tokens)
     spec = get_gpu(gpu)
-    opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes)
+    opts = dict(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+    )
     if namespace(K, N).name == "sympy":
         if min_speedup != 1.0:
             raise PerfModelError("the symbolic break-even is defined for min_speedup=1 only")
@@ -315,8 +418,14 @@ TokensLike = int | Mapping[str, int] | Callable[[str], int]
 
 
 def module_filter(
-    gpu: GPULike = "H100", tokens: TokensLike = 8192, recipe: str | Recipe = "tensorwise", *,
-    min_speedup: float = 1.0, exclude: Iterable[str] = (), dynamic_shapes: bool = False, model: ModelLike = None,
+    gpu: GPULike = "H100",
+    tokens: TokensLike = 8192,
+    recipe: str | Recipe = "tensorwise",
+    *,
+    min_speedup: float = 1.0,
+    exclude: Iterable[str] = (),
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
 ) -> Callable[[Any, str], bool]:
     """A ``module_filter_fn(module, fqn) -> bool`` for torchao's ``convert_to_float8_training``.
 
@@ -345,8 +454,9 @@ def module_filter(
         if k % 16 or n % 16 or m is None:
             return False
         if (m, k, n) not in cache:
-            cache[m, k, n] = should_use(m, k, n, rec, spec, min_speedup=min_speedup, dynamic_shapes=dynamic_shapes,
-                                        model=model)
+            cache[m, k, n] = should_use(
+                m, k, n, rec, spec, min_speedup=min_speedup, dynamic_shapes=dynamic_shapes, model=model
+            )
         return cache[m, k, n]
 
     label = tokens if isinstance(tokens, int) else "per-layer"
@@ -367,6 +477,7 @@ def _tokens_lookup(tokens: TokensLike) -> Callable[[str], int | None]:
 
         return lookup
     if callable(tokens):
+
         def call(fqn: str) -> int:
             return int(check_size(f"tokens({fqn!r})", tokens(fqn)))
 

@@ -58,14 +58,25 @@ class TimeModel(Protocol):
 
     name: str
 
-    def gemm_time_s(self, M: Any, K: Any, N: Any, *, fmt: Format, scaling: str | None,
-                    out_fmt: Format, gpu: GPUSpec, lead_dims: tuple[Any, Any] | None = None) -> Any:
+    def gemm_time_s(
+        self,
+        M: Any,
+        K: Any,
+        N: Any,
+        *,
+        fmt: Format,
+        scaling: str | None,
+        out_fmt: Format,
+        gpu: GPUSpec,
+        lead_dims: tuple[Any, Any] | None = None,
+    ) -> Any:
         """Seconds for one GEMM. ``lead_dims``: the operands' leading dimensions where they are not
         ``(K, N)`` (row-major A and B); a model that prices misaligned rows uses them."""
         ...
 
-    def memory_kernel_time_s(self, bytes_moved: Any, *, gpu: GPUSpec, recipe: str | None = None,
-                             tensor: str | None = None) -> Any:
+    def memory_kernel_time_s(
+        self, bytes_moved: Any, *, gpu: GPUSpec, recipe: str | None = None, tensor: str | None = None
+    ) -> Any:
         """Seconds for one memory-bound kernel (cast, copy) moving ``bytes_moved`` bytes; ``recipe`` and
         ``tensor`` name the float8 recipe and tensor a cast belongs to (a calibrated model prices them apart)."""
         ...
@@ -206,13 +217,20 @@ def _scale_bytes(M, K, N, fmt: Format, scaling: str | None):
 
 
 def _gemm_bytes(M, K, N, fmt: Format, out_fmt: Format, scaling):
-    return (M * K + K * N) * fmt.bytes_per_element + M * N * out_fmt.bytes_per_element + _scale_bytes(
-        M, K, N, fmt, scaling
+    return (
+        (M * K + K * N) * fmt.bytes_per_element
+        + M * N * out_fmt.bytes_per_element
+        + _scale_bytes(M, K, N, fmt, scaling)
     )
 
 
 def gemm_bytes(
-    M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", out_dtype: FormatLike = "bf16", *,
+    M: Any,
+    K: Any,
+    N: Any,
+    dtype: FormatLike = "bf16",
+    out_dtype: FormatLike = "bf16",
+    *,
     scaling: str | None = None,
 ) -> Any:
     """Minimum device-memory bytes of one GEMM: read A and B once, write C once, plus scales.
@@ -227,8 +245,15 @@ def gemm_bytes(
 
 
 def gemm_time_s(
-    M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", gpu: GPULike = "H100", scaling: str | None = None, *,
-    out_dtype: FormatLike = "bf16", model: ModelLike = None,
+    M: Any,
+    K: Any,
+    N: Any,
+    dtype: FormatLike = "bf16",
+    gpu: GPULike = "H100",
+    scaling: str | None = None,
+    *,
+    out_dtype: FormatLike = "bf16",
+    model: ModelLike = None,
 ) -> Any:
     """Predicted seconds for one GEMM ``[M, K] @ [K, N]`` on ``gpu``.
 
@@ -246,8 +271,16 @@ def gemm_time_s(
 
 
 def gemm_perfdata(
-    M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", gpu: GPULike = "H100", scaling: str | None = None, *,
-    out_dtype: FormatLike = "bf16", model: ModelLike = None, label: str = "",
+    M: Any,
+    K: Any,
+    N: Any,
+    dtype: FormatLike = "bf16",
+    gpu: GPULike = "H100",
+    scaling: str | None = None,
+    *,
+    out_dtype: FormatLike = "bf16",
+    model: ModelLike = None,
+    label: str = "",
 ) -> PerfData:
     """The predicted GEMM as a :class:`PerfData` point (time, FLOPs, bytes, format, GPU)."""
     fmt = get_format(dtype)
@@ -255,6 +288,9 @@ def gemm_perfdata(
         time_s=gemm_time_s(M, K, N, fmt, gpu, scaling, out_dtype=out_dtype, model=model),
         flops=gemm_flops(M, K, N),
         bytes=gemm_bytes(M, K, N, fmt, out_dtype, scaling=scaling),
-        dtype=fmt, gpu=get_gpu(gpu), label=label or f"gemm {M}x{K}x{N} {fmt.name}", source="predicted",
+        dtype=fmt,
+        gpu=get_gpu(gpu),
+        label=label or f"gemm {M}x{K}x{N} {fmt.name}",
+        source="predicted",
         meta={"M": M, "K": K, "N": N, "scaling": resolve_scaling(fmt, scaling)},
     )

@@ -88,17 +88,17 @@ class Efficiency:
     """
 
     gemm_fraction: float
-    gemm_fraction_by_format: Mapping[str, float] = dataclasses.field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    gemm_fraction_by_format: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     mem_bw_fraction: float
     launch_overhead_s: float
     source: str
 
     def __post_init__(self) -> None:
-        for label, value in (("gemm_fraction", self.gemm_fraction), ("mem_bw_fraction", self.mem_bw_fraction),
-                             *((f"gemm_fraction_by_format[{k!r}]", v)
-                               for k, v in self.gemm_fraction_by_format.items())):
+        for label, value in (
+            ("gemm_fraction", self.gemm_fraction),
+            ("mem_bw_fraction", self.mem_bw_fraction),
+            *((f"gemm_fraction_by_format[{k!r}]", v) for k, v in self.gemm_fraction_by_format.items()),
+        ):
             if not 0 < value <= 1:
                 raise ValueError(f"Efficiency.{label} must be in (0, 1], got {value!r}")
         for key in self.gemm_fraction_by_format:
@@ -299,11 +299,15 @@ def get_gpu(gpu: GPULike) -> GPUSpec:
     key = _normalise(gpu)
     canonical = ALIASES.get(key) or {k.lower(): k for k in GPUS}.get(key)
     if canonical is None:
-        raise UnknownGPUError(choices_message(
-            "GPU", gpu, GPUS,
-            "See perfmodel.list_gpus(); for another GPU build a GPUSpec (dataclasses.replace an entry).",
-            candidates=ALIASES,
-        ))
+        raise UnknownGPUError(
+            choices_message(
+                "GPU",
+                gpu,
+                GPUS,
+                "See perfmodel.list_gpus(); for another GPU build a GPUSpec (dataclasses.replace an entry).",
+                candidates=ALIASES,
+            )
+        )
     return GPUS[canonical]
 
 

@@ -54,8 +54,9 @@ class LogEntry:
     draw_roofline: bool
 
 
-def profile_path(log_root: str | os.PathLike[str], name: str, x_dtype: str, w_dtype: str, batch: int, *,
-                 tp: int = 1, ep: int = 1) -> Path:
+def profile_path(
+    log_root: str | os.PathLike[str], name: str, x_dtype: str, w_dtype: str, batch: int, *, tp: int = 1, ep: int = 1
+) -> Path:
     """``{log_root}/{name}/{x_dtype}-{w_dtype}-TP{tp}-EP{ep}/profiles/batch-{batch}.hatchet``."""
     return Path(log_root) / name / f"{x_dtype}-{w_dtype}-TP{tp}-EP{ep}" / "profiles" / f"batch-{batch}.hatchet"
 
@@ -77,11 +78,16 @@ def read_log_metadata(path: str | os.PathLike[str]) -> list[LogEntry]:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise ProfileError(f"{path}: cannot read the log metadata ({exc})") from None
-    ok = isinstance(data, list) and data and all(
-        isinstance(e, list) and len(e) == 3 and isinstance(e[0], str) and isinstance(e[1], str) for e in data)
+    ok = (
+        isinstance(data, list)
+        and data
+        and all(isinstance(e, list) and len(e) == 3 and isinstance(e[0], str) and isinstance(e[1], str) for e in data)
+    )
     if not ok:
-        raise ProfileError(f"{path}: expected a non-empty JSON list of [name, log_dir, draw_roofline], "
-                           f"e.g. [[\"triton\", \"logs/triton\", true]]")
+        raise ProfileError(
+            f"{path}: expected a non-empty JSON list of [name, log_dir, draw_roofline], "
+            f'e.g. [["triton", "logs/triton", true]]'
+        )
     return [LogEntry(name=n, log_dir=Path(d), draw_roofline=bool(r)) for n, d, r in data]
 
 
@@ -93,9 +99,21 @@ def has_native_mx4(device_type: str, device_info: dict[str, Any]) -> bool:
     return device_type == "HIP" and arch == "gfx950"
 
 
-def batch_series(log_root: str | os.PathLike[str], name: str, x_dtype: str, w_dtype: str,
-                 batches: Iterable[int], *, n_expts_tot: int, n_expts_act: int, tp: int = 1, ep: int = 1,
-                 pattern: str = r".*matmul.*", gpu: GPULike | None = None, label: str = "") -> list[PerfData]:
+def batch_series(
+    log_root: str | os.PathLike[str],
+    name: str,
+    x_dtype: str,
+    w_dtype: str,
+    batches: Iterable[int],
+    *,
+    n_expts_tot: int,
+    n_expts_act: int,
+    tp: int = 1,
+    ep: int = 1,
+    pattern: str = r".*matmul.*",
+    gpu: GPULike | None = None,
+    label: str = "",
+) -> list[PerfData]:
     """One measured :class:`PerfData` per batch: the matmul leaf kernels of ``batch-{b}.hatchet``.
 
     The compute roof is ``x_dtype``'s format (fp8 -> fp8_e4m3, bf16), as the original script used
@@ -113,17 +131,31 @@ def batch_series(log_root: str | os.PathLike[str], name: str, x_dtype: str, w_dt
     for b in batches:
         path = profile_path(log_root, name, x_dtype, w_dtype, b, tp=tp, ep=ep)
         if not path.is_file():
-            raise ProfileError(f"{path}: profile missing (log {str(log_root)!r}, batch {b}); expected "
-                               "{log_root}/{name}/{x}-{w}-TP{tp}-EP{ep}/profiles/batch-{batch}.hatchet")
+            raise ProfileError(
+                f"{path}: profile missing (log {str(log_root)!r}, batch {b}); expected "
+                "{log_root}/{name}/{x}-{w}-TP{tp}-EP{ep}/profiles/batch-{batch}.hatchet"
+            )
         pd = proton.read(path).perfdata(pattern, gpu=gpu, dtype=dtype, label=label or f"batch {b}")
-        out.append(dataclasses.replace(pd, meta={**pd.meta, "batch": b, "x": b * n_expts_act / n_expts_tot,
-                                                 "path": str(path)}))
+        out.append(
+            dataclasses.replace(pd, meta={**pd.meta, "batch": b, "x": b * n_expts_act / n_expts_tot, "path": str(path)})
+        )
     return out
 
 
-def roofline_chart(entries: Sequence[LogEntry], batches: Sequence[int], *, name: str, x_dtype: str,
-                   w_dtype: str, n_expts_tot: int, n_expts_act: int, tp: int = 1, ep: int = 1,
-                   gpu: GPULike | None = None, verbose: bool = True) -> Any:
+def roofline_chart(
+    entries: Sequence[LogEntry],
+    batches: Sequence[int],
+    *,
+    name: str,
+    x_dtype: str,
+    w_dtype: str,
+    n_expts_tot: int,
+    n_expts_act: int,
+    tp: int = 1,
+    ep: int = 1,
+    gpu: GPULike | None = None,
+    verbose: bool = True,
+) -> Any:
     """Read every log's batch series and draw them on one batch-roofline chart; returns the Axes."""
     from .plot import batch_roofline
 
@@ -132,12 +164,24 @@ def roofline_chart(entries: Sequence[LogEntry], batches: Sequence[int], *, name:
     if verbose:
         print(f"Benchmarking {case}...\n" + "=" * 63)
     for e in entries:
-        series[e.name] = batch_series(e.log_dir, name, x_dtype, w_dtype, batches, n_expts_tot=n_expts_tot,
-                                      n_expts_act=n_expts_act, tp=tp, ep=ep, gpu=gpu, label=e.name)
+        series[e.name] = batch_series(
+            e.log_dir,
+            name,
+            x_dtype,
+            w_dtype,
+            batches,
+            n_expts_tot=n_expts_tot,
+            n_expts_act=n_expts_act,
+            tp=tp,
+            ep=ep,
+            gpu=gpu,
+            label=e.name,
+        )
         if verbose:
             for p in series[e.name]:
-                print(f"[{e.name}] batch {p.meta['batch']}: util {p.util:.3f}; {p.tflops:.1f} TFLOP/s; "
-                      f"{p.tbps:.2f} TB/s")
+                print(
+                    f"[{e.name}] batch {p.meta['batch']}: util {p.util:.3f}; {p.tflops:.1f} TFLOP/s; {p.tbps:.2f} TB/s"
+                )
     if verbose:
         print("=" * 63)
     return batch_roofline(series, roofs=[e.name for e in entries if e.draw_roofline], title=f"{case} roofline")
@@ -157,20 +201,37 @@ def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``perfmodel roofline`` on an argparse ``subparsers``; returns its parser."""
     fmt = ",".join(":".join(map(str, r)) for r in MOE_BATCH_RANGES)
     p = subparsers.add_parser(
-        "roofline", help="roofline chart of triton_kernels MoE bench profiles",
+        "roofline",
+        help="roofline chart of triton_kernels MoE bench profiles",
         description="Read {log_dir}/{name}/{x}-{w}-TP{tp}-EP{ep}/profiles/batch-{b}.hatchet for every "
-                    "log of log_metadata.json and draw TFLOP/s against tokens per expert.")
+        "log of log_metadata.json and draw TFLOP/s against tokens per expert.",
+    )
     p.add_argument("--log-metadata", "-m", required=True, help="JSON list of [name, log_dir, draw_roofline]")
     p.add_argument("--output", "-o", default="perf.png", help="chart file (default perf.png)")
-    p.add_argument("--dtype", "-d", choices=["fp8fp8", "fp8mx4"], default="fp8fp8",
-                   help="fp8fp8: fp8 x fp8; fp8mx4: fp8 (bf16 without native mx4) x mx4")
+    p.add_argument(
+        "--dtype",
+        "-d",
+        choices=["fp8fp8", "fp8mx4"],
+        default="fp8fp8",
+        help="fp8fp8: fp8 x fp8; fp8mx4: fp8 (bf16 without native mx4) x mx4",
+    )
     mx4 = p.add_mutually_exclusive_group()
-    mx4.add_argument("--native-mx4", dest="native_mx4", action="store_true", default=None,
-                     help="the GPU multiplies mx4 natively (x dtype fp8)")
-    mx4.add_argument("--no-native-mx4", dest="native_mx4", action="store_false",
-                     help="no native mx4 (x dtype bf16); default: from the profiles' device metadata")
-    p.add_argument("--batch-ranges", type=_ranges, default=list(MOE_BATCH_RANGES),
-                   help=f"start:stop:step,... (default {fmt})")
+    mx4.add_argument(
+        "--native-mx4",
+        dest="native_mx4",
+        action="store_true",
+        default=None,
+        help="the GPU multiplies mx4 natively (x dtype fp8)",
+    )
+    mx4.add_argument(
+        "--no-native-mx4",
+        dest="native_mx4",
+        action="store_false",
+        help="no native mx4 (x dtype bf16); default: from the profiles' device metadata",
+    )
+    p.add_argument(
+        "--batch-ranges", type=_ranges, default=list(MOE_BATCH_RANGES), help=f"start:stop:step,... (default {fmt})"
+    )
     p.add_argument("--name", default="llama4-maverick", help="model folder name (default llama4-maverick)")
     p.add_argument("--dim1", type=int, default=5120, help="hidden size (default 5120; recorded only)")
     p.add_argument("--dim2", type=int, default=8192, help="expert FFN size (default 8192)")
@@ -184,8 +245,7 @@ def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _native_mx4_from_profiles(entries: Sequence[LogEntry], args: argparse.Namespace,
-                              batches: Sequence[int]) -> bool:
+def _native_mx4_from_profiles(entries: Sequence[LogEntry], args: argparse.Namespace, batches: Sequence[int]) -> bool:
     from . import proton
 
     tried = []
@@ -196,8 +256,10 @@ def _native_mx4_from_profiles(entries: Sequence[LogEntry], args: argparse.Namesp
                 if path.is_file():
                     devices = proton.read(path).devices
                     if not devices:
-                        raise ProfileError(f"{path}: no device metadata to tell whether the GPU has native "
-                                           "mx4; pass --native-mx4 or --no-native-mx4")
+                        raise ProfileError(
+                            f"{path}: no device metadata to tell whether the GPU has native "
+                            "mx4; pass --native-mx4 or --no-native-mx4"
+                        )
                     return any(has_native_mx4(t, info) for t, ids in devices.items() for info in ids.values())
                 tried.append(str(path))
                 break
@@ -222,9 +284,19 @@ def run_roofline(args: argparse.Namespace) -> int:
             if native is None:
                 native = _native_mx4_from_profiles(entries, args, batches)
             x_dtype, w_dtype = ("fp8" if native else "bf16"), "mx4"
-        ax = roofline_chart(entries, batches, name=args.name, x_dtype=x_dtype, w_dtype=w_dtype,
-                            n_expts_tot=args.n_expts_tot, n_expts_act=args.n_expts_act, tp=args.tp,
-                            ep=args.ep, gpu=args.gpu, verbose=not args.quiet)
+        ax = roofline_chart(
+            entries,
+            batches,
+            name=args.name,
+            x_dtype=x_dtype,
+            w_dtype=w_dtype,
+            n_expts_tot=args.n_expts_tot,
+            n_expts_act=args.n_expts_act,
+            tp=args.tp,
+            ep=args.ep,
+            gpu=args.gpu,
+            verbose=not args.quiet,
+        )
         out = save(ax, args.output)
     except PerfModelError as exc:
         print(f"perfmodel roofline: error: {exc}", file=sys.stderr)

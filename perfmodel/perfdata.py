@@ -102,8 +102,13 @@ class PerfData:
         from .hardware import gpu_from_proton
 
         return cls(
-            time_s=time / 1e9, flops=flops, bytes=bytes, dtype=bitwidth_format(bitwidth),
-            gpu=gpu_from_proton(device_type, device_info), label=label, source="measured",
+            time_s=time / 1e9,
+            flops=flops,
+            bytes=bytes,
+            dtype=bitwidth_format(bitwidth),
+            gpu=gpu_from_proton(device_type, device_info),
+            label=label,
+            source="measured",
         )
 
     # -- derived quantities ---------------------------------------------------------------------
@@ -138,9 +143,7 @@ class PerfData:
             import numpy as np
 
             if np.any(np.asarray(self.bytes) == 0):
-                raise PerfModelError(
-                    f"PerfData {self.label!r}: bytes is 0, so the arithmetic intensity is undefined"
-                )
+                raise PerfModelError(f"PerfData {self.label!r}: bytes is 0, so the arithmetic intensity is undefined")
         return self.flops / self.bytes
 
     @property

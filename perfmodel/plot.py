@@ -28,8 +28,7 @@ _MARKERS = "osD^vP*X"
 def _pyplot() -> Any:
     import matplotlib
 
-    headless = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or
-                                                         os.environ.get("WAYLAND_DISPLAY"))
+    headless = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if headless and "matplotlib.pyplot" not in sys.modules and "MPLBACKEND" not in os.environ:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -53,9 +52,15 @@ def _values(x: Any, what: str, label: str) -> list[float]:
         raise PerfModelError(f"cannot plot {label!r}: {what} is {x!r}; substitute numbers for symbols") from None
 
 
-def roofline(points: Iterable[PerfData] = (), gpu: GPULike | None = None, ax: Any = None, *,
-             formats: Sequence[FormatLike] | None = None, achievable: bool = False,
-             title: str | None = None) -> Any:
+def roofline(
+    points: Iterable[PerfData] = (),
+    gpu: GPULike | None = None,
+    ax: Any = None,
+    *,
+    formats: Sequence[FormatLike] | None = None,
+    achievable: bool = False,
+    title: str | None = None,
+) -> Any:
     """Log-log roofline: TFLOP/s against arithmetic intensity (FLOP/byte).
 
     Draws the memory slope (``intensity * bandwidth``), a compute roof per format (those of the
@@ -99,27 +104,46 @@ def roofline(points: Iterable[PerfData] = (), gpu: GPULike | None = None, ax: An
     hi = max([*xs, *ridges]) * 8
     bw_t = spec.mem_bw_bytes_per_s * 1e-12
     top = max(spec.peak_flops_per_s(f) for f in fmts) * 1e-12
-    ax.plot([lo, top / bw_t], [lo * bw_t, top], "-", color="0.25", lw=1.5,
-            label=f"{spec.name} memory  {bw_t:.2f} TB/s")
+    ax.plot([lo, top / bw_t], [lo * bw_t, top], "-", color="0.25", lw=1.5, label=f"{spec.name} memory  {bw_t:.2f} TB/s")
     for k, (f, ridge) in enumerate(sorted(zip(fmts, ridges, strict=True), key=lambda t: -t[1])):
         peak_t = spec.peak_flops_per_s(f) * 1e-12
-        line = ax.plot([ridge, hi], [peak_t, peak_t], "-", lw=1.5, color=_ROOF_COLORS[k % len(_ROOF_COLORS)],
-                       label=f"{f.name} peak  {peak_t:.0f} TFLOP/s (ridge {ridge:.0f} FLOP/B)")[0]
+        line = ax.plot(
+            [ridge, hi],
+            [peak_t, peak_t],
+            "-",
+            lw=1.5,
+            color=_ROOF_COLORS[k % len(_ROOF_COLORS)],
+            label=f"{f.name} peak  {peak_t:.0f} TFLOP/s (ridge {ridge:.0f} FLOP/B)",
+        )[0]
         ax.plot([ridge], [peak_t], "D", color=line.get_color(), ms=5)
         if achievable:
             a_peak = spec.achievable_flops_per_s(f) * 1e-12
             a_bw = spec.achievable_mem_bw_bytes_per_s * 1e-12
-            ax.plot([lo, a_peak / a_bw, hi], [lo * a_bw, a_peak, a_peak], ":", color=line.get_color(), lw=1.2,
-                    label=f"{f.name} achievable  {a_peak:.0f} TFLOP/s, {a_bw:.2f} TB/s")
+            ax.plot(
+                [lo, a_peak / a_bw, hi],
+                [lo * a_bw, a_peak, a_peak],
+                ":",
+                color=line.get_color(),
+                lw=1.2,
+                label=f"{f.name} achievable  {a_peak:.0f} TFLOP/s, {a_bw:.2f} TB/s",
+            )
 
     for n, p in enumerate(points):
         x = _values(p.opint, "the intensity", p.label)
         y = _values(p.tflops, "TFLOP/s", p.label)
         color = _POINT_COLORS[n % len(_POINT_COLORS)]
         measured = p.source == "measured"
-        ax.scatter(x, y, s=48, marker=_MARKERS[n % len(_MARKERS)], linewidths=1.5, zorder=3,
-                   facecolors=color if measured else "none", edgecolors=color,
-                   label=f"{p.label or f'point {n}'} ({p.source}, {p.dtype.name})")
+        ax.scatter(
+            x,
+            y,
+            s=48,
+            marker=_MARKERS[n % len(_MARKERS)],
+            linewidths=1.5,
+            zorder=3,
+            facecolors=color if measured else "none",
+            edgecolors=color,
+            label=f"{p.label or f'point {n}'} ({p.source}, {p.dtype.name})",
+        )
         if len(x) > 1:
             ax.plot(x, y, "-", lw=0.8, alpha=0.6, color=color)
     ax.set_xscale("log")
@@ -135,10 +159,16 @@ def roofline(points: Iterable[PerfData] = (), gpu: GPULike | None = None, ax: An
     return ax
 
 
-def batch_roofline(series: Mapping[str, Sequence[PerfData]], ax: Any = None, *,
-                   roofs: Iterable[str] | None = None, title: str | None = None,
-                   xlabel: str = "batch size (toks/expt)", x_key: str = "x",
-                   ylim_min: float | None = None) -> Any:
+def batch_roofline(
+    series: Mapping[str, Sequence[PerfData]],
+    ax: Any = None,
+    *,
+    roofs: Iterable[str] | None = None,
+    title: str | None = None,
+    xlabel: str = "batch size (toks/expt)",
+    x_key: str = "x",
+    ylim_min: float | None = None,
+) -> Any:
     """The MoE benchmark view: TFLOP/s against tokens per expert, one ``+`` series per log.
 
     Each :class:`PerfData` carries its x value in ``meta[x_key]`` (``batch * n_expts_act /

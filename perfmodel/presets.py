@@ -115,13 +115,25 @@ def _hf(repo: str) -> str:
 
 
 def _llama_like(
-    name: str, *, repo: str, hidden: int, intermediate: int, heads: int, kv_heads: int, layers: int,
-    vocab: int, head_dim: int | None = None, notes: str = "",
+    name: str,
+    *,
+    repo: str,
+    hidden: int,
+    intermediate: int,
+    heads: int,
+    kv_heads: int,
+    layers: int,
+    vocab: int,
+    head_dim: int | None = None,
+    notes: str = "",
 ) -> ModelPreset:
     """Llama-style block: GQA attention (q, k, v, o) and a SwiGLU MLP (gate, up, down), plus lm_head."""
     hd = head_dim if head_dim is not None else hidden // heads  # config head_dim, else hidden / heads
     return ModelPreset(
-        name=name, layers=layers, source=_hf(repo), notes=notes,
+        name=name,
+        layers=layers,
+        source=_hf(repo),
+        notes=notes,
         linears=(
             LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
             LinearShape(name="k_proj", in_features=hidden, out_features=kv_heads * hd),
@@ -141,7 +153,9 @@ def _mixtral() -> ModelPreset:
     hidden, inter, heads, kv, hd, experts, top_k = 4096, 14336, 32, 8, 4096 // 32, 8, 2
     routed = top_k / experts  # each expert sees 2/8 of the tokens under balanced routing
     return ModelPreset(
-        name="mixtral-8x7b", layers=32, source=_hf("mistralai/Mixtral-8x7B-v0.1"),
+        name="mixtral-8x7b",
+        layers=32,
+        source=_hf("mistralai/Mixtral-8x7B-v0.1"),
         notes="experts see tokens * 2 / 8 each (balanced top-2 routing); the router is a Linear(4096, 8)",
         linears=(
             LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
@@ -149,12 +163,15 @@ def _mixtral() -> ModelPreset:
             LinearShape(name="v_proj", in_features=hidden, out_features=kv * hd),
             LinearShape(name="o_proj", in_features=heads * hd, out_features=hidden),
             LinearShape(name="block_sparse_moe.gate", in_features=hidden, out_features=experts),
-            LinearShape(name="experts.w1", in_features=hidden, out_features=inter, count=experts,
-                        token_fraction=routed),  # gate
-            LinearShape(name="experts.w3", in_features=hidden, out_features=inter, count=experts,
-                        token_fraction=routed),  # up
-            LinearShape(name="experts.w2", in_features=inter, out_features=hidden, count=experts,
-                        token_fraction=routed),  # down
+            LinearShape(
+                name="experts.w1", in_features=hidden, out_features=inter, count=experts, token_fraction=routed
+            ),  # gate
+            LinearShape(
+                name="experts.w3", in_features=hidden, out_features=inter, count=experts, token_fraction=routed
+            ),  # up
+            LinearShape(
+                name="experts.w2", in_features=inter, out_features=hidden, count=experts, token_fraction=routed
+            ),  # down
             LinearShape(name="lm_head", in_features=hidden, out_features=32000, layers=1),
         ),
     )
@@ -171,9 +188,13 @@ def _deepseek_v3() -> ModelPreset:
     moe = layers - dense
     routed = top_k / experts  # each routed expert sees 8/256 of the tokens under balanced routing
     return ModelPreset(
-        name="deepseek-v3", layers=layers, source=_hf("deepseek-ai/DeepSeek-V3"),
-        notes=("MLA attention; 3 dense layers then 58 MoE layers; routed experts see tokens * 8 / 256 each; "
-               "the router (a bare matmul, not an nn.Linear) and the MTP module are left out"),
+        name="deepseek-v3",
+        layers=layers,
+        source=_hf("deepseek-ai/DeepSeek-V3"),
+        notes=(
+            "MLA attention; 3 dense layers then 58 MoE layers; routed experts see tokens * 8 / 256 each; "
+            "the router (a bare matmul, not an nn.Linear) and the MTP module are left out"
+        ),
         linears=(
             LinearShape(name="q_a_proj", in_features=hidden, out_features=q_rank),
             LinearShape(name="q_b_proj", in_features=q_rank, out_features=heads * (nope + rope)),
@@ -183,18 +204,37 @@ def _deepseek_v3() -> ModelPreset:
             LinearShape(name="mlp.gate_proj", in_features=hidden, out_features=inter, layers=dense),
             LinearShape(name="mlp.up_proj", in_features=hidden, out_features=inter, layers=dense),
             LinearShape(name="mlp.down_proj", in_features=inter, out_features=hidden, layers=dense),
-            LinearShape(name="shared_experts.gate_proj", in_features=hidden, out_features=moe_inter * shared,
-                        layers=moe),
-            LinearShape(name="shared_experts.up_proj", in_features=hidden, out_features=moe_inter * shared,
-                        layers=moe),
-            LinearShape(name="shared_experts.down_proj", in_features=moe_inter * shared, out_features=hidden,
-                        layers=moe),
-            LinearShape(name="experts.gate_proj", in_features=hidden, out_features=moe_inter, count=experts,
-                        layers=moe, token_fraction=routed),
-            LinearShape(name="experts.up_proj", in_features=hidden, out_features=moe_inter, count=experts,
-                        layers=moe, token_fraction=routed),
-            LinearShape(name="experts.down_proj", in_features=moe_inter, out_features=hidden, count=experts,
-                        layers=moe, token_fraction=routed),
+            LinearShape(
+                name="shared_experts.gate_proj", in_features=hidden, out_features=moe_inter * shared, layers=moe
+            ),
+            LinearShape(name="shared_experts.up_proj", in_features=hidden, out_features=moe_inter * shared, layers=moe),
+            LinearShape(
+                name="shared_experts.down_proj", in_features=moe_inter * shared, out_features=hidden, layers=moe
+            ),
+            LinearShape(
+                name="experts.gate_proj",
+                in_features=hidden,
+                out_features=moe_inter,
+                count=experts,
+                layers=moe,
+                token_fraction=routed,
+            ),
+            LinearShape(
+                name="experts.up_proj",
+                in_features=hidden,
+                out_features=moe_inter,
+                count=experts,
+                layers=moe,
+                token_fraction=routed,
+            ),
+            LinearShape(
+                name="experts.down_proj",
+                in_features=moe_inter,
+                out_features=hidden,
+                count=experts,
+                layers=moe,
+                token_fraction=routed,
+            ),
             LinearShape(name="lm_head", in_features=hidden, out_features=129280, layers=1),
         ),
     )
@@ -205,7 +245,9 @@ def _gpt2() -> ModelPreset:
     # GPT-2 runs q, k, v as one fused Conv1D (768 -> 3 * 768); listed here as three 768 x 768 parts.
     d = 768
     return ModelPreset(
-        name="gpt2", layers=12, source=_hf("openai-community/gpt2"),
+        name="gpt2",
+        layers=12,
+        source=_hf("openai-community/gpt2"),
         notes="Conv1D layers counted as Linears; lm_head is tied to wte but still a 768 x 50257 GEMM",
         linears=(
             LinearShape(name="attn.q", in_features=d, out_features=d),
@@ -221,23 +263,64 @@ def _gpt2() -> ModelPreset:
 
 _ALL = (
     # meta-llama/Meta-Llama-3-8B: hidden 4096, intermediate 14336, 32 heads, 8 KV heads, 32 layers, vocab 128256
-    _llama_like("llama3-8b", repo="meta-llama/Meta-Llama-3-8B", hidden=4096, intermediate=14336, heads=32,
-                kv_heads=8, layers=32, vocab=128256),
+    _llama_like(
+        "llama3-8b",
+        repo="meta-llama/Meta-Llama-3-8B",
+        hidden=4096,
+        intermediate=14336,
+        heads=32,
+        kv_heads=8,
+        layers=32,
+        vocab=128256,
+    ),
     # meta-llama/Meta-Llama-3-70B: hidden 8192, intermediate 28672, 64 heads, 8 KV heads, 80 layers
-    _llama_like("llama3-70b", repo="meta-llama/Meta-Llama-3-70B", hidden=8192, intermediate=28672, heads=64,
-                kv_heads=8, layers=80, vocab=128256),
+    _llama_like(
+        "llama3-70b",
+        repo="meta-llama/Meta-Llama-3-70B",
+        hidden=8192,
+        intermediate=28672,
+        heads=64,
+        kv_heads=8,
+        layers=80,
+        vocab=128256,
+    ),
     # meta-llama/Llama-3.1-405B: hidden 16384, intermediate 53248, 128 heads, 8 KV heads, 126 layers
-    _llama_like("llama3-405b", repo="meta-llama/Llama-3.1-405B", hidden=16384, intermediate=53248, heads=128,
-                kv_heads=8, layers=126, vocab=128256,
-                notes="early copies of the config said num_key_value_heads 16; Meta's config and the "
-                      "Llama 3 paper (Table 3) say 8"),
+    _llama_like(
+        "llama3-405b",
+        repo="meta-llama/Llama-3.1-405B",
+        hidden=16384,
+        intermediate=53248,
+        heads=128,
+        kv_heads=8,
+        layers=126,
+        vocab=128256,
+        notes="early copies of the config said num_key_value_heads 16; Meta's config and the "
+        "Llama 3 paper (Table 3) say 8",
+    ),
     # mistralai/Mistral-7B-v0.1: hidden 4096, intermediate 14336, 32 heads, 8 KV heads, 32 layers, vocab 32000
-    _llama_like("mistral-7b", repo="mistralai/Mistral-7B-v0.1", hidden=4096, intermediate=14336, heads=32,
-                kv_heads=8, layers=32, vocab=32000),
+    _llama_like(
+        "mistral-7b",
+        repo="mistralai/Mistral-7B-v0.1",
+        hidden=4096,
+        intermediate=14336,
+        heads=32,
+        kv_heads=8,
+        layers=32,
+        vocab=32000,
+    ),
     _mixtral(),
     # Qwen/Qwen2.5-7B: hidden 3584, intermediate 18944, 28 heads, 4 KV heads, 28 layers, vocab 152064
-    _llama_like("qwen2.5-7b", repo="Qwen/Qwen2.5-7B", hidden=3584, intermediate=18944, heads=28, kv_heads=4,
-                layers=28, vocab=152064, notes="q/k/v carry a bias (costless here)"),
+    _llama_like(
+        "qwen2.5-7b",
+        repo="Qwen/Qwen2.5-7B",
+        hidden=3584,
+        intermediate=18944,
+        heads=28,
+        kv_heads=4,
+        layers=28,
+        vocab=152064,
+        notes="q/k/v carry a bias (costless here)",
+    ),
     _gpt2(),
     _deepseek_v3(),
 )
@@ -264,7 +347,12 @@ def get_preset(name: str | ModelPreset) -> ModelPreset:
         return name
     key = name.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(name, str) else None
     if key not in PRESETS:
-        raise UnknownPresetError(choices_message(
-            "model preset", name, PRESETS, "Or pass the shapes yourself (a mapping name -> (K, N), or 'KxN' strings)."
-        ))
+        raise UnknownPresetError(
+            choices_message(
+                "model preset",
+                name,
+                PRESETS,
+                "Or pass the shapes yourself (a mapping name -> (K, N), or 'KxN' strings).",
+            )
+        )
     return PRESETS[key]

@@ -208,11 +208,18 @@ class Profile:
         out = []
         for i in self._kernel_nodes:
             count, dtype, did = self._extras[i]
-            out.append(Kernel(
-                name=self._names[i], path=self._path_of(i), count=count, time_s=self._time[i] / 1e9,
-                flops=MappingProxyType(dict(self._flops[i] or {})), bytes=self._bytes[i],
-                device_type=dtype, device_id=did,
-            ))
+            out.append(
+                Kernel(
+                    name=self._names[i],
+                    path=self._path_of(i),
+                    count=count,
+                    time_s=self._time[i] / 1e9,
+                    flops=MappingProxyType(dict(self._flops[i] or {})),
+                    bytes=self._bytes[i],
+                    device_type=dtype,
+                    device_id=did,
+                )
+            )
         return out
 
     @cached_property
@@ -238,28 +245,41 @@ class Profile:
         if info is None:
             ids = self._device_keys()
             if len(ids) != 1:
-                raise _fail(self.path, f"no device metadata for {device_type}:{device_id}; "
-                                       f"devices in the file: {ids or 'none'}. Pass gpu=.")
+                raise _fail(
+                    self.path,
+                    f"no device metadata for {device_type}:{device_id}; "
+                    f"devices in the file: {ids or 'none'}. Pass gpu=.",
+                )
             device_type, device_id = ids[0]
             info = types[device_type][device_id]
         return gpu_from_proton(device_type, info)
 
-    def _resolve(self, gpu: GPULike | None, devices: Iterable[tuple[str | None, str | None]],
-                 what: str) -> GPULike:
+    def _resolve(self, gpu: GPULike | None, devices: Iterable[tuple[str | None, str | None]], what: str) -> GPULike:
         if gpu is not None:
             return gpu
         if not self.devices:
-            raise _fail(self.path, f"the profile has no device metadata, so the GPU of {what} is "
-                                   "unknown; pass gpu= (a name such as 'H200' or a GPUSpec)")
+            raise _fail(
+                self.path,
+                f"the profile has no device metadata, so the GPU of {what} is "
+                "unknown; pass gpu= (a name such as 'H200' or a GPUSpec)",
+            )
         specs = {s.name: s for s in (self._device_gpu(t, i) for t, i in set(devices))}
         if len(specs) != 1:
-            raise _fail(self.path, f"{what} ran on different GPU models ({', '.join(sorted(specs))}); "
-                                   "pass gpu= or a narrower pattern")
+            raise _fail(
+                self.path,
+                f"{what} ran on different GPU models ({', '.join(sorted(specs))}); pass gpu= or a narrower pattern",
+            )
         return next(iter(specs.values()))
 
-    def perfdata(self, pattern: str = r".*matmul.*", *, leaves_only: bool = True,
-                 gpu: GPULike | None = None, dtype: FormatLike | None = None,
-                 label: str | None = None) -> PerfData:
+    def perfdata(
+        self,
+        pattern: str = r".*matmul.*",
+        *,
+        leaves_only: bool = True,
+        gpu: GPULike | None = None,
+        dtype: FormatLike | None = None,
+        label: str | None = None,
+    ) -> PerfData:
         """Sum the kernels whose name matches ``pattern`` into one measured :class:`PerfData`.
 
         ``pattern`` is a regular expression matched against the whole kernel name
@@ -295,16 +315,25 @@ class Profile:
             sample = sorted({names[i] for i in self._kernel_nodes})
             shown = ", ".join(repr(n) for n in sample[:8]) + (", ..." if len(sample) > 8 else "")
             leaf = " leaf" if leaves_only else ""
-            raise _fail(self.path, f"no{leaf} kernel name matches {pattern!r} (re.fullmatch); "
-                                   f"{len(sample)} kernel names, e.g. {shown or 'none'}")
+            raise _fail(
+                self.path,
+                f"no{leaf} kernel name matches {pattern!r} (re.fullmatch); "
+                f"{len(sample)} kernel names, e.g. {shown or 'none'}",
+            )
         devices = [self._extras[i][1:] for i in picked]
         gpu = self._resolve(gpu, devices, f"kernels matching {pattern!r}")
-        return self._sum(picked, picked, gpu=gpu, dtype=dtype, label=pattern if label is None else label,
-                         meta={"pattern": pattern, "kernels": len(picked),
-                               "launches": sum(self._extras[i][0] for i in picked)})
+        return self._sum(
+            picked,
+            picked,
+            gpu=gpu,
+            dtype=dtype,
+            label=pattern if label is None else label,
+            meta={"pattern": pattern, "kernels": len(picked), "launches": sum(self._extras[i][0] for i in picked)},
+        )
 
-    def scopes(self, pattern: str | None = None, *, gpu: GPULike | None = None,
-               dtype: FormatLike | None = None) -> dict[str, PerfData]:
+    def scopes(
+        self, pattern: str | None = None, *, gpu: GPULike | None = None, dtype: FormatLike | None = None
+    ) -> dict[str, PerfData]:
         """One :class:`PerfData` per scope name: FLOPs and bytes of the scope and everything below
         it, time = device time of the kernels below it (seconds).
 
@@ -342,15 +371,29 @@ class Profile:
             if not kernels or sum(self._time[i] for i in kernels) <= 0:
                 continue
             devices = [self._extras[i][1:] for i in kernels]
-            out[name] = self._sum(nodes, kernels, gpu=self._resolve(gpu, devices, f"scope {name!r}"),
-                                  dtype=dtype, label=name, meta={"scope": name, "kernels": len(kernels)})
+            out[name] = self._sum(
+                nodes,
+                kernels,
+                gpu=self._resolve(gpu, devices, f"scope {name!r}"),
+                dtype=dtype,
+                label=name,
+                meta={"scope": name, "kernels": len(kernels)},
+            )
         if pattern is not None and not out:
             sample = sorted({n for i, n in enumerate(names) if i not in kernel_set})[:8]
             raise _fail(self.path, f"no scope with kernel time matches {pattern!r}; scopes: {sample}")
         return out
 
-    def _sum(self, nodes: list[int], kernels: list[int], *, gpu: GPULike,
-             dtype: FormatLike | None, label: str, meta: dict[str, Any]) -> PerfData:
+    def _sum(
+        self,
+        nodes: list[int],
+        kernels: list[int],
+        *,
+        gpu: GPULike,
+        dtype: FormatLike | None,
+        label: str,
+        meta: dict[str, Any],
+    ) -> PerfData:
         by_width: dict[int, float] = {}
         nbytes = 0
         for i in nodes:
@@ -362,12 +405,22 @@ class Profile:
         time_s = sum(self._time[i] for i in kernels) / 1e9
         flops = sum(by_width.values())
         if flops < 0 or nbytes < 0 or time_s <= 0:
-            raise _fail(self.path, f"{label!r}: time {time_s} s, flops {flops}, bytes {nbytes}: negative "
-                                   "or zero sums (Proton overflowed a counter?)")
+            raise _fail(
+                self.path,
+                f"{label!r}: time {time_s} s, flops {flops}, bytes {nbytes}: negative "
+                "or zero sums (Proton overflowed a counter?)",
+            )
         fmt = dtype if dtype is not None else _default_format(by_width, self.path, label)
-        return PerfData(time_s=time_s, flops=flops, bytes=nbytes, dtype=fmt, gpu=gpu, label=label,
-                        source="measured", meta={**meta, "flops_by_width": dict(by_width),
-                                                 "profile": self.path})
+        return PerfData(
+            time_s=time_s,
+            flops=flops,
+            bytes=nbytes,
+            dtype=fmt,
+            gpu=gpu,
+            label=label,
+            source="measured",
+            meta={**meta, "flops_by_width": dict(by_width), "profile": self.path},
+        )
 
     def __repr__(self) -> str:
         return f"Profile({self.path!r}, {len(self._kernel_nodes)} kernels, devices={dict(self.devices)})"
@@ -399,8 +452,9 @@ def read(path: str | os.PathLike[str]) -> Profile:
     if isinstance(data, dict) and "frame" in data:
         data = [data]  # a bare tree (hatchet literal of one root)
     if not isinstance(data, list) or not data:
-        raise _fail(path, f"top level is {type(data).__name__}, expected a JSON list "
-                          "[root frame, ..., device metadata]")
+        raise _fail(
+            path, f"top level is {type(data).__name__}, expected a JSON list [root frame, ..., device metadata]"
+        )
     devices: Any = {}
     if isinstance(data[-1], dict) and "frame" not in data[-1]:
         devices = data[-1]

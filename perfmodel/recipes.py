@@ -127,7 +127,12 @@ class Recipe:
 # Per-tensor casts
 # ---------------------------------------------------------------------------------------------
 def tensor_cast_kernels(
-    tensor: str, dim0: Any, dim1: Any, scaling: str, *, fuse_with_prev: bool = False,
+    tensor: str,
+    dim0: Any,
+    dim1: Any,
+    scaling: str,
+    *,
+    fuse_with_prev: bool = False,
     torch_compile_limitations: bool = False,
 ) -> list[Kernel]:
     """Kernels of the original (2024) model that cast one bf16 tensor to float8, rows and columns.
@@ -157,30 +162,66 @@ def tensor_cast_kernels(
     tc_read = _F8 * numel if torch_compile_limitations else 0
     stage2 = Kernel(name=f"{tensor}.amax_stage2", tensor=tensor, launch_only=True, dataflow="tmp -> amax")
     if scaling == "dynamic":
-        kernels = [] if fuse_with_prev else [
-            Kernel(name=f"{tensor}.amax_stage1", tensor=tensor, read_bytes=first_read,
-                   dataflow=f"{tensor}_bf16 -> amax stage 1 -> tmp"),
+        kernels = (
+            []
+            if fuse_with_prev
+            else [
+                Kernel(
+                    name=f"{tensor}.amax_stage1",
+                    tensor=tensor,
+                    read_bytes=first_read,
+                    dataflow=f"{tensor}_bf16 -> amax stage 1 -> tmp",
+                ),
+            ]
+        )
+        return [
+            *kernels,
+            stage2,
+            Kernel(
+                name=f"{tensor}.cast_row_col",
+                tensor=tensor,
+                read_bytes=_HP * numel + tc_read,
+                write_bytes=2 * _F8 * numel,
+                dataflow=f"{tensor}_bf16, amax -> {tensor}_fp8 (row + col major)",
+            ),
         ]
-        return [*kernels, stage2, Kernel(
-            name=f"{tensor}.cast_row_col", tensor=tensor, read_bytes=_HP * numel + tc_read,
-            write_bytes=2 * _F8 * numel, dataflow=f"{tensor}_bf16, amax -> {tensor}_fp8 (row + col major)")]
-    reciprocal = Kernel(name=f"{tensor}.reciprocal", tensor=tensor, launch_only=True,
-                        dataflow="scale -> reciprocal -> inv_scale")
+    reciprocal = Kernel(
+        name=f"{tensor}.reciprocal", tensor=tensor, launch_only=True, dataflow="scale -> reciprocal -> inv_scale"
+    )
     if not torch_compile_limitations:
-        return [Kernel(name=f"{tensor}.amax_cast_row_col", tensor=tensor, read_bytes=first_read,
-                       write_bytes=2 * _F8 * numel,
-                       dataflow=f"{tensor}_bf16 -> amax stage 1 + cast -> {tensor}_fp8 (row + col major), tmp"),
-                stage2, reciprocal]
-    return [Kernel(name=f"{tensor}.amax_stage1", tensor=tensor, read_bytes=first_read,
-                   dataflow=f"{tensor}_bf16 -> amax stage 1 -> tmp"),
-            stage2, reciprocal,
-            Kernel(name=f"{tensor}.cast_row_col", tensor=tensor, read_bytes=_HP * numel + tc_read,
-                   write_bytes=2 * _F8 * numel,
-                   dataflow=f"{tensor}_bf16, scale -> {tensor}_fp8 (row + col major)")]
+        return [
+            Kernel(
+                name=f"{tensor}.amax_cast_row_col",
+                tensor=tensor,
+                read_bytes=first_read,
+                write_bytes=2 * _F8 * numel,
+                dataflow=f"{tensor}_bf16 -> amax stage 1 + cast -> {tensor}_fp8 (row + col major), tmp",
+            ),
+            stage2,
+            reciprocal,
+        ]
+    return [
+        Kernel(
+            name=f"{tensor}.amax_stage1",
+            tensor=tensor,
+            read_bytes=first_read,
+            dataflow=f"{tensor}_bf16 -> amax stage 1 -> tmp",
+        ),
+        stage2,
+        reciprocal,
+        Kernel(
+            name=f"{tensor}.cast_row_col",
+            tensor=tensor,
+            read_bytes=_HP * numel + tc_read,
+            write_bytes=2 * _F8 * numel,
+            dataflow=f"{tensor}_bf16, scale -> {tensor}_fp8 (row + col major)",
+        ),
+    ]
 
 
-def _axis_cast(tensor: str, rows: Any, cols: Any, *, along: str, contiguous: bool, scale_bytes: Any,
-               fuse_with_prev: bool) -> list[Kernel]:
+def _axis_cast(
+    tensor: str, rows: Any, cols: Any, *, along: str, contiguous: bool, scale_bytes: Any, fuse_with_prev: bool
+) -> list[Kernel]:
     """Cast a ``[rows, cols]`` bf16 tensor to fp8 with one scale per group along ``along``.
 
     A reduction along the contiguous dim fuses amax and cast in one kernel (a whole row is in
@@ -188,14 +229,27 @@ def _axis_cast(tensor: str, rows: Any, cols: Any, *, along: str, contiguous: boo
     writes the transposed layout the GEMM needs.
     """
     numel = rows * cols
-    cast = Kernel(name=f"{tensor}.cast_along_{along}", tensor=tensor, read_bytes=_HP * numel,
-                  write_bytes=_F8 * numel + scale_bytes,
-                  dataflow=f"{tensor}_bf16 -> amax per group along {along} -> {tensor}_fp8 + scales")
+    cast = Kernel(
+        name=f"{tensor}.cast_along_{along}",
+        tensor=tensor,
+        read_bytes=_HP * numel,
+        write_bytes=_F8 * numel + scale_bytes,
+        dataflow=f"{tensor}_bf16 -> amax per group along {along} -> {tensor}_fp8 + scales",
+    )
     if contiguous:
         return [cast]
-    amax = [] if fuse_with_prev else [Kernel(
-        name=f"{tensor}.amax_along_{along}", tensor=tensor, read_bytes=_HP * numel,
-        dataflow=f"{tensor}_bf16 -> amax along {along} (strided) -> scales")]
+    amax = (
+        []
+        if fuse_with_prev
+        else [
+            Kernel(
+                name=f"{tensor}.amax_along_{along}",
+                tensor=tensor,
+                read_bytes=_HP * numel,
+                dataflow=f"{tensor}_bf16 -> amax along {along} (strided) -> scales",
+            )
+        ]
+    )
     cast = dataclasses.replace(cast, dataflow=f"{tensor}_bf16, scales -> {tensor}_fp8 (transposed layout)")
     return [*amax, cast]
 
@@ -232,11 +286,24 @@ def _grouped(kind: str, block: int, *, gw_high_precision: bool = False):
                 sb = xp.cdiv(rows, block) * xp.cdiv(cols, block) * _FP32
             else:
                 sb = _scales(kind, n_groups_dim, other, block)
-            along = {("input", True): "K", ("input", False): "M", ("weight", True): "K",
-                     ("weight", False): "N", ("grad_output", True): "N", ("grad_output", False): "M"}
+            along = {
+                ("input", True): "K",
+                ("input", False): "M",
+                ("weight", True): "K",
+                ("weight", False): "N",
+                ("grad_output", True): "N",
+                ("grad_output", False): "M",
+            }
             contiguous = along_rows or kind in ("mx", "blockwise")  # dedicated dim1 cast kernels
-            return _axis_cast(tensor, rows, cols, along=along[tensor, along_rows], contiguous=contiguous,
-                              scale_bytes=sb, fuse_with_prev=fuse)
+            return _axis_cast(
+                tensor,
+                rows,
+                cols,
+                along=along[tensor, along_rows],
+                contiguous=contiguous,
+                scale_bytes=sb,
+                fuse_with_prev=fuse,
+            )
 
         ks = cast("input", M, K, True, o.fuse_input_with_prev)  # out GEMM: x along K
         if not o.cache_weight_cast:
@@ -256,32 +323,82 @@ def _none(M, K, N, o: CastOptions) -> list[Kernel]:
 
 
 _ALL = (
-    Recipe(name="bf16", description="baseline: three bf16 GEMMs, no casts", output_dtype="bf16",
-           grad_input_dtype="bf16", grad_weight_dtype="bf16", scaling=None, cast_kernels=_none),
-    Recipe(name="dynamic", description="original 2024 model: dynamic per-tensor scaling",
-           output_dtype="fp8_e4m3", grad_input_dtype="fp8_e4m3", grad_weight_dtype="fp8_e4m3",
-           scaling="tensorwise",
-           cast_kernels=lambda M, K, N, o: _original("dynamic", M, K, N, o)),
-    Recipe(name="delayed", description="original 2024 model: delayed per-tensor scaling (amax history)",
-           output_dtype="fp8_e4m3", grad_input_dtype="fp8_e4m3", grad_weight_dtype="fp8_e4m3",
-           scaling="tensorwise",
-           cast_kernels=lambda M, K, N, o: _original("delayed", M, K, N, o)),
-    Recipe(name="tensorwise", description="torchao: dynamic per-tensor scales, e4m3 fwd / e5m2 grads",
-           output_dtype="fp8_e4m3", grad_input_dtype="fp8_e5m2", grad_weight_dtype="fp8_e5m2",
-           scaling="tensorwise", cast_kernels=_tensorwise, torchao_name="tensorwise"),
-    Recipe(name="rowwise", description="torchao: per-row scales along each GEMM's reduction dim, e4m3",
-           output_dtype="fp8_e4m3", grad_input_dtype="fp8_e4m3", grad_weight_dtype="fp8_e4m3",
-           scaling="rowwise", cast_kernels=_grouped("rowwise", 1), torchao_name="rowwise"),
-    Recipe(name="rowwise_with_gw_hp", description="torchao: rowwise, grad_weight GEMM kept in bf16",
-           output_dtype="fp8_e4m3", grad_input_dtype="fp8_e4m3", grad_weight_dtype="bf16",
-           scaling="rowwise", cast_kernels=_grouped("rowwise", 1, gw_high_precision=True),
-           torchao_name="rowwise_with_gw_hp"),
-    Recipe(name="mxfp8", description="torchao MX: e4m3 with one E8M0 scale per 32 along the reduction dim",
-           output_dtype="mxfp8", grad_input_dtype="mxfp8", grad_weight_dtype="mxfp8", scaling="mx",
-           cast_kernels=_grouped("mx", 32), torchao_name="mxfp8"),
-    Recipe(name="blockwise", description="DeepSeek-V3 style: 1x128 activation, 128x128 weight fp32 scales",
-           output_dtype="fp8_e4m3", grad_input_dtype="fp8_e4m3", grad_weight_dtype="fp8_e4m3",
-           scaling="blockwise", cast_kernels=_grouped("blockwise", 128)),
+    Recipe(
+        name="bf16",
+        description="baseline: three bf16 GEMMs, no casts",
+        output_dtype="bf16",
+        grad_input_dtype="bf16",
+        grad_weight_dtype="bf16",
+        scaling=None,
+        cast_kernels=_none,
+    ),
+    Recipe(
+        name="dynamic",
+        description="original 2024 model: dynamic per-tensor scaling",
+        output_dtype="fp8_e4m3",
+        grad_input_dtype="fp8_e4m3",
+        grad_weight_dtype="fp8_e4m3",
+        scaling="tensorwise",
+        cast_kernels=lambda M, K, N, o: _original("dynamic", M, K, N, o),
+    ),
+    Recipe(
+        name="delayed",
+        description="original 2024 model: delayed per-tensor scaling (amax history)",
+        output_dtype="fp8_e4m3",
+        grad_input_dtype="fp8_e4m3",
+        grad_weight_dtype="fp8_e4m3",
+        scaling="tensorwise",
+        cast_kernels=lambda M, K, N, o: _original("delayed", M, K, N, o),
+    ),
+    Recipe(
+        name="tensorwise",
+        description="torchao: dynamic per-tensor scales, e4m3 fwd / e5m2 grads",
+        output_dtype="fp8_e4m3",
+        grad_input_dtype="fp8_e5m2",
+        grad_weight_dtype="fp8_e5m2",
+        scaling="tensorwise",
+        cast_kernels=_tensorwise,
+        torchao_name="tensorwise",
+    ),
+    Recipe(
+        name="rowwise",
+        description="torchao: per-row scales along each GEMM's reduction dim, e4m3",
+        output_dtype="fp8_e4m3",
+        grad_input_dtype="fp8_e4m3",
+        grad_weight_dtype="fp8_e4m3",
+        scaling="rowwise",
+        cast_kernels=_grouped("rowwise", 1),
+        torchao_name="rowwise",
+    ),
+    Recipe(
+        name="rowwise_with_gw_hp",
+        description="torchao: rowwise, grad_weight GEMM kept in bf16",
+        output_dtype="fp8_e4m3",
+        grad_input_dtype="fp8_e4m3",
+        grad_weight_dtype="bf16",
+        scaling="rowwise",
+        cast_kernels=_grouped("rowwise", 1, gw_high_precision=True),
+        torchao_name="rowwise_with_gw_hp",
+    ),
+    Recipe(
+        name="mxfp8",
+        description="torchao MX: e4m3 with one E8M0 scale per 32 along the reduction dim",
+        output_dtype="mxfp8",
+        grad_input_dtype="mxfp8",
+        grad_weight_dtype="mxfp8",
+        scaling="mx",
+        cast_kernels=_grouped("mx", 32),
+        torchao_name="mxfp8",
+    ),
+    Recipe(
+        name="blockwise",
+        description="DeepSeek-V3 style: 1x128 activation, 128x128 weight fp32 scales",
+        output_dtype="fp8_e4m3",
+        grad_input_dtype="fp8_e4m3",
+        grad_weight_dtype="fp8_e4m3",
+        scaling="blockwise",
+        cast_kernels=_grouped("blockwise", 128),
+    ),
 )
 
 
@@ -289,12 +406,14 @@ def _original(scaling: str, M, K, N, o: CastOptions) -> list[Kernel]:
     """The original model: input and grad_output cast once (row + col major), weight once;
     the weight is saved from forward to backward (no second cast)."""
     tc = o.torch_compile_limitations
-    ks = tensor_cast_kernels("input", M, K, scaling, fuse_with_prev=o.fuse_input_with_prev,
-                             torch_compile_limitations=tc)
+    ks = tensor_cast_kernels(
+        "input", M, K, scaling, fuse_with_prev=o.fuse_input_with_prev, torch_compile_limitations=tc
+    )
     if not o.cache_weight_cast:
         ks += tensor_cast_kernels("weight", K, N, scaling, torch_compile_limitations=tc)
-    ks += tensor_cast_kernels("grad_output", M, N, scaling, fuse_with_prev=o.fuse_grad_output_with_prev,
-                              torch_compile_limitations=tc)
+    ks += tensor_cast_kernels(
+        "grad_output", M, N, scaling, fuse_with_prev=o.fuse_grad_output_with_prev, torch_compile_limitations=tc
+    )
     return ks
 
 

@@ -81,9 +81,19 @@ class ReportRow:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only (JSON-ready); times in seconds."""
-        return {"names": list(self.names), "K": self.K, "N": self.N, "M": self.M, "count": self.count,
-                "times_s": dict(self.times_s), "speedups": self.speedups, "eligible": self.eligible,
-                "decision": self.decision, "reason": self.reason, "saved_s": self.saved_s}
+        return {
+            "names": list(self.names),
+            "K": self.K,
+            "N": self.N,
+            "M": self.M,
+            "count": self.count,
+            "times_s": dict(self.times_s),
+            "speedups": self.speedups,
+            "eligible": self.eligible,
+            "decision": self.decision,
+            "reason": self.reason,
+            "saved_s": self.saved_s,
+        }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -110,8 +120,13 @@ class ReportTotals:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only; seconds."""
-        return {"bf16_s": self.bf16_s, "best_s": self.best_s, "everywhere_s": dict(self.everywhere_s),
-                "filtered_s": dict(self.filtered_s), "best_recipe": self.best_recipe}
+        return {
+            "bf16_s": self.bf16_s,
+            "best_s": self.best_s,
+            "everywhere_s": dict(self.everywhere_s),
+            "filtered_s": dict(self.filtered_s),
+            "best_recipe": self.best_recipe,
+        }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -148,9 +163,17 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only (JSON-ready); every time in seconds."""
-        return {"title": self.title, "gpu": self.gpu, "tokens": self.tokens, "time_model": self.time_model,
-                "recipes": list(self.recipes), "min_speedup": self.min_speedup, "dynamic_shapes": self.dynamic_shapes,
-                "rows": [r.to_dict() for r in self.rows], "totals": self.totals.to_dict()}
+        return {
+            "title": self.title,
+            "gpu": self.gpu,
+            "tokens": self.tokens,
+            "time_model": self.time_model,
+            "recipes": list(self.recipes),
+            "min_speedup": self.min_speedup,
+            "dynamic_shapes": self.dynamic_shapes,
+            "rows": [r.to_dict() for r in self.rows],
+            "totals": self.totals.to_dict(),
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text."""
@@ -212,8 +235,11 @@ def _entries(obj: Any, tokens: int) -> tuple[str, list[tuple[str, int, int, int,
     if _is_module(obj):
         import torch
 
-        found = [(_fold(fqn), int(m.in_features), int(m.out_features), tokens, 1)
-                 for fqn, m in obj.named_modules() if isinstance(m, torch.nn.Linear)]
+        found = [
+            (_fold(fqn), int(m.in_features), int(m.out_features), tokens, 1)
+            for fqn, m in obj.named_modules()
+            if isinstance(m, torch.nn.Linear)
+        ]
         if not found:
             raise PerfModelError(f"{type(obj).__name__} has no nn.Linear modules to analyse")
         return type(obj).__name__, found
@@ -249,9 +275,17 @@ def _group(entries: list[tuple[str, int, int, int, int]]) -> list[tuple[tuple[st
 # The report
 # ------------------------------------------------------------------------------------------------
 def report(
-    model_or_shapes: Any, *, tokens: int, gpu: GPULike = "H100", recipes: Iterable[str] | None = None,
-    min_speedup: float = 1.0, model: ModelLike = None, fuse_input_with_prev: bool = False,
-    fuse_grad_output_with_prev: bool = False, cache_weight_cast: bool = False, dynamic_shapes: bool = False,
+    model_or_shapes: Any,
+    *,
+    tokens: int,
+    gpu: GPULike = "H100",
+    recipes: Iterable[str] | None = None,
+    min_speedup: float = 1.0,
+    model: ModelLike = None,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
 ) -> Report:
     """Predict, per distinct Linear shape, whether a float8 recipe beats bf16, and by how much per step.
 
@@ -291,8 +325,13 @@ def report(
     K = np.array([g[1] for g in grouped], dtype=np.int64)
     N = np.array([g[2] for g in grouped], dtype=np.int64)
     counts = np.array([g[4] for g in grouped], dtype=np.int64)
-    opts = dict(fuse_input_with_prev=fuse_input_with_prev, fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-                cache_weight_cast=cache_weight_cast, dynamic_shapes=dynamic_shapes, model=model)
+    opts = dict(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
     base = float8.linear_time(M, K, N, None, spec, model=model)
     times = {"bf16": np.broadcast_to(np.asarray(base.total_s, dtype=float), M.shape)}
     for r in names:
@@ -310,10 +349,19 @@ def report(
             decision, reason = best, ""
         else:
             decision, reason = "bf16", f"best ({best}) {times['bf16'][i] / times[best][i]:.2f}x < {min_speedup:g}x"
-        rows.append(ReportRow(
-            names=row_names, K=k, N=n, M=m, count=count, eligible=bool(eligible[i]), decision=decision,
-            reason=reason, times_s=MappingProxyType({r: float(t[i]) for r, t in times.items()}),
-        ))
+        rows.append(
+            ReportRow(
+                names=row_names,
+                K=k,
+                N=n,
+                M=m,
+                count=count,
+                eligible=bool(eligible[i]),
+                decision=decision,
+                reason=reason,
+                times_s=MappingProxyType({r: float(t[i]) for r, t in times.items()}),
+            )
+        )
 
     def step(choice: np.ndarray) -> float:
         return float(np.sum(choice * counts))
@@ -324,8 +372,17 @@ def report(
         everywhere_s=MappingProxyType({r: step(np.where(eligible, times[r], times["bf16"])) for r in names}),
         filtered_s=MappingProxyType({r: step(np.where(pays[r], times[r], times["bf16"])) for r in names}),
     )
-    return Report(title=title, gpu=spec.name, tokens=tokens, time_model=base.model, recipes=tuple(names),
-                  min_speedup=float(min_speedup), rows=tuple(rows), totals=totals, dynamic_shapes=dynamic_shapes)
+    return Report(
+        title=title,
+        gpu=spec.name,
+        tokens=tokens,
+        time_model=base.model,
+        recipes=tuple(names),
+        min_speedup=float(min_speedup),
+        rows=tuple(rows),
+        totals=totals,
+        dynamic_shapes=dynamic_shapes,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -348,8 +405,11 @@ def _format(rep: Report) -> str:
     ]
     name_w = min(34, max(len("linear"), *(len(", ".join(r.names)) for r in rep.rows)))
     rec_w = {r: max(len(r), 17) for r in rep.recipes}
-    head = (f"{'linear':<{name_w}} {'K':>6} {'N':>6} {'M':>6} {'count':>5} {'bf16':>9} "
-            + " ".join(f"{r:>{rec_w[r]}}" for r in rep.recipes) + f"  {'decision':<18} {'saved ms':>9}")
+    head = (
+        f"{'linear':<{name_w}} {'K':>6} {'N':>6} {'M':>6} {'count':>5} {'bf16':>9} "
+        + " ".join(f"{r:>{rec_w[r]}}" for r in rep.recipes)
+        + f"  {'decision':<18} {'saved ms':>9}"
+    )
     lines += [head, "-" * len(head)]
     for row in rep.rows:
         cells = []
@@ -372,11 +432,16 @@ def _format(rep: Report) -> str:
         policies.append((f"{r} only where it pays", tot.filtered_s[r]))
     label_w = max(len(label) for label, _ in policies)
     what = "this Linear" if n_linears == 1 else f"these {n_linears} Linears"
-    lines += ["", f"Step time of {what} (fwd+bwd):",
-              f"  {'policy':<{label_w}} {'ms':>10} {'speedup':>8} {'saved ms':>10}"]
+    lines += [
+        "",
+        f"Step time of {what} (fwd+bwd):",
+        f"  {'policy':<{label_w}} {'ms':>10} {'speedup':>8} {'saved ms':>10}",
+    ]
     for label, seconds in policies:
-        lines.append(f"  {label:<{label_w}} {seconds * 1e3:>10.2f} {tot.bf16_s / seconds:>7.2f}x "
-                     f"{(tot.bf16_s - seconds) * 1e3:>10.2f}")
+        lines.append(
+            f"  {label:<{label_w}} {seconds * 1e3:>10.2f} {tot.bf16_s / seconds:>7.2f}x "
+            f"{(tot.bf16_s - seconds) * 1e3:>10.2f}"
+        )
     best = tot.best_recipe
     kept = [n for row in rep.rows if row.decision == "bf16" for n in row.names]
     lines.append("")
@@ -385,15 +450,23 @@ def _format(rep: Report) -> str:
         extra = f", min_speedup={rep.min_speedup:g}" if rep.min_speedup != 1.0 else ""
         extra += ", dynamic_shapes=True" if rep.dynamic_shapes else ""
         marginal = " — marginal (< 5 %), measure before switching" if gain < 1.05 else ""
-        lines.append(f"Recommendation: {best} where it pays, {gain:.2f}x on these Linears{marginal}; "
-                     f"keep bf16 for: {', '.join(kept) or 'none'}.")
+        lines.append(
+            f"Recommendation: {best} where it pays, {gain:.2f}x on these Linears{marginal}; "
+            f"keep bf16 for: {', '.join(kept) or 'none'}."
+        )
         lines.append(f"  convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name({best!r}),")
-        lines.append(f"      module_filter_fn=perfmodel.float8.module_filter(gpu={rep.gpu!r}, tokens={rep.tokens}, "
-                     f"recipe={best!r}{extra}))")
+        lines.append(
+            f"      module_filter_fn=perfmodel.float8.module_filter(gpu={rep.gpu!r}, tokens={rep.tokens}, "
+            f"recipe={best!r}{extra}))"
+        )
         if any(row.M != rep.tokens for row in rep.rows):
-            lines.append(f"  note: module_filter prices every Linear at M={rep.tokens}; routed experts see fewer "
-                         "tokens (column M) — exclude those the table keeps in bf16.")
+            lines.append(
+                f"  note: module_filter prices every Linear at M={rep.tokens}; routed experts see fewer "
+                "tokens (column M) — exclude those the table keeps in bf16."
+            )
     else:
-        lines.append(f"Recommendation: keep bf16 — no recipe reaches {rep.min_speedup:g}x on any Linear at "
-                     f"{rep.tokens} tokens on {rep.gpu}.")
+        lines.append(
+            f"Recommendation: keep bf16 — no recipe reaches {rep.min_speedup:g}x on any Linear at "
+            f"{rep.tokens} tokens on {rep.gpu}."
+        )
     return "\n".join(lines)

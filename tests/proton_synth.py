@@ -15,24 +15,30 @@ import random
 from pathlib import Path
 from typing import Any
 
-H200_INFO = {"arch": "90", "bus_width": 6016, "clock_rate": 1980000, "memory_clock_rate": 3201000,
-             "num_sms": 132}
+H200_INFO = {"arch": "90", "bus_width": 6016, "clock_rate": 1980000, "memory_clock_rate": 3201000, "num_sms": 132}
 H200_DEVICES = {"CUDA": {"0": H200_INFO}}
 
 
 def frame(name: str, metrics: dict[str, Any] | None = None, *children: dict[str, Any]) -> dict[str, Any]:
     """A scope (or any) frame."""
-    return {"frame": {"name": name, "type": "function"}, "metrics": dict(metrics or {}),
-            "children": list(children)}
+    return {"frame": {"name": name, "type": "function"}, "metrics": dict(metrics or {}), "children": list(children)}
 
 
-def kernel(name: str, time_ns: float, *, count: int = 1, flops: dict[int, float] | None = None,
-           nbytes: float | None = None, device_id: str = "0", device_type: str = "CUDA",
-           version: str = "3.6", children: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+def kernel(
+    name: str,
+    time_ns: float,
+    *,
+    count: int = 1,
+    flops: dict[int, float] | None = None,
+    nbytes: float | None = None,
+    device_id: str = "0",
+    device_type: str = "CUDA",
+    version: str = "3.6",
+    children: tuple[dict[str, Any], ...] = (),
+) -> dict[str, Any]:
     """A kernel frame with the metric names of Triton ``version`` ("3.0" or later)."""
     if version == "3.0":
-        m: dict[str, Any] = {"Time (ns)": time_ns, "Count": count, "DeviceId": device_id,
-                             "DeviceType": device_type}
+        m: dict[str, Any] = {"Time (ns)": time_ns, "Count": count, "DeviceId": device_id, "DeviceType": device_type}
     else:
         m = {"time (ns)": time_ns, "count": count, "device_id": device_id, "device_type": device_type}
     for width, value in (flops or {}).items():
@@ -42,8 +48,12 @@ def kernel(name: str, time_ns: float, *, count: int = 1, flops: dict[int, float]
     return frame(name, m, *children)
 
 
-def profile(*children: dict[str, Any], devices: dict[str, Any] | None = H200_DEVICES,
-            hints: bool = True, omit_devices: bool = False) -> list[Any]:
+def profile(
+    *children: dict[str, Any],
+    devices: dict[str, Any] | None = H200_DEVICES,
+    hints: bool = True,
+    omit_devices: bool = False,
+) -> list[Any]:
     """``[ROOT, devices]``; ``hints`` adds 3.6's zero metrics on ROOT; ``omit_devices`` drops the
     metadata element altogether (``devices=None`` writes ``{}``)."""
     root_metrics = {"bytes": 0, "count": 0, "flops16": 0, "flops8": 0, "time (ns)": 0} if hints else {}
@@ -75,8 +85,7 @@ def big_profile(n_kernels: int = 100_000, *, seed: int = 0) -> tuple[list[Any], 
             t = rng.randrange(1_000, 100_000)
             f = rng.randrange(1, 1 << 40)
             b = rng.randrange(1, 1 << 30)
-            kernels.append(kernel(name, t, count=rng.randrange(1, 9), flops={16: f}, nbytes=b,
-                                  device_id=str(s % 8)))
+            kernels.append(kernel(name, t, count=rng.randrange(1, 9), flops={16: f}, nbytes=b, device_id=str(s % 8)))
             if is_mm:
                 totals["time_ns"] += t
                 totals["flops"] += f

@@ -350,5 +350,6 @@ def test_random_only_plan_is_a_fresh_seed():
 
     fresh = gemm_plan(random_only=True, n_random=40, seed=2026)
     assert len(fresh) == 40 and {s.family for s in fresh} == {"random"}
-    assert {(s.M, s.K, s.N) for s in fresh}.isdisjoint({(s.M, s.K, s.N) for s in gemm_plan(random_only=True,
-                                                                                            n_random=40, seed=0)})
+    assert {(s.M, s.K, s.N) for s in fresh}.isdisjoint(
+        {(s.M, s.K, s.N) for s in gemm_plan(random_only=True, n_random=40, seed=0)}
+    )

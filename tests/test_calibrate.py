@@ -14,8 +14,15 @@ from perfmodel.errors import CalibrationError
 
 H200 = pm.get_gpu("H200")
 BF16 = pm.get_format("bf16")
-TRUE = cal.GemmParams(tile_m=128, tile_n=256, wave_quantization=1.0, rate_flops_per_s=800e12, k_overhead=96.0,
-                      latency_s=4e-6, mem_bw_bytes_per_s=4.2e12)
+TRUE = cal.GemmParams(
+    tile_m=128,
+    tile_n=256,
+    wave_quantization=1.0,
+    rate_flops_per_s=800e12,
+    k_overhead=96.0,
+    latency_s=4e-6,
+    mem_bw_bytes_per_s=4.2e12,
+)
 KERNELS = cal.KernelParams(latency_s=2e-6, bw_bytes_per_s=4e12, launch_s=1e-6, event_overhead_s=2e-6)
 
 
@@ -32,11 +39,15 @@ def synthetic_records(n=300, seed=0):
     M, K, N = draw(16, 32768), draw(256, 28672), draw(256, 28672)
     t = truth_model().gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
     t = t + KERNELS.event_overhead_s  # the sweep times calls with CUDA events
-    recs = [dict(op="gemm", M=int(m), K=int(k), N=int(n_), dtype="bf16", scaling=None, time_s=float(x))
-            for m, k, n_, x in zip(M, K, N, t, strict=True)]
+    recs = [
+        dict(op="gemm", M=int(m), K=int(k), N=int(n_), dtype="bf16", scaling=None, time_s=float(x))
+        for m, k, n_, x in zip(M, K, N, t, strict=True)
+    ]
     recs += [dict(op="copy", bytes=b, time_s=2e-6 + b / 4e12) for b in (1e6, 1e8, 1e9, 4e9)]
-    recs += [dict(op="launch", kernel="k", method="profiler_kernel_duration", time_s=1e-6),
-             dict(op="launch", kernel="k", method="do_bench", time_s=3e-6)]
+    recs += [
+        dict(op="launch", kernel="k", method="profiler_kernel_duration", time_s=1e-6),
+        dict(op="launch", kernel="k", method="do_bench", time_s=3e-6),
+    ]
     return {"meta": {"date": "2026-11-30", "gpu_name": "NVIDIA H200"}, "records": recs}
 
 
@@ -85,11 +96,11 @@ def test_fitted_gpu_predicts_with_the_calibration():
     g = fitted.gpu_
     assert g.calibration is fitted.model_
     assert pm.gemm_time_s(4096, 4096, 4096, "bf16", g) == pytest.approx(
-        fitted.model_.gemm_time_s(4096, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=g))
+        fitted.model_.gemm_time_s(4096, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=g)
+    )
     # formats without a fit fall back to the roofline (tf32) or borrow a measured path (fp16)
     assert pm.gemm_time_s(4096, 4096, 4096, "fp16", g) == pm.gemm_time_s(4096, 4096, 4096, "bf16", g)
-    assert pm.gemm_time_s(4096, 4096, 4096, "tf32", g) == pm.gemm_time_s(4096, 4096, 4096, "tf32", g,
-                                                                          model="roofline")
+    assert pm.gemm_time_s(4096, 4096, 4096, "tf32", g) == pm.gemm_time_s(4096, 4096, 4096, "tf32", g, model="roofline")
 
 
 def test_save_load_roundtrip(tmp_path):
@@ -105,12 +116,15 @@ def test_save_load_roundtrip(tmp_path):
     assert json.loads(other.read_text()) == {"mine": 1}
 
 
-@pytest.mark.parametrize("content,msg", [
-    ("{", "cannot read"),
-    ("[1, 2]", "expected a JSON object"),
-    ('{"schema": "other"}', "schema is 'other'"),
-    ('{"schema": "perfmodel.calibration/2", "gpu": "H200"}', "not a perfmodel calibration"),
-])
+@pytest.mark.parametrize(
+    "content,msg",
+    [
+        ("{", "cannot read"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"schema": "other"}', "schema is 'other'"),
+        ('{"schema": "perfmodel.calibration/2", "gpu": "H200"}', "not a perfmodel calibration"),
+    ],
+)
 def test_load_calibration_errors(tmp_path, content, msg):
     path = tmp_path / "c.json"
     path.write_text(content)
@@ -157,13 +171,27 @@ def test_cast_fit_from_linear_records():
         for k, n in ((4096, 4096), (4096, 14336), (8192, 1024)):
             ks = RECIPES["tensorwise"].cast_kernels(m, k, n, CastOptions())
             mem = [x for x in ks if not x.launch_only]
-            t = (len(mem) * 3e-6 + sum(x.bytes for x in mem if x.tensor != "weight") / 2e12
-                 + sum(x.bytes for x in mem if x.tensor == "weight") / 3e12 + (len(ks) - len(mem)) * 1e-6)
+            t = (
+                len(mem) * 3e-6
+                + sum(x.bytes for x in mem if x.tensor != "weight") / 2e12
+                + sum(x.bytes for x in mem if x.tensor == "weight") / 3e12
+                + (len(ks) - len(mem)) * 1e-6
+            )
             for dynamic in ("static", "m"):
-                recs.append(dict(op="linear", M=m, K=k, N=n, recipe="tensorwise", dynamic=dynamic,
-                                 kernels=[{"name": "triton_red_fused_abs_max_0", "time_s": t * (2 if dynamic == "m"
-                                                                                                else 1)},
-                                          {"name": "nvjet_sm90_qqtst_128x128", "time_s": 1e-3}]))
+                recs.append(
+                    dict(
+                        op="linear",
+                        M=m,
+                        K=k,
+                        N=n,
+                        recipe="tensorwise",
+                        dynamic=dynamic,
+                        kernels=[
+                            {"name": "triton_red_fused_abs_max_0", "time_s": t * (2 if dynamic == "m" else 1)},
+                            {"name": "nvjet_sm90_qqtst_128x128", "time_s": 1e-3},
+                        ],
+                    )
+                )
     model = cal.CalibratedModel(gpu="H200", gemm={}, kernels=KERNELS, source="t")
     casts = cal._fit_casts(recs, model)
     static, dynamic = casts["tensorwise"], casts["tensorwise+dynamic"]
@@ -173,7 +201,8 @@ def test_cast_fit_from_linear_records():
     assert dynamic.activation_bw_bytes_per_s < static.activation_bw_bytes_per_s
     only_static = cal.CalibratedModel(gpu="H200", gemm={}, kernels=KERNELS, casts={"tensorwise": static}, source="t")
     assert only_static.memory_kernel_time_s(1e9, gpu=H200, recipe="tensorwise+dynamic", tensor="input") == (
-        static.latency_s + 1e9 / static.activation_bw_bytes_per_s)
+        static.latency_s + 1e9 / static.activation_bw_bytes_per_s
+    )
     assert only_static.memory_kernel_time_s(1e9, gpu=H200, recipe="rowwise") == KERNELS.latency_s + 1e9 / 4e12
     assert cal.measured_cast_time_s(recs[0]) == recs[0]["kernels"][0]["time_s"]
     assert cal.is_dynamic(recs[1]) and not cal.is_dynamic(recs[0]) and not cal.is_dynamic({})
@@ -194,8 +223,9 @@ def test_cli(tmp_path, capsys):
 
 
 def test_model_extras_by_hand():
-    p = dataclasses.replace(TRUE, wave_quantization=0.25, throttle_gain=0.1, throttle_time_s=1e-3,
-                            misaligned_factors=(4.0, 3.0, 2.0))
+    p = dataclasses.replace(
+        TRUE, wave_quantization=0.25, throttle_gain=0.1, throttle_time_s=1e-3, misaligned_factors=(4.0, 3.0, 2.0)
+    )
     M, K, N = 1000, 4098, 3000  # K is only 2-aligned
     tiles = 8 * 12
     waves = 0.75 * tiles / 132 + 0.25 * 1

@@ -67,8 +67,18 @@ def test_float8_preset_table(capsys):
 
 
 def test_float8_shapes_json_and_kernels(capsys):
-    code, out, _ = run(capsys, "float8", "--shapes", "4096x14336,14336x4096", "--tokens", "4096",
-                       "--recipes", "tensorwise,rowwise", "--json", "--kernels")
+    code, out, _ = run(
+        capsys,
+        "float8",
+        "--shapes",
+        "4096x14336,14336x4096",
+        "--tokens",
+        "4096",
+        "--recipes",
+        "tensorwise,rowwise",
+        "--json",
+        "--kernels",
+    )
     data = json.loads(out)
     assert code == 0 and data["recipes"] == ["tensorwise", "rowwise"] and data["tokens"] == 4096
     assert [(r["K"], r["N"]) for r in data["rows"]] == [(4096, 14336), (14336, 4096)]
@@ -81,11 +91,28 @@ def test_float8_shapes_json_and_kernels(capsys):
 
 
 def test_float8_min_speedup_and_options(capsys):
-    _, out, _ = run(capsys, "float8", "--shapes", "1024x1024", "--min-speedup", "1.2", "--json",
-                       "--cache-weight-cast", "--fuse-with-prev")
+    _, out, _ = run(
+        capsys,
+        "float8",
+        "--shapes",
+        "1024x1024",
+        "--min-speedup",
+        "1.2",
+        "--json",
+        "--cache-weight-cast",
+        "--fuse-with-prev",
+    )
     row = json.loads(out)["rows"][0]
-    lt = f8.linear_time(8192, 1024, 1024, "tensorwise", "H100", cache_weight_cast=True,
-                        fuse_input_with_prev=True, fuse_grad_output_with_prev=True)
+    lt = f8.linear_time(
+        8192,
+        1024,
+        1024,
+        "tensorwise",
+        "H100",
+        cache_weight_cast=True,
+        fuse_input_with_prev=True,
+        fuse_grad_output_with_prev=True,
+    )
     assert row["times_s"]["tensorwise"] == pytest.approx(float(lt.total_s))
     assert json.loads(out)["min_speedup"] == 1.2
 
@@ -137,10 +164,12 @@ def test_perfmodel_errors_exit_2_with_the_bad_value(capsys, argv, needle):
 
 @pytest.mark.parametrize(
     "argv, needle",
-    [(("gemm", "0", "2", "3"), "expected a positive integer, got '0'"),
-     (("float8", "--tokens", "-5", "--model", "gpt2"), "got '-5'"),
-     (("float8", "--model", "gpt2", "--time-model", "fast"), "invalid choice: 'fast'"),
-     (("frobnicate",), "invalid choice: 'frobnicate'")],
+    [
+        (("gemm", "0", "2", "3"), "expected a positive integer, got '0'"),
+        (("float8", "--tokens", "-5", "--model", "gpt2"), "got '-5'"),
+        (("float8", "--model", "gpt2", "--time-model", "fast"), "invalid choice: 'fast'"),
+        (("frobnicate",), "invalid choice: 'frobnicate'"),
+    ],
 )
 def test_usage_errors_exit_2(capsys, argv, needle):
     code, _, err = run(capsys, *argv)
@@ -192,13 +221,22 @@ def test_bugs_in_a_hook_are_not_swallowed(monkeypatch):
 
 
 def test_import_is_light_and_module_entry_point_works():
-    code = ("import sys, perfmodel.cli; heavy = {'sympy', 'torch', 'matplotlib'} & set(sys.modules); "
-            "assert not heavy, heavy")
+    code = (
+        "import sys, perfmodel.cli; heavy = {'sympy', 'torch', 'matplotlib'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
-    res = subprocess.run([sys.executable, "-m", "perfmodel", "gemm", "4096", "4096", "4096", "--json"],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "perfmodel", "gemm", "4096", "4096", "4096", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(res.stdout)["M"] == 4096
-    bad = subprocess.run([sys.executable, "-m", "perfmodel", "float8", "--gpu", "nope", "--model", "gpt2"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "perfmodel", "float8", "--gpu", "nope", "--model", "gpt2"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("perfmodel: error: unknown GPU 'nope'")
     assert "Traceback" not in bad.stderr

@@ -58,17 +58,18 @@ def test_gemm_time(M, K, N):
 
 def test_gemm_time_torch_dtypes():
     torch = pytest.importorskip("torch")
-    assert ru.get_gemm_time_sympy(4096, 4096, 4096, torch.bfloat16) == pytest.approx(
-        6 * 4096**3 / 989e12 / 0.6)
-    assert ru.get_gemm_time_sympy(4096, 4096, 4096, torch.float8_e4m3fn) == pytest.approx(
-        6 * 4096**3 / 1979e12 / 0.6)
+    assert ru.get_gemm_time_sympy(4096, 4096, 4096, torch.bfloat16) == pytest.approx(6 * 4096**3 / 989e12 / 0.6)
+    assert ru.get_gemm_time_sympy(4096, 4096, 4096, torch.float8_e4m3fn) == pytest.approx(6 * 4096**3 / 1979e12 / 0.6)
     with pytest.raises(UnsupportedFormatError, match="float32"):
         ru.get_gemm_time_sympy(4096, 4096, 4096, torch.float32)
 
 
 def _mem_by_hand(M, K, N, tc, si, sw, sg):
-    total = (_traffic_by_hand(M, K, si, True, tc) + _traffic_by_hand(K, N, sw, False, tc)
-             + _traffic_by_hand(M, N, sg, True, tc))
+    total = (
+        _traffic_by_hand(M, K, si, True, tc)
+        + _traffic_by_hand(K, N, sw, False, tc)
+        + _traffic_by_hand(M, N, sg, True, tc)
+    )
     extra = sum(1 if s == "dynamic" else 2 for s in (si, sw, sg))
     return total / 2.4e12 / 0.92 + extra * 2e-6
 
@@ -107,7 +108,8 @@ def test_numpy_grid_equals_scalar_loop():
     for i, k in enumerate(Ks[:, 0]):
         for j, m in enumerate(Ms):
             assert grid[i, j] == pytest.approx(
-                ru.get_float8_mem_sympy(int(m), int(k), 1024, True, "delayed", "dynamic", "delayed"), rel=1e-14)
+                ru.get_float8_mem_sympy(int(m), int(k), 1024, True, "delayed", "dynamic", "delayed"), rel=1e-14
+            )
 
 
 @pytest.mark.parametrize("arg", ["scaling_type_input", "scaling_type_weight", "scaling_type_grad_output"])
@@ -129,7 +131,8 @@ def test_seed_source_matches_when_torch_available():
     for M, K, N in SHAPES:
         for tc, si, sw, sg in itertools.product([False, True], SCALINGS, SCALINGS, SCALINGS):
             assert ns["get_float8_mem_sympy"](M, K, N, tc, si, sw, sg) == ru.get_float8_mem_sympy(
-                M, K, N, tc, si, sw, sg)
+                M, K, N, tc, si, sw, sg
+            )
         for dt in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
             assert ns["get_gemm_time_sympy"](M, K, N, dt) == ru.get_gemm_time_sympy(M, K, N, dt)
     M, K, N = sp.symbols("M K N")

@@ -20,13 +20,13 @@ M, K, N = 8192, 4096, 14336
 H100 = pm.get_gpu("H100-SXM")
 # a what-if Blackwell-like GPU with MX units, so the mxfp8 recipe can be exercised on any table
 MX_GPU = dataclasses.replace(
-    H100, name="what-if-mx", peaks=dataclasses.replace(H100.peaks, mxfp8=H100.peaks.fp8_e4m3, source="what-if"))
+    H100, name="what-if-mx", peaks=dataclasses.replace(H100.peaks, mxfp8=H100.peaks.fp8_e4m3, source="what-if")
+)
 
 
 def kernel_bytes(recipe, **opts):
     ks = f8.get_recipe(recipe).cast_kernels(M, K, N, CastOptions(**opts))
-    return {k.name: (k.read_bytes, k.write_bytes) for k in ks if not k.launch_only}, sum(
-        k.launch_only for k in ks)
+    return {k.name: (k.read_bytes, k.write_bytes) for k in ks if not k.launch_only}, sum(k.launch_only for k in ks)
 
 
 def test_bf16_has_no_casts():
@@ -36,9 +36,12 @@ def test_bf16_has_no_casts():
 def test_tensorwise_kernels():
     got, launches = kernel_bytes("tensorwise")
     assert got == {
-        "input.amax_stage1": (2 * M * K, 0), "input.cast_row_col": (2 * M * K, 2 * M * K),
-        "weight.amax_stage1": (2 * N * K, 0), "weight.cast_row_col": (2 * N * K, 2 * N * K),
-        "grad_output.amax_stage1": (2 * M * N, 0), "grad_output.cast_row_col": (2 * M * N, 2 * M * N),
+        "input.amax_stage1": (2 * M * K, 0),
+        "input.cast_row_col": (2 * M * K, 2 * M * K),
+        "weight.amax_stage1": (2 * N * K, 0),
+        "weight.cast_row_col": (2 * N * K, 2 * N * K),
+        "grad_output.amax_stage1": (2 * M * N, 0),
+        "grad_output.cast_row_col": (2 * M * N, 2 * M * N),
     }
     assert launches == 3
     fused, _ = kernel_bytes("tensorwise", fuse_input_with_prev=True, fuse_grad_output_with_prev=True)
@@ -56,16 +59,24 @@ def test_rowwise_kernels():
         "weight.cast_along_K": (2 * N * K, N * K + 4 * N),
         "grad_output.cast_along_N": (2 * M * N, M * N + 4 * M),
         # strided reductions: a column amax, then the cast
-        "weight.amax_along_N": (2 * N * K, 0), "weight.cast_along_N": (2 * N * K, N * K + 4 * K),
-        "input.amax_along_M": (2 * M * K, 0), "input.cast_along_M": (2 * M * K, M * K + 4 * K),
-        "grad_output.amax_along_M": (2 * M * N, 0), "grad_output.cast_along_M": (2 * M * N, M * N + 4 * N),
+        "weight.amax_along_N": (2 * N * K, 0),
+        "weight.cast_along_N": (2 * N * K, N * K + 4 * K),
+        "input.amax_along_M": (2 * M * K, 0),
+        "input.cast_along_M": (2 * M * K, M * K + 4 * K),
+        "grad_output.amax_along_M": (2 * M * N, 0),
+        "grad_output.cast_along_M": (2 * M * N, M * N + 4 * N),
     }
 
 
 def test_rowwise_with_gw_hp_kernels():
     got, _ = kernel_bytes("rowwise_with_gw_hp")
-    assert set(got) == {"input.cast_along_K", "weight.cast_along_K", "weight.amax_along_N",
-                        "weight.cast_along_N", "grad_output.cast_along_N"}
+    assert set(got) == {
+        "input.cast_along_K",
+        "weight.cast_along_K",
+        "weight.amax_along_N",
+        "weight.cast_along_N",
+        "grad_output.cast_along_N",
+    }
     assert f8.get_recipe("rowwise_with_gw_hp").grad_weight_dtype == "bf16"
 
 
@@ -92,8 +103,9 @@ def test_blockwise_kernels():
 
 def test_linear_time_dynamic_reproduces_original_model():
     gpu = "H100-2.4TB"
-    lt = f8.linear_time(M, K, N, "dynamic", gpu, model="original", fuse_input_with_prev=True,
-                        fuse_grad_output_with_prev=True)
+    lt = f8.linear_time(
+        M, K, N, "dynamic", gpu, model="original", fuse_input_with_prev=True, fuse_grad_output_with_prev=True
+    )
     assert lt.gemm_s == pytest.approx(ru.get_gemm_time_sympy(M, K, N, "fp8"), rel=1e-12)
     assert lt.cast_s + lt.launch_s == pytest.approx(ru.get_float8_mem_sympy(M, K, N), rel=1e-12)
     base = f8.linear_time(M, K, N, None, gpu, model="original")
@@ -120,8 +132,11 @@ def test_speedup_by_hand_on_two_gpus():
     for gpu in ("H100-SXM", "H100-PCIe"):  # roofline GPUs (the H200 is calibrated: see test_validation)
         spec = pm.get_gpu(gpu)
         bf16 = 3 * 2 * M * K * N / spec.achievable_flops_per_s("bf16")
-        fp8 = 3 * 2 * M * K * N / spec.achievable_flops_per_s("fp8") + (
-            6 * (M * K + N * K + M * N)) / spec.achievable_mem_bw_bytes_per_s + 3 * spec.launch_overhead_s
+        fp8 = (
+            3 * 2 * M * K * N / spec.achievable_flops_per_s("fp8")
+            + (6 * (M * K + N * K + M * N)) / spec.achievable_mem_bw_bytes_per_s
+            + 3 * spec.launch_overhead_s
+        )
         assert f8.speedup(M, K, N, "tensorwise", gpu) == pytest.approx(bf16 / fp8, rel=1e-9)
         assert f8.should_use(M, K, N, "tensorwise", gpu) is True
         assert f8.should_use(M, K, N, "tensorwise", gpu, min_speedup=bf16 / fp8 * 1.01) is False
@@ -137,8 +152,9 @@ def test_break_even_is_exact_on_the_model():
         assert f8.speedup(m, 4096, 4096, recipe, gpu) >= 1
         assert f8.speedup(m - 1, 4096, 4096, recipe, gpu) < 1
     arr = f8.break_even_tokens(np.array([1024, 4096, 8192]), np.array([1024, 4096, 28672]), "tensorwise", H100)
-    assert list(arr) == [f8.break_even_tokens(k, n, "tensorwise", H100)
-                         for k, n in [(1024, 1024), (4096, 4096), (8192, 28672)]]
+    assert list(arr) == [
+        f8.break_even_tokens(k, n, "tensorwise", H100) for k, n in [(1024, 1024), (4096, 4096), (8192, 28672)]
+    ]
     # never pays when the ask is impossible
     assert f8.break_even_tokens(4096, 4096, "tensorwise", H100, min_speedup=5.0) is None
 
@@ -156,8 +172,15 @@ def test_break_even_symbolic_matches_numeric_in_its_regime():
 
 
 def test_best_recipe_and_supported():
-    assert f8.supported_recipes("H100") == ["bf16", "dynamic", "delayed", "tensorwise", "rowwise",
-                                            "rowwise_with_gw_hp", "blockwise"]
+    assert f8.supported_recipes("H100") == [
+        "bf16",
+        "dynamic",
+        "delayed",
+        "tensorwise",
+        "rowwise",
+        "rowwise_with_gw_hp",
+        "blockwise",
+    ]
     assert "mxfp8" in f8.supported_recipes(MX_GPU)
     assert f8.best_recipe(64, 256, 256, H100) == "bf16"
     big = f8.best_recipe(16384, 8192, 28672, H100)
@@ -212,8 +235,13 @@ aligned = st.integers(min_value=1, max_value=5_000).map(lambda x: 8 * x)
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes, sizes, sizes, st.sampled_from(["tensorwise", "rowwise", "rowwise_with_gw_hp", "blockwise", "delayed"]),
-       st.sampled_from(["H200", "H100-SXM"]))
+@given(
+    sizes,
+    sizes,
+    sizes,
+    st.sampled_from(["tensorwise", "rowwise", "rowwise_with_gw_hp", "blockwise", "delayed"]),
+    st.sampled_from(["H200", "H100-SXM"]),
+)
 def test_numeric_and_numpy_agree(m, k, n, recipe, gpu):
     scalar = f8.speedup(m, k, n, recipe, gpu)
     arr = f8.speedup(np.array([m, 7]), np.array([k, 7]), np.array([n, 7]), recipe, gpu)
@@ -230,14 +258,20 @@ def symbolic_total(recipe, gpu):
 
 
 @settings(max_examples=20, deadline=None)
-@given(aligned, aligned, aligned, st.sampled_from(["tensorwise", "rowwise", "rowwise_with_gw_hp", "delayed"]),
-       st.sampled_from(["H200", "H100-SXM"]))
+@given(
+    aligned,
+    aligned,
+    aligned,
+    st.sampled_from(["tensorwise", "rowwise", "rowwise_with_gw_hp", "delayed"]),
+    st.sampled_from(["H200", "H100-SXM"]),
+)
 def test_sympy_agrees_with_numbers(m, k, n, recipe, gpu):
     # the calibrated model takes symbols as 8-aligned (no misalignment slowdown), so the sizes are too;
     # M is a GEMM's K in grad_weight, so it must be aligned as well
     expr = symbolic_total(recipe, gpu)
     assert float(expr.subs(dict(zip(SYMBOLS, (m, k, n), strict=True)))) == pytest.approx(
-        f8.linear_time(m, k, n, recipe, gpu).total_s, rel=1e-12)
+        f8.linear_time(m, k, n, recipe, gpu).total_s, rel=1e-12
+    )
 
 
 def test_module_filter_tokens_per_layer():
@@ -262,9 +296,13 @@ def test_module_filter_tokens_per_layer():
 def test_dynamic_shapes_option_reaches_every_entry_point():
     h200 = "H200"
     assert f8.break_even_tokens(4096, 14336, "rowwise", h200, dynamic_shapes=True) > f8.break_even_tokens(
-        4096, 14336, "rowwise", h200)
+        4096, 14336, "rowwise", h200
+    )
     assert f8.best_recipe(8192, 4096, 14336, h200, recipes=["bf16", "rowwise"], dynamic_shapes=True) in (
-        "bf16", "rowwise")
+        "bf16",
+        "rowwise",
+    )
     # the roofline ignores it: same kernels, same bytes
     assert f8.speedup(8192, 4096, 4096, "rowwise", "H100", dynamic_shapes=True) == f8.speedup(
-        8192, 4096, 4096, "rowwise", "H100")
+        8192, 4096, 4096, "rowwise", "H100"
+    )

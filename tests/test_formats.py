@@ -46,21 +46,44 @@ def test_every_entry(name):
     assert get_format(f) is f
 
 
-@pytest.mark.parametrize("alias, name", [
-    ("bfloat16", "bf16"), ("float16", "fp16"), ("half", "fp16"), ("float32", "fp32"),
-    ("fp8", "fp8_e4m3"), ("e4m3", "fp8_e4m3"), ("float8_e4m3fnuz", "fp8_e4m3"), ("e5m2", "fp8_e5m2"),
-    ("torch.bfloat16", "bf16"), ("torch.float8_e4m3fn", "fp8_e4m3"), (" BF16 ", "bf16"),
-    ("fp8-e4m3", "fp8_e4m3"), ("tensorfloat-32", "tf32"), ("mx4", "mxfp4"), ("i8", "int8"),
-])
+@pytest.mark.parametrize(
+    "alias, name",
+    [
+        ("bfloat16", "bf16"),
+        ("float16", "fp16"),
+        ("half", "fp16"),
+        ("float32", "fp32"),
+        ("fp8", "fp8_e4m3"),
+        ("e4m3", "fp8_e4m3"),
+        ("float8_e4m3fnuz", "fp8_e4m3"),
+        ("e5m2", "fp8_e5m2"),
+        ("torch.bfloat16", "bf16"),
+        ("torch.float8_e4m3fn", "fp8_e4m3"),
+        (" BF16 ", "bf16"),
+        ("fp8-e4m3", "fp8_e4m3"),
+        ("tensorfloat-32", "tf32"),
+        ("mx4", "mxfp4"),
+        ("i8", "int8"),
+    ],
+)
 def test_aliases(alias, name):
     assert get_format(alias).name == name
 
 
-@pytest.mark.parametrize("dtype_name, name", [
-    ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("float8_e4m3fn", "fp8_e4m3"),
-    ("float8_e5m2", "fp8_e5m2"), ("float8_e4m3fnuz", "fp8_e4m3"), ("float8_e5m2fnuz", "fp8_e5m2"),
-    ("int8", "int8"), ("float4_e2m1fn_x2", "mxfp4"),
-])
+@pytest.mark.parametrize(
+    "dtype_name, name",
+    [
+        ("bfloat16", "bf16"),
+        ("float16", "fp16"),
+        ("float32", "fp32"),
+        ("float8_e4m3fn", "fp8_e4m3"),
+        ("float8_e5m2", "fp8_e5m2"),
+        ("float8_e4m3fnuz", "fp8_e4m3"),
+        ("float8_e5m2fnuz", "fp8_e5m2"),
+        ("int8", "int8"),
+        ("float4_e2m1fn_x2", "mxfp4"),
+    ],
+)
 def test_torch_dtypes(dtype_name, name):
     torch = pytest.importorskip("torch")
     dtype = getattr(torch, dtype_name, None)

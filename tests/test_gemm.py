@@ -59,7 +59,8 @@ def test_roofline_time_regimes():
 
 def test_models_are_pluggable():
     assert gemm_time_s(16, 8192, 8192, "bf16", H100, model="original") == pytest.approx(
-        2 * 16 * 8192 * 8192 / (989.5e12 * 0.6))
+        2 * 16 * 8192 * 8192 / (989.5e12 * 0.6)
+    )
     no_floor = Roofline(launch_floor=False)
     assert gemm_time_s(16, 16, 16, "bf16", H100, model=no_floor) < 2e-6
     spec = dataclasses.replace(H100, calibration=ORIGINAL)

@@ -28,8 +28,15 @@ from perfmodel.hardware import (
 
 ROOT = Path(__file__).resolve().parent.parent
 H200_HATCHET = ROOT / "tests" / "data" / "h200_triton3.6_scope_and_kernel.hatchet"
-NUMERIC_FIELDS = ("mem_bw_bytes_per_s", "mem_bytes", "num_sms", "boost_clock_hz", "l2_bytes",
-                  "bus_width_bits", "mem_clock_hz")
+NUMERIC_FIELDS = (
+    "mem_bw_bytes_per_s",
+    "mem_bytes",
+    "num_sms",
+    "boost_clock_hz",
+    "l2_bytes",
+    "bus_width_bits",
+    "mem_clock_hz",
+)
 
 
 def h200_device_info() -> dict:
@@ -38,9 +45,23 @@ def h200_device_info() -> dict:
 
 # -- the table ----------------------------------------------------------------------------------
 def test_required_rows_present():
-    for name in ("H100-SXM", "H100-PCIe", "H100-2.4TB", "H200", "H200-NVL", "A100-SXM-40GB",
-                 "A100-SXM-80GB", "A100-PCIe-80GB", "B200", "B300", "GB200", "MI300X", "MI325X",
-                 "MI355X", "L40S"):
+    for name in (
+        "H100-SXM",
+        "H100-PCIe",
+        "H100-2.4TB",
+        "H200",
+        "H200-NVL",
+        "A100-SXM-40GB",
+        "A100-SXM-80GB",
+        "A100-PCIe-80GB",
+        "B200",
+        "B300",
+        "GB200",
+        "MI300X",
+        "MI325X",
+        "MI355X",
+        "L40S",
+    ):
         assert name in GPUS
     assert pm.list_gpus() == list(GPUS)
 
@@ -59,8 +80,15 @@ def test_every_number_has_a_source(gpu):
 def test_peaks_are_dense_and_consistent(gpu):
     p = gpu.peaks
     # no sparse figure stored as dense: per-class ceilings well below the sparse datasheet numbers
-    ceiling_bf16 = {"80": 320e12, "89": 400e12, "90": 1.0e15, "100": 2.6e15, "103": 2.6e15,
-                    "gfx942": 1.4e15, "gfx950": 2.6e15}[gpu.arch]
+    ceiling_bf16 = {
+        "80": 320e12,
+        "89": 400e12,
+        "90": 1.0e15,
+        "100": 2.6e15,
+        "103": 2.6e15,
+        "gfx942": 1.4e15,
+        "gfx950": 2.6e15,
+    }[gpu.arch]
     assert p.bf16 <= ceiling_bf16
     assert p.fp16 == p.bf16
     assert p.tf32 is None or p.tf32 == pytest.approx(p.bf16 / 2, rel=0.02)
@@ -99,7 +127,10 @@ def test_datasheet_arithmetic():
     # the original torchao model's H100: numbers kept exactly
     orig = get_gpu("H100-2.4TB")
     assert (orig.peak_flops_per_s("bf16"), orig.peak_flops_per_s("fp8"), orig.mem_bw_bytes_per_s) == (
-        989e12, 1979e12, 2.4e12)
+        989e12,
+        1979e12,
+        2.4e12,
+    )
     assert orig.efficiency is ORIGINAL_EFFICIENCY
     # A100 datasheet prints dense and sparse; dense bf16 312
     assert get_gpu("A100-SXM-80GB").peak_flops_per_s("bf16") == 312e12
@@ -116,8 +147,9 @@ def test_datasheet_arithmetic():
     # memory clock and bus width agree with bandwidth (2 transfers per clock)
     for gpu in GPUS.values():
         if gpu.bus_width_bits and gpu.mem_clock_hz:
-            assert 2 * gpu.bus_width_bits * gpu.mem_clock_hz / 8 == pytest.approx(
-                gpu.mem_bw_bytes_per_s, rel=0.01), gpu.name
+            assert 2 * gpu.bus_width_bits * gpu.mem_clock_hz / 8 == pytest.approx(gpu.mem_bw_bytes_per_s, rel=0.01), (
+                gpu.name
+            )
 
 
 def test_default_efficiencies_are_labelled():
@@ -135,25 +167,28 @@ def test_default_efficiencies_are_labelled():
 
 
 # -- names ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("device_name, canonical", [
-    ("NVIDIA H100 80GB HBM3", "H100-SXM"),
-    ("NVIDIA H100 PCIe", "H100-PCIe"),
-    ("NVIDIA H200", "H200"),
-    ("NVIDIA A100-SXM4-40GB", "A100-SXM-40GB"),
-    ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"),
-    ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),
-    ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"),
-    ("NVIDIA B200", "B200"),
-    ("NVIDIA GB200", "GB200"),
-    ("NVIDIA L40S", "L40S"),
-    ("AMD Instinct MI300X", "MI300X"),
-    ("AMD Instinct MI355X", "MI355X"),
-    ("h100", "H100-SXM"),  # ambiguous short names mean the SXM part
-    ("a100", "A100-SXM-80GB"),
-    ("  H100_SXM  ", "H100-SXM"),
-    ("mi300x", "MI300X"),
-    ("b200", "B200"),
-])
+@pytest.mark.parametrize(
+    "device_name, canonical",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+        ("NVIDIA H100 PCIe", "H100-PCIe"),
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA A100-SXM4-40GB", "A100-SXM-40GB"),
+        ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"),
+        ("NVIDIA B200", "B200"),
+        ("NVIDIA GB200", "GB200"),
+        ("NVIDIA L40S", "L40S"),
+        ("AMD Instinct MI300X", "MI300X"),
+        ("AMD Instinct MI355X", "MI355X"),
+        ("h100", "H100-SXM"),  # ambiguous short names mean the SXM part
+        ("a100", "A100-SXM-80GB"),
+        ("  H100_SXM  ", "H100-SXM"),
+        ("mi300x", "MI300X"),
+        ("b200", "B200"),
+    ],
+)
 def test_real_device_names_resolve(device_name, canonical):
     assert get_gpu(device_name).name == canonical
 
@@ -193,8 +228,13 @@ def test_what_if_replace():
 # -- Proton ------------------------------------------------------------------------------------------
 def test_gpu_from_proton_h200_file():
     info = h200_device_info()
-    assert info == {"arch": "90", "bus_width": 6016, "clock_rate": 1980000,
-                    "memory_clock_rate": 3201000, "num_sms": 132}
+    assert info == {
+        "arch": "90",
+        "bus_width": 6016,
+        "clock_rate": 1980000,
+        "memory_clock_rate": 3201000,
+        "num_sms": 132,
+    }
     gpu = gpu_from_proton("CUDA", info)
     assert gpu.name == "H200"
     bf16 = 132 / 114 * 1980000 / 1755e3 * 1513e12 / 2
@@ -224,8 +264,9 @@ def test_gpu_from_proton_matches_table_rows():
     got = gpu_from_proton("CUDA", b200)
     assert got.name == "B200"
     assert got.peak_flops_per_s("nvfp4") == pytest.approx(148 * 16384 * 1965000 * 1e3 / 0.5)
-    mi300 = dict(arch="gfx942:sramecc+:xnack-", num_sms=304, clock_rate=2100000,
-                 memory_clock_rate=1300000, bus_width=8192)
+    mi300 = dict(
+        arch="gfx942:sramecc+:xnack-", num_sms=304, clock_rate=2100000, memory_clock_rate=1300000, bus_width=8192
+    )
     got = gpu_from_proton("HIP", mi300)
     assert got.name == "MI300X"
     assert got.peak_flops_per_s("fp8") == pytest.approx(4096 * 304 * 2100000 * 1e3)
@@ -240,27 +281,56 @@ def test_gpu_from_proton_generic():
     assert gpu.peak_flops_per_s("bf16") == pytest.approx(78 / 114 * 1500000 / 1755e3 * 1513e12 / 2)
     assert gpu.efficiency.source.endswith("not measured on CUDA-sm90-78SM")
     assert "does not carry the memory size" in gpu.sources["mem_bytes"]
-    hip = gpu_from_proton("HIP", dict(arch="gfx950", num_sms=128, clock_rate=2400000,
-                                      memory_clock_rate=1, bus_width=1))
+    hip = gpu_from_proton("HIP", dict(arch="gfx950", num_sms=128, clock_rate=2400000, memory_clock_rate=1, bus_width=1))
     assert hip.name == "HIP-gfx950-128CU" and hip.vendor == "AMD" and hip.supports("mxfp4")
 
 
-@pytest.mark.parametrize("device_type, info, error, match", [
-    ("CUDA", {"arch": "90", "num_sms": 132}, ProfileError, r"lacks 'clock_rate', 'memory_clock_rate', 'bus_width'"),
-    ("CUDA", {**{"arch": "90", "num_sms": 132, "clock_rate": 1980000, "memory_clock_rate": 3201000},
-              "bus_width": "6016"}, ProfileError, r"'bus_width' must be a positive number, got '6016'"),
-    ("CUDA", {"arch": "90", "num_sms": 132.5, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
-     ProfileError, r"'num_sms' must be a whole number"),
-    ("CUDA", {"arch": None, "num_sms": 1, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
-     ProfileError, r"'arch' must be a string"),
-    ("CUDA", ["not", "a", "dict"], ProfileError, r"must be a mapping"),
-    ("CUDA", {"arch": "103", "num_sms": 148, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
-     UnknownGPUError, r"arch '103'; known CUDA archs: 100, 80, 89, 90"),
-    ("HIP", {"arch": "gfx1100", "num_sms": 96, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
-     UnknownGPUError, r"arch 'gfx1100'; known HIP archs: gfx90a, gfx942, gfx950"),
-    ("XPU", {"arch": "x", "num_sms": 1, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
-     UnknownGPUError, r"unknown Proton device type 'XPU'"),
-])
+@pytest.mark.parametrize(
+    "device_type, info, error, match",
+    [
+        ("CUDA", {"arch": "90", "num_sms": 132}, ProfileError, r"lacks 'clock_rate', 'memory_clock_rate', 'bus_width'"),
+        (
+            "CUDA",
+            {
+                **{"arch": "90", "num_sms": 132, "clock_rate": 1980000, "memory_clock_rate": 3201000},
+                "bus_width": "6016",
+            },
+            ProfileError,
+            r"'bus_width' must be a positive number, got '6016'",
+        ),
+        (
+            "CUDA",
+            {"arch": "90", "num_sms": 132.5, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
+            ProfileError,
+            r"'num_sms' must be a whole number",
+        ),
+        (
+            "CUDA",
+            {"arch": None, "num_sms": 1, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
+            ProfileError,
+            r"'arch' must be a string",
+        ),
+        ("CUDA", ["not", "a", "dict"], ProfileError, r"must be a mapping"),
+        (
+            "CUDA",
+            {"arch": "103", "num_sms": 148, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
+            UnknownGPUError,
+            r"arch '103'; known CUDA archs: 100, 80, 89, 90",
+        ),
+        (
+            "HIP",
+            {"arch": "gfx1100", "num_sms": 96, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
+            UnknownGPUError,
+            r"arch 'gfx1100'; known HIP archs: gfx90a, gfx942, gfx950",
+        ),
+        (
+            "XPU",
+            {"arch": "x", "num_sms": 1, "clock_rate": 1, "memory_clock_rate": 1, "bus_width": 1},
+            UnknownGPUError,
+            r"unknown Proton device type 'XPU'",
+        ),
+    ],
+)
 def test_gpu_from_proton_malformed(device_type, info, error, match):
     with pytest.raises(error, match=match):
         gpu_from_proton(device_type, info)
@@ -268,15 +338,23 @@ def test_gpu_from_proton_malformed(device_type, info, error, match):
 
 
 def test_perfdata_from_proton_fields():
-    pd = pm.PerfData.from_proton_fields(time=1e6, flops=1e12, bytes=1e9, bitwidth=16, device_type="CUDA",
-                                        device_info=h200_device_info())
+    pd = pm.PerfData.from_proton_fields(
+        time=1e6, flops=1e12, bytes=1e9, bitwidth=16, device_type="CUDA", device_info=h200_device_info()
+    )
     assert pd.gpu.name == "H200"
     assert pd.peak_flops_per_s == pytest.approx(132 / 114 * 1980000 / 1755e3 * 1513e12 / 2)
 
 
-CASES = [("CUDA", "80", 132, 1410000), ("CUDA", "89", 142, 2520000), ("CUDA", "90", 132, 1980000),
-         ("CUDA", "90", 114, 1755000), ("CUDA", "100", 148, 1965000), ("HIP", "gfx90a", 104, 1700000),
-         ("HIP", "gfx942", 304, 2100000), ("HIP", "gfx950", 256, 2400000)]
+CASES = [
+    ("CUDA", "80", 132, 1410000),
+    ("CUDA", "89", 142, 2520000),
+    ("CUDA", "90", 132, 1980000),
+    ("CUDA", "90", 114, 1755000),
+    ("CUDA", "100", 148, 1965000),
+    ("HIP", "gfx90a", 104, 1700000),
+    ("HIP", "gfx942", 304, 2100000),
+    ("HIP", "gfx950", 256, 2400000),
+]
 
 
 @pytest.mark.parametrize("device_type, arch, num_sms, clock_khz", CASES)
@@ -284,9 +362,11 @@ CASES = [("CUDA", "80", 132, 1410000), ("CUDA", "89", 142, 2520000), ("CUDA", "9
 def test_proton_formulas_match_triton(device_type, arch, num_sms, clock_khz, width):
     specs = pytest.importorskip("triton.profiler.specs")
     assert proton_peak_flops_per_s(device_type, arch, width, num_sms, clock_khz) == pytest.approx(
-        specs.max_flops(device_type, arch, width, num_sms, clock_khz), rel=1e-12)
+        specs.max_flops(device_type, arch, width, num_sms, clock_khz), rel=1e-12
+    )
     assert proton_mem_bw_bytes_per_s(device_type, arch, 6016, 3201000) == pytest.approx(
-        specs.max_bps(device_type, arch, 6016, 3201000), rel=1e-12)
+        specs.max_bps(device_type, arch, 6016, 3201000), rel=1e-12
+    )
 
 
 # -- hygiene and docs ---------------------------------------------------------------------------------

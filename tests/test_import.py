@@ -21,5 +21,6 @@ def test_import_perfmodel_pulls_no_heavy_module():
 def test_formulas_on_numbers_do_not_import_sympy():
     loaded = _modules_after(
         "import perfmodel, perfmodel.float8 as f; f.speedup(8192, 4096, 4096, 'tensorwise', 'H100');"
-        "f.break_even_tokens(4096, 4096); import perfmodel.compat.roofline_utils as r; r.get_float8_mem_sympy(1, 2, 3)")
+        "f.break_even_tokens(4096, 4096); import perfmodel.compat.roofline_utils as r; r.get_float8_mem_sympy(1, 2, 3)"
+    )
     assert not loaded & set(HEAVY), loaded & set(HEAVY)

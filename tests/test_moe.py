@@ -24,9 +24,19 @@ def _write_log(root: Path, x: str, w: str, *, info: dict | None = H200_INFO, eff
         path = moe.profile_path(root, "llama4-maverick", x, w, b)
         path.parent.mkdir(parents=True, exist_ok=True)
         devices = {"CUDA": {"0": info}} if info else None
-        write(path, profile(frame("moe", {}, kernel("_matmul_ogs_a", t_ns / 2, flops={8: flops / 2}, nbytes=nbytes / 2),
-                                  kernel("_matmul_ogs_b", t_ns / 2, flops={8: flops / 2}, nbytes=nbytes / 2),
-                                  kernel("_routing", 5000)), devices=devices))
+        write(
+            path,
+            profile(
+                frame(
+                    "moe",
+                    {},
+                    kernel("_matmul_ogs_a", t_ns / 2, flops={8: flops / 2}, nbytes=nbytes / 2),
+                    kernel("_matmul_ogs_b", t_ns / 2, flops={8: flops / 2}, nbytes=nbytes / 2),
+                    kernel("_routing", 5000),
+                ),
+                devices=devices,
+            ),
+        )
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -37,7 +47,8 @@ def _args(*argv: str) -> argparse.Namespace:
 
 def test_profile_path_and_batches() -> None:
     assert moe.profile_path("logs", "m", "fp8", "mx4", 256, tp=2, ep=4) == Path(
-        "logs/m/fp8-mx4-TP2-EP4/profiles/batch-256.hatchet")
+        "logs/m/fp8-mx4-TP2-EP4/profiles/batch-256.hatchet"
+    )
     batches = moe.batches_from_ranges(moe.MOE_BATCH_RANGES)
     assert batches[:3] == [128, 160, 192] and batches[12:14] == [512, 640] and batches[-1] == 31872
 
@@ -58,7 +69,9 @@ def test_log_metadata(tmp_path: Path) -> None:
     meta = tmp_path / "m.json"
     meta.write_text(json.dumps([["a", "logs/a", True], ["b", "logs/b", 0]]))
     assert [(e.name, e.log_dir, e.draw_roofline) for e in moe.read_log_metadata(meta)] == [
-        ("a", Path("logs/a"), True), ("b", Path("logs/b"), False)]
+        ("a", Path("logs/a"), True),
+        ("b", Path("logs/b"), False),
+    ]
     meta.write_text(json.dumps({"a": 1}))
     with pytest.raises(ProfileError, match=r"m\.json: expected a non-empty JSON list"):
         moe.read_log_metadata(meta)
@@ -91,8 +104,9 @@ def test_cli_mx4_default_from_metadata(tmp_path: Path) -> None:
     ranges = "128:257:128"
     args = _args("-m", str(meta), "-o", str(tmp_path / "a.png"), "-d", "fp8mx4", "--batch-ranges", ranges, "-q")
     assert args.func(args) == 0
-    args = _args("-m", str(meta), "-o", str(tmp_path / "b.png"), "-d", "fp8mx4", "--native-mx4", "--batch-ranges",
-                 ranges, "-q")
+    args = _args(
+        "-m", str(meta), "-o", str(tmp_path / "b.png"), "-d", "fp8mx4", "--native-mx4", "--batch-ranges", ranges, "-q"
+    )
     assert args.func(args) == 1  # fp8-mx4 profiles do not exist: a clear error, no traceback
 
 

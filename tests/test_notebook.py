@@ -23,4 +23,3 @@ def test_symbolic_break_even_notebook_runs(tmp_path, monkeypatch):
     namespace: dict = {"__name__": "__notebook__"}
     exec(compile(code, str(NOTEBOOK), "exec"), namespace)
     assert (tmp_path / "docs" / "img" / "float8_speedup_vs_tokens.png").exists()
-

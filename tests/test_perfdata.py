@@ -59,15 +59,18 @@ def test_arrays_and_symbols():
         _ = make(flops=sp.Symbol("F", positive=True)).bound
 
 
-@pytest.mark.parametrize("kw,msg", [
-    (dict(time_s=0), "time_s must be a positive number"),
-    (dict(time_s=-1.0), "time_s"),
-    (dict(flops=-1), "flops must be >= 0"),
-    (dict(bytes=float("nan")), "bytes must be >= 0"),
-    (dict(source="guessed"), "source must be 'predicted' or 'measured'"),
-    (dict(dtype="fp9"), "unknown number format 'fp9'"),
-    (dict(gpu="Z80"), "unknown GPU 'Z80'"),
-])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(time_s=0), "time_s must be a positive number"),
+        (dict(time_s=-1.0), "time_s"),
+        (dict(flops=-1), "flops must be >= 0"),
+        (dict(bytes=float("nan")), "bytes must be >= 0"),
+        (dict(source="guessed"), "source must be 'predicted' or 'measured'"),
+        (dict(dtype="fp9"), "unknown number format 'fp9'"),
+        (dict(gpu="Z80"), "unknown GPU 'Z80'"),
+    ],
+)
 def test_bad_input(kw, msg):
     with pytest.raises((PerfModelError, LookupError, ValueError), match=msg):
         make(**kw)

@@ -29,8 +29,9 @@ def test_roofline_predicted_and_measured(tmp_path: Path) -> None:
     prof = proton.read(FIXTURE)
     mm = prof.scopes()["mm_scope"]
     M = np.array([512, 2048, 8192])
-    pred = pm.PerfData(time_s=2.0 * M**3 / 600e12, flops=2 * M**3, bytes=6 * M**2, dtype="bf16", gpu="H200",
-                       label="model")
+    pred = pm.PerfData(
+        time_s=2.0 * M**3 / 600e12, flops=2 * M**3, bytes=6 * M**2, dtype="bf16", gpu="H200", label="model"
+    )
     ax = plot.roofline([pred, mm, prof.perfdata("add_.*", label="add")], achievable=True, title="t")
     labels = _labels(ax)
     assert any(s.startswith("H200 memory") for s in labels)
@@ -57,15 +58,27 @@ def test_roofline_roofs_only_and_errors() -> None:
 
 def _series(xs: list[float], opint_scale: float, tflops: float = 500.0) -> list[pm.PerfData]:
     # opint grows with x, as the MoE weights are shared by more tokens per expert
-    return [pm.PerfData(time_s=1e-3, flops=tflops * 1e9, bytes=tflops * 1e9 / (x * opint_scale), dtype="fp8",
-                        gpu="H200", meta={"x": x}) for x in xs]
+    return [
+        pm.PerfData(
+            time_s=1e-3,
+            flops=tflops * 1e9,
+            bytes=tflops * 1e9 / (x * opint_scale),
+            dtype="fp8",
+            gpu="H200",
+            meta={"x": x},
+        )
+        for x in xs
+    ]
 
 
-@pytest.mark.parametrize(("scale", "bw", "comp"), [
-    (1.0, True, True),  # knee inside the range
-    (1e4, False, True),  # knee before the first point (the seed drew a bogus line)
-    (1e-3, True, False),  # every point memory-bound (the seed drew a one-point compute roof)
-])
+@pytest.mark.parametrize(
+    ("scale", "bw", "comp"),
+    [
+        (1.0, True, True),  # knee inside the range
+        (1e4, False, True),  # knee before the first point (the seed drew a bogus line)
+        (1e-3, True, False),  # every point memory-bound (the seed drew a one-point compute roof)
+    ],
+)
 def test_batch_roofline_knee_cases(tmp_path: Path, scale: float, bw: bool, comp: bool) -> None:
     xs = [4.0, 16.0, 64.0, 256.0, 1000.0]
     ax = plot.batch_roofline({"run": _series(xs, scale)}, title="case roofline")

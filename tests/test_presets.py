@@ -9,8 +9,7 @@ import pytest
 from perfmodel.errors import PerfModelError
 from perfmodel.presets import PRESETS, LinearShape, ModelPreset, UnknownPresetError, get_preset, list_presets
 
-REQUIRED = ("llama3-8b", "llama3-70b", "llama3-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "gpt2",
-            "deepseek-v3")
+REQUIRED = ("llama3-8b", "llama3-70b", "llama3-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "gpt2", "deepseek-v3")
 
 
 def shapes(preset: ModelPreset) -> dict[str, tuple[int, int]]:
@@ -36,9 +35,13 @@ def test_llama_like_shapes_from_config(name, hidden, inter, heads, kv_heads, hea
     p = get_preset(name)
     assert p.layers == layers
     assert shapes(p) == {
-        "q_proj": (hidden, heads * head_dim), "k_proj": (hidden, kv_heads * head_dim),
-        "v_proj": (hidden, kv_heads * head_dim), "o_proj": (heads * head_dim, hidden),
-        "gate_proj": (hidden, inter), "up_proj": (hidden, inter), "down_proj": (inter, hidden),
+        "q_proj": (hidden, heads * head_dim),
+        "k_proj": (hidden, kv_heads * head_dim),
+        "v_proj": (hidden, kv_heads * head_dim),
+        "o_proj": (heads * head_dim, hidden),
+        "gate_proj": (hidden, inter),
+        "up_proj": (hidden, inter),
+        "down_proj": (inter, hidden),
         "lm_head": (hidden, vocab),
     }
     lm_head = next(lin for lin in p.linears if lin.name == "lm_head")
@@ -88,8 +91,11 @@ def test_lookup_is_case_and_separator_insensitive():
 
 
 def test_unknown_preset_names_value_and_choices():
-    with pytest.raises(UnknownPresetError, match=r"unknown model preset 'llama3-7b'.*did you mean.*llama3-8b.*"
-                                                 r"Valid choices: .*mixtral-8x7b"):
+    with pytest.raises(
+        UnknownPresetError,
+        match=r"unknown model preset 'llama3-7b'.*did you mean.*llama3-8b.*"
+        r"Valid choices: .*mixtral-8x7b",
+    ):
         get_preset("llama3-7b")
     assert issubclass(UnknownPresetError, PerfModelError) and issubclass(UnknownPresetError, ValueError)
     with pytest.raises(UnknownPresetError, match="unknown model preset '42'"):

@@ -67,8 +67,9 @@ def test_real_perfdata(real: proton.Profile) -> None:
 def test_seed_perfdata_fields_equal_ours(real: proton.Profile) -> None:
     """The seed's PerfData(time ns, flops, bytes, bitwidth, device_type, device_info) == ours."""
     ours = real.scopes()["mm_scope"]
-    seed = pm.PerfData.from_proton_fields(time=6805408, flops=5497558138880, bytes=2013265920, bitwidth=16,
-                                          device_type="CUDA", device_info=H200_INFO)
+    seed = pm.PerfData.from_proton_fields(
+        time=6805408, flops=5497558138880, bytes=2013265920, bitwidth=16, device_type="CUDA", device_info=H200_INFO
+    )
     assert (seed.flops, seed.bytes, seed.dtype, seed.gpu) == (ours.flops, ours.bytes, ours.dtype, ours.gpu)
     assert seed.time_s == pytest.approx(ours.time_s, rel=1e-15)  # seed: ns * 1e-9; ours: ns / 1e9
     assert seed.util == pytest.approx(ours.util, rel=1e-15)
@@ -81,8 +82,9 @@ def read_data(tmp_path: Path, data: object, name: str = "p.hatchet") -> proton.P
 
 
 def test_triton30_metric_names(tmp_path: Path) -> None:
-    prof = read_data(tmp_path, profile(kernel("_matmul_a", 1000, count=3, flops={8: 4e9}, nbytes=10,
-                                              version="3.0"), hints=False))
+    prof = read_data(
+        tmp_path, profile(kernel("_matmul_a", 1000, count=3, flops={8: 4e9}, nbytes=10, version="3.0"), hints=False)
+    )
     (k,) = prof.kernels
     assert (k.count, k.time_s, k.device_type, k.device_id, dict(k.flops)) == (3, 1e-6, "CUDA", "0", {8: 4e9})
     pd = prof.perfdata(gpu="H200")
@@ -107,8 +109,19 @@ def test_missing_device_metadata(tmp_path: Path, omit: bool) -> None:
 
 
 def test_array_metrics_are_summed(tmp_path: Path) -> None:
-    k = frame("_matmul_a", {"time (ns)": [100, 200], "count": [1, 1], "flops16": [1e9, 2e9], "bytes": [5, 7],
-                            "device_id": "0", "device_type": "CUDA", "note": "text", "hist": [1, 2]})
+    k = frame(
+        "_matmul_a",
+        {
+            "time (ns)": [100, 200],
+            "count": [1, 1],
+            "flops16": [1e9, 2e9],
+            "bytes": [5, 7],
+            "device_id": "0",
+            "device_type": "CUDA",
+            "note": "text",
+            "hist": [1, 2],
+        },
+    )
     pd = read_data(tmp_path, profile(k)).perfdata(gpu="H200")
     assert (pd.time_s, pd.flops, pd.bytes, pd.meta["launches"]) == (300e-9, 3e9, 12, 2)
 
@@ -131,8 +144,7 @@ def test_leaves_only(tmp_path: Path) -> None:
 
 
 def test_same_kernel_under_many_scopes_counts_each_node_once(tmp_path: Path) -> None:
-    scopes = [frame(f"layer{i}", {}, kernel("_matmul_x", 1000 + i, flops={16: 2**40 + i}, nbytes=3))
-              for i in range(50)]
+    scopes = [frame(f"layer{i}", {}, kernel("_matmul_x", 1000 + i, flops={16: 2**40 + i}, nbytes=3)) for i in range(50)]
     prof = read_data(tmp_path, profile(frame("model", {}, *scopes)))
     pd = prof.perfdata(gpu="H200")
     assert pd.flops == sum(2**40 + i for i in range(50))
@@ -152,12 +164,15 @@ def test_scope_metrics_with_kernel_time(tmp_path: Path) -> None:
         read_data(tmp_path, profile(outer), "q.hatchet").scopes("nope", gpu="H200")
 
 
-@pytest.mark.parametrize(("flops", "expected"), [
-    ({8: 10, 16: 5}, "fp8_e4m3"),  # most FLOPs
-    ({8: 5, 16: 10}, "bf16"),
-    ({8: 5, 16: 5}, "fp8_e4m3"),  # tie: the narrower width (higher peak, util never overstated)
-    ({}, "bf16"),  # no FLOPs: the compute roof does not matter
-])
+@pytest.mark.parametrize(
+    ("flops", "expected"),
+    [
+        ({8: 10, 16: 5}, "fp8_e4m3"),  # most FLOPs
+        ({8: 5, 16: 10}, "bf16"),
+        ({8: 5, 16: 5}, "fp8_e4m3"),  # tie: the narrower width (higher peak, util never overstated)
+        ({}, "bf16"),  # no FLOPs: the compute roof does not matter
+    ],
+)
 def test_default_dtype_rule(tmp_path: Path, flops: dict[int, float], expected: str) -> None:
     prof = read_data(tmp_path, profile(kernel("_matmul_a", 10, flops=flops, nbytes=1)))
     assert prof.perfdata(gpu="H200").dtype.name == expected
@@ -219,23 +234,30 @@ def test_too_deep_is_a_profile_error(tmp_path: Path) -> None:
 
 
 # -- malformed files ----------------------------------------------------------------------------
-@pytest.mark.parametrize(("text", "match"), [
-    ('[{"frame": {"name": "ROOT"}, "metrics": {}, "children": [', r"invalid JSON .*truncated"),
-    ('{"a": 1}', r"top level is dict, expected a JSON list"),
-    ("[]", r"top level is list, expected"),
-    ('[{"CUDA": {}}]', r"no tree root before the device metadata"),
-    ("[1, {}]", r"a tree node is a int"),
-    ('[{"metrics": {}, "children": []}, {}]', r"no tree root|no 'frame'"),
-    ('[{"frame": {"name": "ROOT"}, "children": []}, {"CUDA": {}}]', r"frame 'ROOT' has no 'metrics'"),
-    ('[{"frame": {"name": "R"}, "metrics": {}, "children": [{"frame": {}, "metrics": {}}]}, {}]',
-     r"depth 1 has no 'frame' with a string 'name'"),
-    ('[{"frame": {"name": "k"}, "metrics": {"time (ns)": "fast"}, "children": []}, {}]',
-     r"frame 'k': metric 'time \(ns\)' is 'fast', expected a number"),
-    ('[{"frame": {"name": "k"}, "metrics": {"flops16": [1, "x"]}, "children": []}, {}]', r"metric 'flops16'"),
-    ('[{"frame": {"name": "k"}, "metrics": {"bytes": NaN}, "children": []}, {}]', r"expected a finite"),
-    ('[{"frame": {"name": "k"}, "metrics": {}, "children": {}}, {}]', r"'children' is not a list"),
-    ('[{"frame": {"name": "k"}, "metrics": {}, "children": []}, {"CUDA": 3}]', r"device metadata is not"),
-])
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('[{"frame": {"name": "ROOT"}, "metrics": {}, "children": [', r"invalid JSON .*truncated"),
+        ('{"a": 1}', r"top level is dict, expected a JSON list"),
+        ("[]", r"top level is list, expected"),
+        ('[{"CUDA": {}}]', r"no tree root before the device metadata"),
+        ("[1, {}]", r"a tree node is a int"),
+        ('[{"metrics": {}, "children": []}, {}]', r"no tree root|no 'frame'"),
+        ('[{"frame": {"name": "ROOT"}, "children": []}, {"CUDA": {}}]', r"frame 'ROOT' has no 'metrics'"),
+        (
+            '[{"frame": {"name": "R"}, "metrics": {}, "children": [{"frame": {}, "metrics": {}}]}, {}]',
+            r"depth 1 has no 'frame' with a string 'name'",
+        ),
+        (
+            '[{"frame": {"name": "k"}, "metrics": {"time (ns)": "fast"}, "children": []}, {}]',
+            r"frame 'k': metric 'time \(ns\)' is 'fast', expected a number",
+        ),
+        ('[{"frame": {"name": "k"}, "metrics": {"flops16": [1, "x"]}, "children": []}, {}]', r"metric 'flops16'"),
+        ('[{"frame": {"name": "k"}, "metrics": {"bytes": NaN}, "children": []}, {}]', r"expected a finite"),
+        ('[{"frame": {"name": "k"}, "metrics": {}, "children": {}}, {}]', r"'children' is not a list"),
+        ('[{"frame": {"name": "k"}, "metrics": {}, "children": []}, {"CUDA": 3}]', r"device metadata is not"),
+    ],
+)
 def test_malformed(tmp_path: Path, text: str, match: str) -> None:
     path = tmp_path / "bad.hatchet"
     path.write_text(text)

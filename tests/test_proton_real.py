@@ -22,8 +22,10 @@ from perfmodel.errors import ProfileError
 from perfmodel.perfdata import bitwidth_format
 
 DATA = Path(__file__).parent / "data"
-FILES = {name: DATA / f"h200_proton_{name}.hatchet"
-         for name in ("triton_matmul", "vector_add", "cublas_scope", "float8_linear")}
+FILES = {
+    name: DATA / f"h200_proton_{name}.hatchet"
+    for name in ("triton_matmul", "vector_add", "cublas_scope", "float8_linear")
+}
 REFERENCE = json.loads((DATA / "viewer_reference.json").read_text())["files"]
 METRICS = ("time (ns)", "count", "flops8", "flops16", "bytes")
 SHAPE = re.compile(r"\[M=(\d+), N=(\d+), K=(\d+)\]")
@@ -236,20 +238,29 @@ def our_frames(prof: proton.Profile) -> dict[tuple[str, ...], dict[str, dict[str
     Profile.scopes(); times in ns (each ``time_s`` is checked to be exactly an integer ns / 1e9)."""
     frames: dict[tuple[str, ...], dict[str, dict[str, float]]] = {}
     for k in prof.kernels:
-        mine = {"time (ns)": _ns(k.time_s), "count": k.count, "flops8": k.flops.get(8, 0),
-                "flops16": k.flops.get(16, 0), "bytes": k.bytes}
+        mine = {
+            "time (ns)": _ns(k.time_s),
+            "count": k.count,
+            "flops8": k.flops.get(8, 0),
+            "flops16": k.flops.get(16, 0),
+            "bytes": k.bytes,
+        }
         frames[("ROOT", *k.path)] = {"exclusive": mine, "inclusive": dict(mine)}
     for name, s in prof.scopes().items():
-        (path,) = {("ROOT", *k.path[:k.path.index(name) + 1]) for k in prof.kernels if name in k.path[:-1]}
-        below = [k for k in prof.kernels if ("ROOT", *k.path[:len(path) - 1]) == path]
-        inc = {"time (ns)": _ns(s.time_s), "count": sum(k.count for k in below), "bytes": s.bytes,
-               "flops8": s.meta["flops_by_width"].get(8, 0), "flops16": s.meta["flops_by_width"].get(16, 0)}
+        (path,) = {("ROOT", *k.path[: k.path.index(name) + 1]) for k in prof.kernels if name in k.path[:-1]}
+        below = [k for k in prof.kernels if ("ROOT", *k.path[: len(path) - 1]) == path]
+        inc = {
+            "time (ns)": _ns(s.time_s),
+            "count": sum(k.count for k in below),
+            "bytes": s.bytes,
+            "flops8": s.meta["flops_by_width"].get(8, 0),
+            "flops16": s.meta["flops_by_width"].get(16, 0),
+        }
         frames[path] = {"inclusive": inc}
     for path in sorted(frames, key=len, reverse=True):  # scopes: exclusive = inclusive - direct children
         if "exclusive" not in frames[path]:
             kids = [f["inclusive"] for p, f in frames.items() if p[:-1] == path]
-            frames[path]["exclusive"] = {m: frames[path]["inclusive"][m] - sum(kid[m] for kid in kids)
-                                         for m in METRICS}
+            frames[path]["exclusive"] = {m: frames[path]["inclusive"][m] - sum(kid[m] for kid in kids) for m in METRICS}
     top = [f["inclusive"] for p, f in frames.items() if len(p) == 2]
     frames[("ROOT",)] = {"exclusive": _zero(), "inclusive": {m: sum(t[m] for t in top) for m in METRICS}}
     return frames
@@ -290,8 +301,14 @@ def test_util_equals_viewer_reference(name: str) -> None:
     for key, util in ref.items():
         k = by_path[key]
         width = max(k.flops, default=16)
-        point = pm.PerfData(time_s=k.time_s, flops=k.total_flops, bytes=k.bytes, dtype=bitwidth_format(width),
-                            gpu=prof.gpu, source="measured")
+        point = pm.PerfData(
+            time_s=k.time_s,
+            flops=k.total_flops,
+            bytes=k.bytes,
+            dtype=bitwidth_format(width),
+            gpu=prof.gpu,
+            source="measured",
+        )
         if util == 0:
             assert point.util == 0, key  # cuBLAS kernels: no metrics of their own
         else:
@@ -363,7 +380,8 @@ def test_live_viewer_agrees(name: str) -> None:
         dq = gf_q.dataframe
         leaves = [n for n in gf_q.graph.traverse() if not n.children and n in dq.index]
         assert sum(float(dq.loc[n, "time (ns)"]) for n in leaves) == sum(
-            _ns(k.time_s) for k in _include_selection(prof, pattern)), pattern
+            _ns(k.time_s) for k in _include_selection(prof, pattern)
+        ), pattern
 
 
 # -- 4. `perfmodel roofline` over the real MoE-bench log tree ---------------------------------------
@@ -378,8 +396,10 @@ def _moe_logs() -> list[tuple[str, str, bool]]:
 
 
 def test_moe_fixture_first_principles() -> None:
-    assert _moe_logs() == [("triton 128x128x128", "triton_128x128x128", True),
-                           ("triton 64x128x128", "triton_64x128x128", False)]
+    assert _moe_logs() == [
+        ("triton 128x128x128", "triton_128x128x128", True),
+        ("triton 64x128x128", "triton_64x128x128", False),
+    ]
     for _, log, _ in _moe_logs():
         for b in MOE_BATCHES:
             k = _moe_raw(log, b)
@@ -394,24 +414,32 @@ def test_moe_batch_series_equals_hand_computation(monkeypatch: pytest.MonkeyPatc
     entries = moe.read_log_metadata("log_metadata.json")
     assert [(e.name, str(e.log_dir), e.draw_roofline) for e in entries] == _moe_logs()
     for e in entries:
-        series = moe.batch_series(e.log_dir, "llama4-maverick", "fp8", "fp8", MOE_BATCHES, n_expts_tot=128,
-                                  n_expts_act=4, label=e.name)
+        series = moe.batch_series(
+            e.log_dir, "llama4-maverick", "fp8", "fp8", MOE_BATCHES, n_expts_tot=128, n_expts_act=4, label=e.name
+        )
         for b, p in zip(MOE_BATCHES, series, strict=True):
             k = _moe_raw(str(e.log_dir), b)
             assert (p.flops, p.bytes, p.time_s) == (k["flops8"], k["bytes"], k["time (ns)"] / 1e9)
             assert p.tflops == pytest.approx(k["flops8"] / (k["time (ns)"] * 1e-9) / 1e12, rel=1e-12)
             assert p.meta["x"] == b * 4 / 128 == shape(k["name"])[0]  # tokens per expert
             assert p.meta["batch"] == b and p.dtype.name == "fp8_e4m3" and p.gpu.name == "H200"
-    ax = moe.roofline_chart(entries, MOE_BATCHES, name="llama4-maverick", x_dtype="fp8", w_dtype="fp8",
-                            n_expts_tot=128, n_expts_act=4, verbose=False)
+    ax = moe.roofline_chart(
+        entries,
+        MOE_BATCHES,
+        name="llama4-maverick",
+        x_dtype="fp8",
+        w_dtype="fp8",
+        n_expts_tot=128,
+        n_expts_act=4,
+        verbose=False,
+    )
     (first, second) = ax.collections  # one scatter per log: (tokens per expert, TFLOP/s)
     k = _moe_raw("triton_64x128x128", 4096)
     assert tuple(second.get_offsets()[-1]) == pytest.approx((128, k["flops8"] / (k["time (ns)"] * 1e-9) / 1e12))
     assert len(first.get_offsets()) == len(MOE_BATCHES)
 
 
-def test_moe_roofline_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_moe_roofline_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(MOE)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     out = tmp_path / "out.png"
@@ -425,8 +453,10 @@ def test_moe_roofline_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     printed = re.findall(r"^\[(.+?)\] batch (\d+): util ([\d.]+); ([\d.]+) TFLOP/s; ([\d.]+) TB/s$", text, re.M)
     assert len(printed) == 2 * len(MOE_BATCHES)
     logs = {label: log for label, log, _ in _moe_logs()}
-    gpu = pm.gpu_from_proton("CUDA", raw(MOE / "triton_128x128x128/llama4-maverick/fp8-fp8-TP1-EP1/profiles/"
-                                             "batch-256.hatchet")[-1]["CUDA"]["0"])
+    gpu = pm.gpu_from_proton(
+        "CUDA",
+        raw(MOE / "triton_128x128x128/llama4-maverick/fp8-fp8-TP1-EP1/profiles/batch-256.hatchet")[-1]["CUDA"]["0"],
+    )
     for label, batch, util, tflops, tbps in printed:
         k = _moe_raw(logs[label], int(batch))
         t_s = k["time (ns)"] / 1e9

@@ -95,8 +95,7 @@ def test_totals(tiny):
     assert t.best_s == pytest.approx(sum(r.chosen_s * r.count for r in rep.rows))
     for rec in rep.recipes:
         every = sum((r.times_s[rec] if r.eligible else r.bf16_s) * r.count for r in rep.rows)
-        paid = sum((r.times_s[rec] if r.eligible and r.speedups[rec] >= 1 else r.bf16_s) * r.count
-                   for r in rep.rows)
+        paid = sum((r.times_s[rec] if r.eligible and r.speedups[rec] >= 1 else r.bf16_s) * r.count for r in rep.rows)
         assert t.everywhere_s[rec] == pytest.approx(every)
         assert t.filtered_s[rec] == pytest.approx(paid)
         assert t.best_s <= t.filtered_s[rec] + 1e-15
@@ -147,12 +146,16 @@ def test_convert_to_float8_training_with_the_filter():
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     from torchao.float8.float8_linear import Float8Linear
 
-    model = nn.Sequential(nn.Linear(4096, 14336, bias=False), nn.GELU(), nn.Linear(14336, 4096, bias=False),
-                          nn.Linear(4096, 8, bias=False), nn.Linear(64, 64, bias=False))
+    model = nn.Sequential(
+        nn.Linear(4096, 14336, bias=False),
+        nn.GELU(),
+        nn.Linear(14336, 4096, bias=False),
+        nn.Linear(4096, 8, bias=False),
+        nn.Linear(64, 64, bias=False),
+    )
     filt = f8.module_filter(gpu="H100", tokens=TOKENS, recipe="tensorwise")
     expected = {name: filt(m, name) for name, m in model.named_children()}
-    convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name("tensorwise"),
-                               module_filter_fn=filt)
+    convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name("tensorwise"), module_filter_fn=filt)
     converted = {name: isinstance(m, Float8Linear) for name, m in model.named_children()}
     assert converted == expected == {"0": True, "1": False, "2": True, "3": False, "4": False}
 

@@ -103,11 +103,13 @@ def test_calibrated_beats_constant_fraction_rooflines(report):
 def test_h200_predicts_with_its_calibration_by_default():
     h200 = pm.get_gpu("H200")
     assert h200.calibration is not None
-    assert pm.gemm_time_s(4096, 4096, 4096, "bf16", h200) != pm.gemm_time_s(4096, 4096, 4096, "bf16", h200,
-                                                                            model="roofline")
+    assert pm.gemm_time_s(4096, 4096, 4096, "bf16", h200) != pm.gemm_time_s(
+        4096, 4096, 4096, "bf16", h200, model="roofline"
+    )
     from perfmodel import float8
 
     assert float8.linear_time(8192, 4096, 4096, "tensorwise", h200).model == "calibrated"
     # dynamic-shape compiles get the slower casts they measured
     assert float8.speedup(8192, 4096, 14336, "rowwise", h200, dynamic_shapes=True) < float8.speedup(
-        8192, 4096, 14336, "rowwise", h200)
+        8192, 4096, 14336, "rowwise", h200
+    )

@@ -22,8 +22,14 @@ BLOCK = re.compile(r"```console\n\$ (perfmodel[^\n]*)\n.*?```", re.S)
 def run(command: str) -> str:
     """What ``command`` prints, run through the shell with ``perfmodel`` from this checkout."""
     shell = command.replace("perfmodel ", f"{sys.executable} -m perfmodel ", 1)
-    done = subprocess.run(shell, shell=True, cwd=ROOT, capture_output=True, text=True,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        shell,
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     return (done.stdout + done.stderr).rstrip("\n")
 
 

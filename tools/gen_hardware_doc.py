@@ -43,8 +43,10 @@ def render_table() -> str:
         return f"[^{notes.index(text) + 1}]"
 
     lines += ["", "### Memory, SMs, clocks, efficiency", ""]
-    lines.append("| GPU | arch | TB/s | GB | SMs/CUs | clock GHz | L2 MiB | GEMM eff. | BW eff. | launch µs |"
-                 " peaks | memory | efficiency |")
+    lines.append(
+        "| GPU | arch | TB/s | GB | SMs/CUs | clock GHz | L2 MiB | GEMM eff. | BW eff. | launch µs |"
+        " peaks | memory | efficiency |"
+    )
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
     for gpu in GPUS.values():
         eff = gpu.efficiency

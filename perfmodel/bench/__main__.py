@@ -89,8 +89,7 @@ def _recipes(text: str) -> list[str]:
 
 def _plans(args: argparse.Namespace) -> dict[str, Any]:
     return {
-        "gemm": P.gemm_plan(quick=args.quick, seed=args.seed, n_random=args.n_random,
-                            random_only=args.random_only),
+        "gemm": P.gemm_plan(quick=args.quick, seed=args.seed, n_random=args.n_random, random_only=args.random_only),
         "linear": P.linear_plan(
             quick=args.quick, shapes=args.linear_shapes, ms=args.linear_m, recipes=_recipes(args.recipes)
         ),

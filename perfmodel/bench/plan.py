@@ -207,8 +207,7 @@ def random_shapes(count: int, *, seed: int = 0) -> list[GemmSpec]:
     return out
 
 
-def gemm_plan(*, quick: bool = False, seed: int = 0, n_random: int = 250, random_only: bool = False
-              ) -> list[GemmSpec]:
+def gemm_plan(*, quick: bool = False, seed: int = 0, n_random: int = 250, random_only: bool = False) -> list[GemmSpec]:
     """Every GEMM shape of the sweep, deduplicated, in run order (cheap families first).
     ``random_only``: just the random family (a fresh validation set with another ``seed``)."""
     if random_only:

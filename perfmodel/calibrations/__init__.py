@@ -43,8 +43,7 @@ class ShippedCalibration:
         return getattr(self.load(), attr)
 
     def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
-        return self.load().gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu,
-                                       lead_dims=lead_dims)
+        return self.load().gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu, lead_dims=lead_dims)
 
     def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
         return self.load().memory_kernel_time_s(bytes_moved, gpu=gpu, recipe=recipe, tensor=tensor)

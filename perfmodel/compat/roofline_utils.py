@@ -64,8 +64,14 @@ def get_tensor_memory_traffic_bytes(
 
     See :func:`perfmodel.recipes.tensor_cast_kernels` for the kernel-by-kernel dataflow.
     """
-    kernels = tensor_cast_kernels("x", dim0, dim1, scaling_type, fuse_with_prev=fuse_with_prev,
-                                  torch_compile_limitations=model_torch_compile_limitations)
+    kernels = tensor_cast_kernels(
+        "x",
+        dim0,
+        dim1,
+        scaling_type,
+        fuse_with_prev=fuse_with_prev,
+        torch_compile_limitations=model_torch_compile_limitations,
+    )
     return sum((k.bytes for k in kernels if not k.launch_only), 0)
 
 
@@ -99,17 +105,20 @@ def get_float8_mem_sympy(
     to backward), grad_output ``[M, N]`` (fused with the previous op); the grad_weight GEMM reuses
     casts made earlier. Time = bytes / (2.4e12 · 0.92) + (tiny kernels) · 2 µs.
     """
-    for name, value in (("scaling_type_input", scaling_type_input), ("scaling_type_weight", scaling_type_weight),
-                        ("scaling_type_grad_output", scaling_type_grad_output)):
+    for name, value in (
+        ("scaling_type_input", scaling_type_input),
+        ("scaling_type_weight", scaling_type_weight),
+        ("scaling_type_grad_output", scaling_type_grad_output),
+    ):
         if value not in _SCALING_TYPES:
             raise ValueError(f"{name} must be one of {', '.join(_SCALING_TYPES)}, got {value!r}")
     tc = model_torch_compile_limitations
     casts = (
         tensor_cast_kernels("input", M, K, scaling_type_input, fuse_with_prev=True, torch_compile_limitations=tc)
-        + tensor_cast_kernels("weight", K, N, scaling_type_weight, fuse_with_prev=False,
-                              torch_compile_limitations=tc)
-        + tensor_cast_kernels("grad_output", M, N, scaling_type_grad_output, fuse_with_prev=True,
-                              torch_compile_limitations=tc)
+        + tensor_cast_kernels("weight", K, N, scaling_type_weight, fuse_with_prev=False, torch_compile_limitations=tc)
+        + tensor_cast_kernels(
+            "grad_output", M, N, scaling_type_grad_output, fuse_with_prev=True, torch_compile_limitations=tc
+        )
     )
     fp8_total_mem = sum((k.bytes for k in casts if not k.launch_only), 0)
     num_extra_kernels = sum(1 for k in casts if k.launch_only)
