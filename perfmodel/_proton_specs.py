@@ -9,16 +9,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ._gpu_table import TABLE
+from ._specs import AMD_DEFAULT_EFFICIENCY, NVIDIA_DEFAULT_EFFICIENCY, GPUSpec, Peaks, default_efficiency
 from .errors import ProfileError, UnknownGPUError
 from .formats import FORMATS
-from .hardware import (
-    AMD_DEFAULT_EFFICIENCY,
-    GPUS,
-    NVIDIA_DEFAULT_EFFICIENCY,
-    GPUSpec,
-    Peaks,
-    default_efficiency,
-)
 
 __all__ = ["gpu_from_proton", "proton_mem_bw_bytes_per_s", "proton_peak_flops_per_s"]
 
@@ -138,7 +132,7 @@ def _table_match(device_type: str, arch: str, info: Mapping[str, float]) -> GPUS
     """The table entry that fits the metadata best: same device type, arch and SM count; bus width and
     memory clock equal where both know them; the entry that knows more of them wins, then table order."""
     best, best_score = None, -1
-    for gpu in GPUS.values():  # table order
+    for gpu in TABLE:  # table order
         if (gpu.device_type, gpu.arch, gpu.num_sms) != (device_type, arch, info["num_sms"]):
             continue
         score = 0
@@ -166,10 +160,11 @@ def gpu_from_proton(device_type: str, device_info: Mapping[str, Any]) -> GPUSpec
     sets tf32, 16 bf16/fp16, 8 fp8/mxfp8/int8, 4 mxfp4/nvfp4; fp32 (CUDA cores) keeps the table value.
 
     When a table entry fits (device type, arch, SM count, and bus width / memory clock where both
-    are known) the result is that entry (name, efficiency, memory size, calibration...) with the
+    are known) the result is that entry (name, efficiency, memory size, power...) with the
     derived peaks and bandwidth; otherwise a generic spec named like ``"CUDA-sm90-132SM"`` with the
     default efficiency and ``mem_bytes=None``. GPUs that Proton cannot tell apart resolve to the first
-    row: H200 NVL -> H200, GB200 -> B200 (``dataclasses.replace`` the result if needed).
+    row: an H200 NVL profile (132 SMs, no bus width known for the NVL) -> H200 (``dataclasses.replace``
+    the result if needed). GB200 (152 SMs) and B200 (148) are told apart by their SM counts.
 
     Raises:
         ProfileError: missing keys or non-numeric values (a ``ValueError``).

@@ -154,7 +154,7 @@ def test_datasheet_arithmetic():
 
 def test_default_efficiencies_are_labelled():
     for gpu in GPUS.values():
-        if gpu.name.startswith("H100"):
+        if gpu.name in ("H100-SXM", "H100-PCIe", "H100-2.4TB"):  # the original model's own GPUs
             assert gpu.efficiency is ORIGINAL_EFFICIENCY
         elif gpu.name == "H200":  # measured on the H200 (perfmodel/calibrations/data)
             assert gpu.efficiency.source.startswith("measured: python -m perfmodel.bench")
@@ -274,12 +274,12 @@ def test_gpu_from_proton_matches_table_rows():
 
 
 def test_gpu_from_proton_generic():
-    info = dict(arch=90, num_sms=78, clock_rate=1500000, memory_clock_rate=2000000, bus_width=4096)
+    info = dict(arch=90, num_sms=66, clock_rate=1500000, memory_clock_rate=2000000, bus_width=4096)
     gpu = gpu_from_proton("CUDA", info)
-    assert gpu.name == "CUDA-sm90-78SM"
+    assert gpu.name == "CUDA-sm90-66SM"
     assert gpu.mem_bytes is None and not gpu.supports("fp32")
-    assert gpu.peak_flops_per_s("bf16") == pytest.approx(78 / 114 * 1500000 / 1755e3 * 1513e12 / 2)
-    assert gpu.efficiency.source.endswith("not measured on CUDA-sm90-78SM")
+    assert gpu.peak_flops_per_s("bf16") == pytest.approx(66 / 114 * 1500000 / 1755e3 * 1513e12 / 2)
+    assert gpu.efficiency.source.endswith("not measured on CUDA-sm90-66SM")
     assert "does not carry the memory size" in gpu.sources["mem_bytes"]
     hip = gpu_from_proton("HIP", dict(arch="gfx950", num_sms=128, clock_rate=2400000, memory_clock_rate=1, bus_width=1))
     assert hip.name == "HIP-gfx950-128CU" and hip.vendor == "AMD" and hip.supports("mxfp4")

@@ -1,0 +1,80 @@
+"""Sources of the hardware table: one string per document, quoted by the rows in
+:mod:`perfmodel._gpu_hopper` and :mod:`perfmodel._gpu_others` (counting rules: :mod:`perfmodel._gpu_table`).
+"""
+
+from __future__ import annotations
+
+from ._specs import AMD_DEFAULT_EFFICIENCY, NVIDIA_DEFAULT_EFFICIENCY, Efficiency, default_efficiency
+
+# -- vendor documents -------------------------------------------------------------------------------
+_H100_DS = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/"
+_HOPPER_WP = (
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper, "
+    "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+)
+_H200_DS = "NVIDIA H200 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h200/"
+_A100_DS = (
+    "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/"
+    "Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+)
+_AMPERE_WP = (
+    "NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/"
+    "en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
+)
+_HGX = "NVIDIA HGX platform datasheet (8-GPU board totals), https://www.nvidia.com/en-us/data-center/hgx/"
+_DGX_B300 = "NVIDIA DGX B300 datasheet, https://www.nvidia.com/en-us/data-center/dgx-b300/"
+_GB200 = (
+    "NVIDIA GB200 NVL72 datasheet (per GB200 superchip = 1 Grace + 2 Blackwell GPUs), "
+    "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+)
+_L40S_DS = "NVIDIA L40S datasheet, https://www.nvidia.com/en-us/data-center/l40s/"
+_TRITON_SPECS = "triton/profiler/specs.py (Triton 3.6)"
+_MI300X = "AMD Instinct MI300X data sheet, https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
+_MI325X = "AMD Instinct MI325X data sheet, https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"
+_MI355X = "AMD Instinct MI355X data sheet, https://www.amd.com/en/products/accelerators/instinct/mi350/mi355x.html"
+_ROCM_SPECS = "ROCm GPU specifications table, https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html"
+_CDNA3_WP = (
+    "AMD CDNA 3 architecture whitepaper, https://www.amd.com/content/dam/amd/en/documents/"
+    "instinct-tech-docs/white-papers/amd-cdna-3-white-paper.pdf"
+)
+_CDNA4_WP = (
+    "AMD CDNA 4 architecture whitepaper, https://www.amd.com/content/dam/amd/en/documents/"
+    "instinct-tech-docs/white-papers/amd-cdna-4-architecture-whitepaper.pdf"
+)
+_BW_RELATION = "derived: datasheet bandwidth * 8 / (2 * bus width), the relation of triton specs.max_bps"
+
+# -- public device reports and vendor-attested system descriptions ------------------------------
+_NV_DRIVER_NAMES = (
+    "NVIDIA's device-name list of driver 595.45.04 (the names nvidia-smi and torch.cuda.get_device_name() "
+    "print), https://github.com/NVIDIA/open-gpu-kernel-modules/blob/df1c9a3de2be4b130f4fc7680f7198193d8ac6ad/README.md"
+)
+_MLPERF_INF = (
+    "MLCommons inference v5.1 system descriptions, https://github.com/mlcommons/inference_results_v5.1 "
+    "(closed/*/systems/*.json, hw_notes)"
+)
+_MLE = (
+    "S. Bekman, Machine Learning Engineering, compute/accelerator/README.md power and clock tables, "
+    "https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md"
+)
+_BW_DS = (
+    "NVIDIA Blackwell datasheet (per-GPU columns GB200 NVL72 | HGX B200), "
+    "https://nvdam.widen.net/s/wwnsxrhm2w/blackwell-datasheet-3384703"
+)
+_BU_DS = (
+    "NVIDIA Blackwell Ultra datasheet (per-GPU columns GB300 NVL72 | HGX B300), "
+    "https://resources.nvidia.com/en-us-blackwell-architecture/blackwell-ultra-datasheet"
+)
+_GH200_DS = (
+    "NVIDIA GH200 Grace Hopper Superchip datasheet, "
+    "https://nvdam.widen.net/s/rrgqqnpbz8/grace-datasheet-gh200-grace-hopper-superchip-3773000"
+)
+_A100_TDP = f"{_A100_DS}: max TDP 400 W (SXM), 250 W (PCIe 40GB), 300 W (PCIe 80GB)"
+_OUR_H200 = "seen on our own H200 (this workplace's device notes, 2026-10-28; calibrations/data/README.md)"
+
+
+def _nv(name: str) -> Efficiency:
+    return default_efficiency(name, NVIDIA_DEFAULT_EFFICIENCY)
+
+
+def _amd(name: str) -> Efficiency:
+    return default_efficiency(name, AMD_DEFAULT_EFFICIENCY)
