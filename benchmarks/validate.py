@@ -48,6 +48,8 @@ DOC = ROOT / "docs" / "validation.md"
 PNG = ROOT / "docs" / "img" / "validation_h200.png"
 SHIPPED = ROOT / "perfmodel" / "calibrations" / "h200.json"
 BEGIN, END = "<!-- validation:begin -->", "<!-- validation:end -->"
+PUBLISHED_BEGIN, PUBLISHED_END = "<!-- published:begin -->", "<!-- published:end -->"
+PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored against, never fitted on
 HELDOUT = 0.3
 GEMM_GROUPS = {
     "bf16": ("bf16", None),
@@ -264,6 +266,119 @@ def markdown(rep: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+# -------------------------------------------------------------------------------------------------
+# Published measurements of GPUs we did not measure (validation only: nothing is fitted on them)
+# -------------------------------------------------------------------------------------------------
+def _speedup_stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, Any]:
+    clear = np.abs(meas - 1) > CLOSE_CALL
+    agree = (pred >= 1) == (meas >= 1)
+    return {
+        **ape_stats(pred, meas),
+        "n_clear": int(clear.sum()),
+        "agree_clear": int(agree[clear].sum()),
+        "agree": int(agree.sum()),
+        "bias": float(np.median(pred / meas)),
+    }
+
+
+def score_published_float8() -> dict[str, Any]:
+    """Every cell of torchao's published H100 float8 tables against ``float8.speedup(M, K, N, recipe, gpu)``:
+    the bare Linear, fwd+bwd, on the default H100 (SXM, transferred from the H200 calibration), on
+    Meta's 2.4 TB/s 500 W H100 variant (the torchtitan pages' H100s), and with the two rooflines."""
+    data = json.loads((PUBLISHED / "torchao_h100_float8.json").read_text())
+    out: dict[str, Any] = {}
+    for ds in data["datasets"]:
+        rows = np.array(ds["rows"], dtype=float)
+        M, K, N = (rows[:, i].astype(np.int64) for i in range(3))
+        meas = rows[:, 3]
+        recipe = ds["recipe"]
+        models = {
+            "perfmodel (transferred, H100-SXM)": ("H100", None),
+            "perfmodel (transferred, H100-2.4TB)": ("H100-2.4TB", None),
+            "roofline (H100-SXM)": ("H100", "roofline"),
+            "original 60%/92% (H100-2.4TB)": ("H100-2.4TB", "original"),
+        }
+        out[ds["name"]] = {"recipe": recipe, "n": len(meas), "source": ds["source"].get("url", "")}
+        for name, (gpu, model) in models.items():
+            pred = np.asarray(float8.speedup(M, K, N, recipe, gpu, model=model), dtype=float)
+            out[ds["name"]][name] = _speedup_stats(pred, meas)
+    return out
+
+
+def score_published_gemm() -> dict[str, Any]:
+    """Published GEMM throughput of non-Hopper GPUs (not used by the estimates) against the estimated model
+    and the roofline: APE of GEMM time."""
+    data = json.loads((PUBLISHED / "gemm_throughput.json").read_text())
+    out: dict[str, Any] = {}
+    for ds in data["datasets"]:
+        rows = np.array(ds["rows"], dtype=float)
+        M, K, N = (rows[:, i].astype(np.int64) for i in range(3))
+        meas = 2.0 * M * K * N / (rows[:, 3] * 1e12)
+        out[ds["name"]] = {"gpu": ds["gpu"], "dtype": ds["dtype"], "n": len(meas)}
+        for name, model in (("perfmodel (estimated)", None), ("roofline", "roofline")):
+            pred = np.asarray(pm.gemm_time_s(M, K, N, ds["dtype"], ds["gpu"], ds["scaling"], model=model), float)
+            out[ds["name"]][name] = {**ape_stats(pred, meas), "ape": (np.abs(pred - meas) / meas * 100).tolist()}
+    all_ape = [a for d in out.values() for a in d["perfmodel (estimated)"]["ape"]]
+    out["_all"] = {"n": len(all_ape), "mdape": float(np.median(all_ape))}
+    return out
+
+
+def markdown_published(pub: dict[str, Any], gemm: dict[str, Any]) -> str:
+    """The published-data tables as markdown."""
+    out = [
+        "**torchao's published H100 float8 speedups** (LayerNorm → Linear → Sigmoid fwd+bwd, compiled; "
+        "`benchmarks/published/`), predicted by the bare Linear `float8.speedup(M, K, N, recipe, gpu)` — "
+        "APE of the speedup MdAPE / p90 / max (%), enable/skip agreement on cells more than "
+        f"{CLOSE_CALL:.0%} away from 1, and the median predicted/measured ratio:",
+        "",
+        "| table | n | model | MdAPE / p90 / max | decisions (clear) | median pred/meas |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, d in pub.items():
+        for model, st in d.items():
+            if not isinstance(st, dict) or "mdape" not in st:
+                continue
+            clear = f"{st['agree_clear']}/{st['n_clear']}" if st["n_clear"] else "-"
+            if st["n_clear"]:
+                clear += f" ({st['agree_clear'] / st['n_clear']:.0%})"
+            out.append(f"| {name} ({d['recipe']}) | {d['n']} | {model} | {_cell(st)} | {clear} | {st['bias']:.2f} |")
+    out += [
+        "",
+        "**Published GEMM throughput of GPUs with an estimated model** (figures the estimates were not built "
+        "from; `benchmarks/published/gemm_throughput.json`) — APE of GEMM time, MdAPE / p90 / max (%):",
+        "",
+        "| data set | GPU | format | n | perfmodel (estimated) | roofline |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, d in gemm.items():
+        if name.startswith("_"):
+            continue
+        out.append(
+            f"| {name} | {d['gpu']} | {d['dtype']} | {d['n']} | {_cell(d['perfmodel (estimated)'])} | "
+            f"{_cell(d['roofline'])} |"
+        )
+    out.append(f"| all | | | {gemm['_all']['n']} | MdAPE {gemm['_all']['mdape']:.1f} | |")
+    out += [
+        "",
+        "**What each estimate is built from** (`perfmodel/calibrations/estimates.py`; published GEMM and "
+        "bandwidth figures only, each with its source):",
+        "",
+        "| architecture | written against | figures | assumptions |",
+        "|---|---|---|---|",
+    ]
+    from perfmodel.calibrations.estimates import ESTIMATES
+
+    for est in ESTIMATES.values():
+        out.append(
+            f"| {est.family} | {est.representative} | "
+            + "<br>".join(est.sources())
+            + " | "
+            + "<br>".join(est.assumptions)
+            + " |"
+        )
+    return "\n".join(out)
+
+
 def plot(rep: dict[str, Any], path: Path) -> None:
     """Predicted against measured, one panel per GEMM format and per recipe (log-log for times)."""
     import matplotlib
@@ -327,15 +442,20 @@ def main() -> int:
         return 1
     rep = evaluate(files)
     text = markdown(rep)
+    published = markdown_published(score_published_float8(), score_published_gemm())
     if args.json:
         print(json.dumps({k: rep[k] for k in ("gemm", "linear", "decisions", "counts", "fresh")}, indent=1))
     else:
         print(text)
+        print()
+        print(published)
     if args.write:
         doc = DOC.read_text()
-        head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+        for begin, end, body in ((BEGIN, END, text), (PUBLISHED_BEGIN, PUBLISHED_END, published)):
+            head, _, rest = doc.partition(begin)
+            _, _, tail = rest.partition(end)
+            doc = f"{head}{begin}\n{body}\n{end}{tail}"
+        DOC.write_text(doc)
         plot(rep, PNG)
         rep["calibration"].save(SHIPPED)
         print(f"wrote {DOC.relative_to(ROOT)}, {PNG.relative_to(ROOT)}, {SHIPPED.relative_to(ROOT)}")

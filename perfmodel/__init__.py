@@ -12,6 +12,7 @@ from .errors import (
     CalibrationError,
     InvalidShapeError,
     PerfModelError,
+    PerfModelWarning,
     ProfileError,
     UnknownFormatError,
     UnknownGPUError,
@@ -22,9 +23,25 @@ from .formats import FORMATS, Format, get_format
 from .gemm import gemm_bytes, gemm_flops, gemm_perfdata, gemm_time_s
 from .hardware import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
 from .perfdata import PerfData
+from .registry import provenance, time_model
+from .timemodel import ExpectedError, Provenance
 
 # Submodules reached as attributes (pm.float8.speedup, pm.proton.read) load on first use.
-_LAZY = ("float8", "proton", "plot", "calibrate", "recipes", "presets", "report", "moe", "bench", "compat")
+_LAZY = (
+    "float8",
+    "proton",
+    "plot",
+    "calibrate",
+    "recipes",
+    "presets",
+    "report",
+    "moe",
+    "bench",
+    "compat",
+    "registry",
+    "timemodel",
+    "calibrated_model",
+)
 
 
 def __getattr__(name: str):
@@ -40,13 +57,16 @@ __all__ = [
     "GPUS",
     "CalibrationError",
     "Efficiency",
+    "ExpectedError",
     "Format",
     "GPUSpec",
     "InvalidShapeError",
     "Peaks",
     "PerfData",
     "PerfModelError",
+    "PerfModelWarning",
     "ProfileError",
+    "Provenance",
     "UnknownFormatError",
     "UnknownGPUError",
     "UnknownRecipeError",
@@ -60,4 +80,6 @@ __all__ = [
     "get_gpu",
     "gpu_from_proton",
     "list_gpus",
+    "provenance",
+    "time_model",
 ]

@@ -25,12 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from ._counting import _gemm_bytes, resolve_scaling
 from .calibrated_model import (
     SCHEMA,
     CalibratedModel,
     CastParams,
     GemmParams,
     KernelParams,
+    ReferenceGPU,
     _key,
     alignment,
     load_calibration,
@@ -210,8 +212,6 @@ class Calibrator:
 
     def fit(self, dataset: Any) -> Calibrator:
         """Fit on ``dataset`` (a path, several paths or a loaded ``{meta, records}`` dict)."""
-        from .gemm import _gemm_bytes, resolve_scaling
-
         if not 0 <= self.heldout_fraction < 1:
             raise CalibrationError(f"heldout_fraction must be in [0, 1), got {self.heldout_fraction!r}")
         if not self.tiles:
@@ -261,17 +261,34 @@ class Calibrator:
             for r in data["records"]
             if r["op"] == "linear" and not is_heldout(r["M"], r["K"], r["N"], fraction=self.heldout_fraction)
         ]
-        meta = data.get("meta", {})
-        source = (
-            f"measured: {meta.get('command', 'python -m perfmodel.bench')}, {meta.get('gpu_name', spec.name)}, "
-            f"{meta.get('date', '?')}, torch {meta.get('torch', '?')}, torchao {meta.get('torchao', '?')}"
+        base = CalibratedModel(
+            gpu=spec.name,
+            gemm=gemm,
+            kernels=kernels,
+            source=_source(data.get("meta", {}), spec),
+            residuals=residuals,
+            reference=ReferenceGPU.from_spec(spec),
         )
-        base = CalibratedModel(gpu=spec.name, gemm=gemm, kernels=kernels, source=source, residuals=residuals)
         casts = _fit_casts(linear, base)
         self.model_ = dataclasses.replace(base, casts=casts, step_gemm_factors=_fit_step_gemm(linear, base, spec))
         self.gpu_ = dataclasses.replace(spec, calibration=self.model_)
         self.residuals_ = residuals
         return self
+
+
+def _source(meta: Mapping[str, Any], spec: GPUSpec) -> str:
+    """``measured: <gpu>, <dates>, torch .., torchao ..`` from the datasets' meta blocks (one or several)."""
+    parts = meta.get("parts", [meta])
+
+    def values(key: str) -> str:
+        found = sorted({str(p[key]) for p in parts if isinstance(p, Mapping) and p.get(key)})
+        return "/".join(found) or "?"
+
+    n = len(parts)
+    return (
+        f"measured: python -m perfmodel.bench ({n} dataset{'s' * (n > 1)}), {values('gpu_name')}, {values('date')}, "
+        f"torch {values('torch')}, torchao {values('torchao')}, CUDA {values('cuda')}"
+    )
 
 
 def _fit_kernels(records: Sequence[Mapping[str, Any]], spec: GPUSpec) -> KernelParams:

@@ -24,11 +24,12 @@ import dataclasses
 import importlib
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
-from .errors import PerfModelError
+from .errors import PerfModelError, PerfModelWarning
 
 __all__ = ["build_parser", "main"]
 
@@ -76,8 +77,20 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str) ->
 # ------------------------------------------------------------------------------------------------
 # gpus
 # ------------------------------------------------------------------------------------------------
+def _provenance_line(prov: Any) -> str:
+    """The one line printed under every answer: where it comes from and how sure it is."""
+    line = f"provenance: {prov.line()}"
+    if prov.kind == "roofline":
+        line += (
+            "\ncaveat: a roofline answer with spec-sheet peaks; where measured it overestimated float8 speedups "
+            "(docs/validation.md). Calibrate this GPU: python -m perfmodel.bench all, then perfmodel calibrate."
+        )
+    return line
+
+
 def _cmd_gpus(args: argparse.Namespace) -> int:
     from .hardware import GPUS
+    from .registry import provenance
 
     def tflops(gpu, fmt):
         return gpu.peak_flops_per_s(fmt) * 1e-12 if gpu.supports(fmt) else None
@@ -92,7 +105,9 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
             "mem_bw_tbps": g.mem_bw_bytes_per_s * 1e-12,
             "mem_gb": g.mem_bytes * 1e-9 if g.mem_bytes is not None else None,
             "num_sms": g.num_sms,
-            "calibrated": g.calibration is not None,
+            "power_w": g.power_w,
+            "calibrated": provenance(g).kind != "roofline",
+            "provenance": provenance(g).to_dict(),
         }
         for g in GPUS.values()
     ]
@@ -112,18 +127,24 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
             num(r["mem_bw_tbps"], ".2f"),
             num(r["mem_gb"], ".0f"),
             r["num_sms"],
-            "yes" if r["calibrated"] else "no",
+            num(r["power_w"], ".0f"),
+            r["provenance"]["kind"],
         )
         for r in records
     ]
     print(
         _table(
-            ("gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "memory GB", "SMs", "calibrated"), rows, "<<>>>>><"
+            ("gpu", "arch", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "memory GB", "SMs", "W", "time model"),
+            rows,
+            "<<>>>>>><",
         )
     )
     print(
         "Dense peaks (no 2:4 sparsity). Aliases and device names are accepted: --gpu h100, "
-        "--gpu 'NVIDIA H100 80GB HBM3'."
+        "--gpu 'NVIDIA H100 80GB HBM3'.\n"
+        "time model: measured (fitted on this GPU), transferred (a measured calibration of the same "
+        "architecture, rescaled by this GPU's spec), estimated (nearest measured architecture + published "
+        "GEMM and bandwidth figures), roofline (spec-sheet peaks only). Expected errors: docs/validation.md."
     )
     return 0
 
@@ -132,7 +153,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
 # gemm
 # ------------------------------------------------------------------------------------------------
 def _cmd_gemm(args: argparse.Namespace) -> int:
-    from .gemm import gemm_perfdata, time_model
+    from .gemm import gemm_perfdata
 
     pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, args.gpu, args.scaling, model=args.time_model)
     record = {
@@ -142,7 +163,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         "dtype": pd.dtype.name,
         "scaling": pd.meta["scaling"],
         "gpu": pd.gpu.name,
-        "time_model": time_model(pd.gpu, args.time_model).name,
+        "time_model": pd.meta["provenance"].time_model,
         "time_s": float(pd.time_s),
         "flops": float(pd.flops),
         "bytes": float(pd.bytes),
@@ -151,6 +172,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         "opint_flop_per_byte": float(pd.opint),
         "bound": str(pd.bound),
         "util": float(pd.util),
+        "provenance": pd.meta["provenance"].to_dict(),
     }
     if args.json:
         _print_json(record)
@@ -166,6 +188,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     print(f"  intensity  {record['opint_flop_per_byte']:12.1f} FLOP/B")
     print(f"  bound      {record['bound']:>12}")
     print(f"  util       {record['util']:12.1%}   of the roofline")
+    print(_provenance_line(pd.meta["provenance"]))
     return 0
 
 
@@ -212,7 +235,9 @@ def _cmd_float8(args: argparse.Namespace) -> int:
             ]
         _print_json(out)
         return 0
-    print(rep)
+    print(rep)  # ends with the provenance line
+    if rep.provenance is not None and rep.provenance.kind == "roofline":
+        print(_provenance_line(rep.provenance).splitlines()[-1])
     if args.kernels:
         for row in rep.rows:
             for r in ("bf16", *rep.recipes):
@@ -269,6 +294,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 def _cmd_break_even(args: argparse.Namespace) -> int:
     from . import float8
     from .hardware import get_gpu
+    from .registry import provenance
     from .report import parse_shape
 
     spec = get_gpu(args.gpu)
@@ -291,6 +317,7 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
                 "min_speedup": args.min_speedup,
                 "break_even_tokens": m,
                 "speedup_at": s_at,
+                "provenance": provenance(spec, args.time_model).to_dict(),
             }
         )
     if args.json:
@@ -310,6 +337,7 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
         for r in records
     ]
     print(_table(("K", "N", "break-even M", "at M=1024", "4096", "16384", "65536"), rows, ">>>>>>>"))
+    print(_provenance_line(provenance(spec, args.time_model)))
     return 0
 
 
@@ -441,7 +469,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            # the CLI prints each answer's provenance (and a caveat for roofline answers) itself
+            warnings.simplefilter("ignore", PerfModelWarning)
+            return int(args.func(args) or 0)
     except PerfModelError as exc:
         print(f"perfmodel: error: {exc}", file=sys.stderr)
         return 2

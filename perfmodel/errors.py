@@ -14,6 +14,7 @@ __all__ = [
     "CalibrationError",
     "InvalidShapeError",
     "PerfModelError",
+    "PerfModelWarning",
     "ProfileError",
     "UnknownFormatError",
     "UnknownGPUError",
@@ -53,6 +54,13 @@ class ProfileError(PerfModelError, ValueError):
 
 class CalibrationError(PerfModelError, ValueError):
     """A calibration dataset or file that cannot be used (empty, malformed, wrong GPU)."""
+
+
+class PerfModelWarning(UserWarning):
+    """An answer that is less sure than usual, e.g. a GPU with no calibrated model (roofline only).
+
+    Emitted once per GPU and cause; ``warnings.simplefilter("ignore", PerfModelWarning)`` silences it.
+    """
 
 
 def choices_message(

@@ -2,7 +2,7 @@
 
 ``linear_time(M, K, N, recipe)`` adds up the three GEMMs of a Linear's forward and backward
 (see :mod:`perfmodel.recipes` for shapes and the casting kernels each recipe launches), each
-priced by the GPU's time model (:func:`perfmodel.gemm.time_model`). The decision API compares a
+priced by the GPU's time model (:func:`perfmodel.registry.time_model`). The decision API compares a
 recipe with the bf16 baseline on the same model. Every function takes ints, floats, numpy
 arrays (a whole grid of shapes in one call) or sympy expressions.
 """
@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 
 from ._backend import check_shapes, check_size, namespace
+from ._counting import gemm_bytes, gemm_flops
 from .errors import PerfModelError, UnsupportedFormatError
 from .formats import get_format
-from .gemm import ModelLike, gemm_bytes, gemm_flops, time_model
 from .hardware import GPULike, GPUSpec, get_gpu
 from .perfdata import PerfData
 from .recipes import RECIPES, CastOptions, Kernel, Recipe, get_recipe, recipe_names
+from .registry import ModelLike, resolve
+from .timemodel import Provenance
 
 __all__ = [
     "RECIPES",
@@ -37,7 +39,7 @@ __all__ = [
     "linear_time",
     "module_filter",
     "recipe_names",
-    "report",
+    "report",  # noqa: F822  (handed on lazily by __getattr__ below)
     "should_use",
     "speedup",
     "supported_recipes",
@@ -70,7 +72,8 @@ class LinearTime:
     """Predicted fwd+bwd time of ``nn.Linear(K, N)`` on ``M`` tokens under one recipe.
 
     ``total_s = gemm_s + cast_s + launch_s``: the three GEMMs, the memory-bound cast kernels and
-    the tiny launch-only kernels, all in seconds.
+    the tiny launch-only kernels, all in seconds. ``provenance`` says where the time model comes
+    from (measured, transferred, estimated, roofline) and its expected error.
     """
 
     M: Any
@@ -85,6 +88,7 @@ class LinearTime:
     cast_s: Any
     launch_s: Any
     total_s: Any
+    provenance: Provenance | None = None
 
     @property
     def cast_bytes(self) -> Any:
@@ -106,7 +110,13 @@ class LinearTime:
             gpu=self.gpu,
             label=label or f"linear {self.recipe.name}",
             source="predicted",
-            meta={"M": self.M, "K": self.K, "N": self.N, "recipe": self.recipe.name},
+            meta={
+                "M": self.M,
+                "K": self.K,
+                "N": self.N,
+                "recipe": self.recipe.name,
+                "provenance": self.provenance,
+            },
         )
 
     def table(self) -> str:
@@ -197,7 +207,7 @@ def _linear_time(
 ) -> LinearTime:
     """:func:`linear_time` without the shape checks (callers have checked them once)."""
     rec, spec = get_recipe(recipe), get_gpu(gpu)
-    tm = time_model(spec, model)
+    tm, prov = resolve(spec, model)
     for d in rec.gemm_dtypes():
         if not spec.supports(d):
             raise UnsupportedFormatError(
@@ -243,6 +253,7 @@ def _linear_time(
         cast_s=cast_s,
         launch_s=launch_s,
         total_s=gemm_s + cast_s + launch_s,
+        provenance=prov,
     )
 
 
@@ -493,4 +504,12 @@ def _is_linear(module: Any) -> bool:
     return hasattr(module, "in_features") and hasattr(module, "out_features")  # duck-typed stand-ins
 
 
-from .report import report  # noqa: E402  (report prices layers with the functions above)
+def __getattr__(name: str) -> Any:
+    # ``perfmodel.float8.report`` is :func:`perfmodel.report.report`, which sits on the floor above
+    # (it prices whole models with the functions here). Handed on lazily, by name, so that importing
+    # float8 never imports the report: the layers stay one-way.
+    if name == "report":
+        import importlib
+
+        return importlib.import_module(f"{__package__}.report").report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,9 +25,10 @@ import numpy as np
 
 from ._backend import check_size
 from .errors import InvalidShapeError, PerfModelError
-from .gemm import ModelLike
 from .hardware import GPULike, get_gpu
 from .presets import ModelPreset, get_preset
+from .registry import ModelLike
+from .timemodel import Provenance
 
 __all__ = ["Report", "ReportRow", "ReportTotals", "parse_shape", "report"]
 
@@ -142,6 +143,7 @@ class Report:
         min_speedup: a recipe is enabled only from this speedup on.
         rows, totals: see :class:`ReportRow`, :class:`ReportTotals`.
         dynamic_shapes: priced for a dynamic token dimension (see :class:`perfmodel.recipes.CastOptions`).
+        provenance: where the time model comes from and its expected error (:class:`~perfmodel.timemodel.Provenance`).
     """
 
     title: str
@@ -153,6 +155,7 @@ class Report:
     rows: tuple[ReportRow, ...]
     totals: ReportTotals
     dynamic_shapes: bool = False
+    provenance: Provenance | None = None
 
     def enabled(self) -> dict[str, list[str]]:
         """decision -> the Linear names it applies to (``"bf16"``: kept in bf16)."""
@@ -173,6 +176,7 @@ class Report:
             "dynamic_shapes": self.dynamic_shapes,
             "rows": [r.to_dict() for r in self.rows],
             "totals": self.totals.to_dict(),
+            "provenance": None if self.provenance is None else self.provenance.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -382,6 +386,7 @@ def report(
         rows=tuple(rows),
         totals=totals,
         dynamic_shapes=dynamic_shapes,
+        provenance=base.provenance,
     )
 
 
@@ -469,4 +474,6 @@ def _format(rep: Report) -> str:
             f"Recommendation: keep bf16 — no recipe reaches {rep.min_speedup:g}x on any Linear at "
             f"{rep.tokens} tokens on {rep.gpu}."
         )
+    if rep.provenance is not None:
+        lines.append(f"provenance: {rep.provenance.line()}")
     return "\n".join(lines)

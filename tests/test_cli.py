@@ -30,14 +30,18 @@ def test_gpus_table_and_json(capsys):
     assert f"{h100.peak_flops_per_s('bf16') * 1e-12:.0f}" in line
     assert f"{h100.peak_flops_per_s('fp8') * 1e-12:.0f}" in line
     assert f"{h100.mem_bw_bytes_per_s * 1e-12:.2f}" in line and str(h100.num_sms) in line
+    assert line.rstrip().endswith("transferred") and " 700 " in line
+    assert next(line for line in out.splitlines() if line.startswith("H200 ")).rstrip().endswith("measured")
     a100 = next(line for line in out.splitlines() if line.startswith("A100-SXM-80GB"))
-    assert " - " in a100  # no fp8 on Ampere
+    assert " - " in a100 and a100.rstrip().endswith("estimated")  # no fp8 on Ampere
     code, out, _ = run(capsys, "gpus", "--json")
     data = json.loads(out)
     assert [d["name"] for d in data] == list(GPUS)
     h = next(d for d in data if d["name"] == "H100-SXM")
     assert h["bf16_dense_tflops"] == pytest.approx(h100.peak_flops_per_s("bf16") * 1e-12)
-    assert h["mem_gb"] == pytest.approx(h100.mem_bytes * 1e-9) and h["calibrated"] is False
+    assert h["mem_gb"] == pytest.approx(h100.mem_bytes * 1e-9) and h["calibrated"] is True
+    assert h["provenance"]["kind"] == "transferred" and h["provenance"]["expected_error"]["speedup_pct"] > 0
+    assert {d["provenance"]["kind"] for d in data} <= {"measured", "transferred", "estimated"}
 
 
 def test_gemm(capsys):
@@ -46,6 +50,7 @@ def test_gemm(capsys):
     assert code == 0
     assert f"{pd.time_s * 1e6:.2f} us" in out and f"{pd.tflops:.1f} TFLOP/s" in out
     assert "compute" in out and "H200" in out and "tensorwise scaling" in out
+    assert out.splitlines()[-1].startswith("provenance: measured — the H200 calibration")
     code, out, _ = run(capsys, "gemm", "16", "4096", "4096", "--json", "--time-model", "original")
     data = json.loads(out)
     ref = gemm_perfdata(16, 4096, 4096, "bf16", "H100", model="original")

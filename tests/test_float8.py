@@ -113,10 +113,13 @@ def test_linear_time_dynamic_reproduces_original_model():
 
 
 def test_linear_time_breakdown_roofline():
-    lt = f8.linear_time(M, K, N, "tensorwise", H100)
+    lt = f8.linear_time(M, K, N, "tensorwise", H100, model="roofline")
+    assert lt.provenance.kind == "roofline"
     assert [g.name for g in lt.gemms] == ["output", "grad_input", "grad_weight"]
     assert [(g.M, g.K, g.N) for g in lt.gemms] == [(M, K, N), (M, N, K), (K, M, N)]
-    assert lt.gemm_s == pytest.approx(sum(gemm_time_s(*s, "fp8", H100) for s in [(M, K, N), (M, N, K), (K, M, N)]))
+    assert lt.gemm_s == pytest.approx(
+        sum(gemm_time_s(*s, "fp8", H100, model="roofline") for s in [(M, K, N), (M, N, K), (K, M, N)])
+    )
     bw = 3.35e12 * 0.92
     # per tensor: amax reads 2n, the cast reads 2n and writes 2n (row + col major)
     assert lt.cast_bytes == 6 * M * K + 6 * N * K + 6 * M * N
@@ -129,7 +132,7 @@ def test_linear_time_breakdown_roofline():
 
 
 def test_speedup_by_hand_on_two_gpus():
-    for gpu in ("H100-SXM", "H100-PCIe"):  # roofline GPUs (the H200 is calibrated: see test_validation)
+    for gpu in ("H100-SXM", "H100-PCIe"):  # the roofline model (calibrated models: test_registry, test_validation)
         spec = pm.get_gpu(gpu)
         bf16 = 3 * 2 * M * K * N / spec.achievable_flops_per_s("bf16")
         fp8 = (
@@ -137,9 +140,10 @@ def test_speedup_by_hand_on_two_gpus():
             + (6 * (M * K + N * K + M * N)) / spec.achievable_mem_bw_bytes_per_s
             + 3 * spec.launch_overhead_s
         )
-        assert f8.speedup(M, K, N, "tensorwise", gpu) == pytest.approx(bf16 / fp8, rel=1e-9)
-        assert f8.should_use(M, K, N, "tensorwise", gpu) is True
-        assert f8.should_use(M, K, N, "tensorwise", gpu, min_speedup=bf16 / fp8 * 1.01) is False
+        rf = {"model": "roofline"}
+        assert f8.speedup(M, K, N, "tensorwise", gpu, **rf) == pytest.approx(bf16 / fp8, rel=1e-9)
+        assert f8.should_use(M, K, N, "tensorwise", gpu, **rf) is True
+        assert f8.should_use(M, K, N, "tensorwise", gpu, min_speedup=bf16 / fp8 * 1.01, **rf) is False
     # a tiny layer is launch-bound: float8 loses
     assert f8.speedup(64, 256, 256, "tensorwise", H100) < 1
     assert f8.should_use(64, 256, 256, "rowwise", H100) is False
@@ -152,9 +156,8 @@ def test_break_even_is_exact_on_the_model():
         assert f8.speedup(m, 4096, 4096, recipe, gpu) >= 1
         assert f8.speedup(m - 1, 4096, 4096, recipe, gpu) < 1
     arr = f8.break_even_tokens(np.array([1024, 4096, 8192]), np.array([1024, 4096, 28672]), "tensorwise", H100)
-    assert list(arr) == [
-        f8.break_even_tokens(k, n, "tensorwise", H100) for k, n in [(1024, 1024), (4096, 4096), (8192, 28672)]
-    ]
+    scalars = [f8.break_even_tokens(k, n, "tensorwise", H100) for k, n in [(1024, 1024), (4096, 4096), (8192, 28672)]]
+    assert list(arr) == [-1 if m is None else m for m in scalars]  # arrays say "never" as -1, scalars as None
     # never pays when the ask is impossible
     assert f8.break_even_tokens(4096, 4096, "tensorwise", H100, min_speedup=5.0) is None
 
@@ -303,6 +306,6 @@ def test_dynamic_shapes_option_reaches_every_entry_point():
         "rowwise",
     )
     # the roofline ignores it: same kernels, same bytes
-    assert f8.speedup(8192, 4096, 4096, "rowwise", "H100", dynamic_shapes=True) == f8.speedup(
-        8192, 4096, 4096, "rowwise", "H100"
+    assert f8.speedup(8192, 4096, 4096, "rowwise", "H100", dynamic_shapes=True, model="roofline") == f8.speedup(
+        8192, 4096, 4096, "rowwise", "H100", model="roofline"
     )

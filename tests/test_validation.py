@@ -80,7 +80,7 @@ def test_docs_tables_are_reproducible(validate, report):
 def test_shipped_calibration_is_the_fit(report):
     shipped = load_calibration(ROOT / "perfmodel" / "calibrations" / "h200.json")
     assert_close(report["calibration"].to_dict(), shipped.to_dict())
-    assert pm.get_gpu("H200").calibration.load().to_dict() == shipped.to_dict()
+    assert pm.time_model("H200").load().to_dict() == shipped.to_dict()
 
 
 def test_calibrated_beats_constant_fraction_rooflines(report):
@@ -102,7 +102,7 @@ def test_calibrated_beats_constant_fraction_rooflines(report):
 
 def test_h200_predicts_with_its_calibration_by_default():
     h200 = pm.get_gpu("H200")
-    assert h200.calibration is not None
+    assert pm.provenance(h200).kind == "measured"
     assert pm.gemm_time_s(4096, 4096, 4096, "bf16", h200) != pm.gemm_time_s(
         4096, 4096, 4096, "bf16", h200, model="roofline"
     )
@@ -112,4 +112,18 @@ def test_h200_predicts_with_its_calibration_by_default():
     # dynamic-shape compiles get the slower casts they measured
     assert float8.speedup(8192, 4096, 14336, "rowwise", h200, dynamic_shapes=True) < float8.speedup(
         8192, 4096, 14336, "rowwise", h200
+    )
+
+
+def test_measured_expected_error_is_the_reported_one(report):
+    from perfmodel.registry import EXPECTED_ERRORS
+
+    measured = EXPECTED_ERRORS["measured"]
+    worst_gemm = max(by_model["perfmodel calibrated"]["mdape"] for by_model in report["gemm"].values())
+    static = [by["perfmodel calibrated"]["mdape"] for row, by in report["linear"].items() if row.endswith("(static)")]
+    assert measured.gemm_time_pct == pytest.approx(worst_gemm, abs=0.05)
+    assert measured.speedup_pct == pytest.approx(max(static), abs=0.05)
+    clear = [d["perfmodel calibrated"] for row, d in report["decisions"].items() if row.endswith("(static)")]
+    assert measured.decisions_pct == pytest.approx(
+        100 * sum(c["agree_clear"] for c in clear) / sum(c["n_clear"] for c in clear), abs=0.5
     )

@@ -1,7 +1,10 @@
-"""Calibrations shipped with perfmodel: fitted model parameters per GPU, as JSON data files.
+"""Calibrations shipped with perfmodel: fitted model parameters per GPU architecture, as JSON data files.
 
-The hardware table refers to them through :class:`ShippedCalibration`, which reads its file on
-first use, so ``import perfmodel`` and ``get_gpu(...)`` read nothing from disk.
+:data:`MEASURED` maps an architecture (``GPUSpec.arch``) to the calibration fitted on measurements
+of one GPU of it; the registry (:mod:`perfmodel.registry`) applies it to every GPU of that
+architecture. Files are read on first use through :class:`ShippedCalibration`, so
+``import perfmodel`` and ``get_gpu(...)`` read nothing from disk. The measurements behind each file
+are in ``data/`` (README there: GPU, software, commands, date).
 """
 
 from __future__ import annotations
@@ -9,35 +12,43 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DIR", "ShippedCalibration"]
+from ..calibrated_model import CalibratedModel, load_calibration
+
+__all__ = ["DIR", "MEASURED", "ShippedCalibration"]
 
 #: where the shipped calibration files live
 DIR = Path(__file__).resolve().parent
 
+#: architecture -> the calibration file measured on a GPU of it
+MEASURED: dict[str, str] = {"90": "h200.json"}
+
 
 class ShippedCalibration:
-    """A :class:`perfmodel.gemm.TimeModel` backed by a shipped JSON file, loaded on first use."""
+    """A :class:`perfmodel.timemodel.TimeModel` backed by a shipped JSON file, loaded on first use.
+
+    ``from_registry``: handed out by the registry (a spec rebuilt with ``dataclasses.replace`` gets
+    the registry's model for its own fields, not this object pinned to it).
+    """
 
     name = "calibrated"
+    from_registry = True
 
     def __init__(self, filename: str) -> None:
         self.filename = filename
-        self._model: Any = None
+        self._model: CalibratedModel | None = None
 
     @property
     def path(self) -> Path:
         """The JSON file."""
         return DIR / self.filename
 
-    def load(self) -> Any:
-        """The :class:`perfmodel.calibrate.CalibratedModel` (read once, then cached)."""
+    def load(self) -> CalibratedModel:
+        """The :class:`perfmodel.calibrated_model.CalibratedModel` (read once, then cached)."""
         if self._model is None:
-            from ..calibrate import load_calibration
-
             self._model = load_calibration(self.path)
         return self._model
 
-    def __getattr__(self, attr: str) -> Any:  # gemm, kernels, residuals, source, params_for...
+    def __getattr__(self, attr: str) -> Any:  # gemm, kernels, residuals, source, reference, params_for...
         if attr.startswith("_"):
             raise AttributeError(attr)
         return getattr(self.load(), attr)
