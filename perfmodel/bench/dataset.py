@@ -46,6 +46,11 @@ REQUIRED_FIELDS: Mapping[str, tuple[str, ...]] = {
     "copy": ("bytes", "time_s"),
     "cast": ("bytes", "elements", "variant", "time_s"),
     "launch": ("kernel", "method", "time_s"),
+    # perfmodel.bench.layer: one decoder layer fwd+bwd
+    "layer": ("id", "recipe", "converted", "tokens", "step_time_s", "step_kernel_time_s", "kernels"),
+    # perfmodel.bench.dist: collectives and multi-GPU training steps
+    "collective": ("collective", "dtype", "bytes", "world_size", "time_s", "busbw_bytes_per_s"),
+    "train_step": ("config", "status", "parallel", "recipe"),
 }
 
 
@@ -184,6 +189,8 @@ def validate_dataset(data: Mapping[str, Any]) -> list[str]:
             problems.append(f"records[{i}].op is {op!r}; valid: {', '.join(REQUIRED_FIELDS)}")
             continue
         problems += [f"records[{i}] ({op}) lacks {f!r}" for f in REQUIRED_FIELDS[op] if f not in rec]
+        if rec.get("errors"):  # a failed config: its times are null by design
+            continue
         for f in ("time_s", "step_kernel_time_s"):
             if f in rec and not (isinstance(rec[f], (int, float)) and rec[f] > 0):
                 problems.append(f"records[{i}].{f} must be a positive number, got {rec[f]!r}")

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GEMM layout sweep on the GPU machine: every shape in bf16 rr / rc / cr plus fp8 e4m3 rc
+# (tensorwise, rowwise), timed with do_bench (events) and, in a second process, profiled for the
+# cuBLAS kernels it ran. See perfmodel/bench/gemm_layouts.py.
+#
+#   bash benchmarks/gpu_sweep_gemm_layouts.sh                 # full sweep (~4-7 min on an H200)
+#   bash benchmarks/gpu_sweep_gemm_layouts.sh --quick         # smoke test (~30 s)
+#   SEED=2026 SUFFIX=_fresh bash benchmarks/gpu_sweep_gemm_layouts.sh   # a fresh draw, same mix
+#
+# Writes under $OUT (default ./out): data/gemm_layouts_time$SUFFIX.json (timing "event"),
+# data/gemm_layouts_kernels$SUFFIX.json (timing "kernel"), log.txt. The two phases are separate
+# processes: the event times come from a process that never attached a profiler. Each flushes its
+# JSON as it goes and stops starting items at its budget, and the budgets shrink to end everything
+# before DEADLINE_S seconds (default 560; the device allows 600 per command). Summary table last.
+set -u
+OUT=${OUT:-out}
+QUICK=${1:-}
+SEED=${SEED:-0}
+SUFFIX=${SUFFIX:-}
+DEADLINE_S=${DEADLINE_S:-560}
+TIME_BUDGET_S=${TIME_BUDGET_S:-215}       # the time phase then ends within ~240 s
+KERNELS_BUDGET_S=${KERNELS_BUDGET_S:-160} # the kernels phase then ends within ~180 s
+mkdir -p "$OUT/data"
+export PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton_cache
+LOG="$OUT/log.txt"
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "cuda", torch.version.cuda,
+    "triton", triton.__version__, torch.cuda.get_device_name())'
+} 2>&1 | tee -a "$LOG"
+
+min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
+run() { python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --suffix "$SUFFIX" $QUICK 2>&1 | tee -a "$LOG"; }
+
+run plan --dry-run
+# time phase: keep ~180 s for the kernels phase, ~25 s for startup and the last item
+budget=$(min "$TIME_BUDGET_S" $(( DEADLINE_S - SECONDS - 180 - 25 )))
+if [ "$budget" -gt 5 ]; then
+  run time --budget-s "$budget"
+else
+  echo "no time left for the time phase (DEADLINE_S=$DEADLINE_S)" | tee -a "$LOG"
+fi
+# kernels phase: the items the time phase measured (same ids), in the same order
+budget=$(min "$KERNELS_BUDGET_S" $(( DEADLINE_S - SECONDS - 30 )))
+TIME_FILE="$OUT/data/gemm_layouts_time$SUFFIX.json"
+if [ "$budget" -gt 5 ]; then
+  if [ -f "$TIME_FILE" ]; then
+    run kernels --budget-s "$budget" --only-ids-from "$TIME_FILE"
+  else
+    run kernels --budget-s "$budget"
+  fi
+else
+  echo "no time left for the kernels phase (DEADLINE_S=$DEADLINE_S)" | tee -a "$LOG"
+fi
+echo "total ${SECONDS} s" | tee -a "$LOG"
+python3 -m perfmodel.bench.gemm_layouts summary --out "$OUT/data" --suffix "$SUFFIX" 2>&1 | tee -a "$LOG"
