@@ -2,7 +2,11 @@
 and, where ``triton.profiler.viewer`` and llnl-hatchet import, the official viewer on the same
 work (the seed's ``viewer.read`` + ``gf.filter(... IS LEAF)`` + sums).
 
-    python benchmarks/bench_proton.py [--kernels 100000] [--repeat 3] [--viewer-kernels 10000]
+    python benchmarks/bench_proton.py [--kernels 100000] [--repeat 3] [--viewer-kernels 10000] [--deep-levels 10000]
+
+``--deep-levels`` also times a profile whose one kernel sits under that many nested scopes: JSON nested
+deeper than Python's recursion limit, which perfmodel parses iteratively (no recursion-limit or stack
+change); 0 skips it.
 
 The viewer is much slower, so by default it runs on a smaller profile and its time is scaled
 linearly to the full size (the output says so). ``--viewer-kernels 0`` skips it.
@@ -55,6 +59,14 @@ def make_profile(n_kernels: int, *, seed: int = 0) -> list[Any]:
     return [node("ROOT", hints, [model]), {"CUDA": {str(i): _H200 for i in range(8)}}]
 
 
+def deep_profile_text(levels: int) -> str:
+    """A profile with one kernel under ``levels`` nested scopes, as JSON text (json.dumps would recurse)."""
+    head = '{"frame": {"name": "scope", "type": "function"}, "metrics": {}, "children": ['
+    metrics = {"time (ns)": 1000, "count": 1, "device_id": "0", "device_type": "CUDA", "flops16": 2, "bytes": 4}
+    leaf = json.dumps({"frame": {"name": "_matmul_deep", "type": "function"}, "metrics": metrics, "children": []})
+    return "[" + head * levels + leaf + "]}" * levels + ", " + json.dumps({"CUDA": {"0": _H200}}) + "]"
+
+
 def best_of(fn: Any, repeat: int) -> tuple[float, Any]:
     best, result = float("inf"), None
     for _ in range(repeat):
@@ -89,8 +101,17 @@ def main() -> int:
         default=10_000,
         help="profile size for the viewer (scaled to --kernels); 0 skips it",
     )
+    parser.add_argument("--deep-levels", type=int, default=10_000, help="nesting of the deep profile; 0 skips it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.deep_levels > 0:
+            deep = Path(tmp) / "deep.hatchet"
+            deep.write_text(deep_profile_text(args.deep_levels))
+            t_deep, totals = best_of(lambda: ours(deep), args.repeat)
+            print(
+                f"perfmodel.proton: 1 kernel under {args.deep_levels} nested scopes "
+                f"({deep.stat().st_size / 1e6:.1f} MB): read+perfdata best of {args.repeat}: {t_deep:.3f} s"
+            )
         path = Path(tmp) / "big.hatchet"
         path.write_text(json.dumps(make_profile(args.kernels)))
         mb = path.stat().st_size / 1e6

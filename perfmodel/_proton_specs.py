@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ._files import short, short_repr
 from ._gpu_table import TABLE
 from ._specs import AMD_DEFAULT_EFFICIENCY, NVIDIA_DEFAULT_EFFICIENCY, GPUSpec, Peaks, default_efficiency
 from .errors import ProfileError, UnknownGPUError
@@ -30,10 +31,16 @@ _CUDA_FP8_FLOPS = {
     "90": lambda sms, khz: sms / 114 * khz / 1755e3 * 1513e12,  # scaled from H100 PCIe (114 SMs, 1755 MHz)
     "100": lambda sms, khz: sms * 16384 * khz * 1e3,  # 16384 fp8 FLOP/clk/SM
 }
-#: HIP: fp8 matrix FLOP per clock per CU (gfx90a: the int8 rate; CDNA 2 has no fp8).
+#: HIP: fp8 matrix FLOP per clock per CU (gfx90a: the int8 rate; CDNA 2 has no fp8, so Proton's
+#: 8-bit roof there is int8's and flops8 is placed against it).
 _HIP_FP8_FLOPS_PER_CLK_PER_CU = {"gfx90a": 1024, "gfx942": 4096, "gfx950": 8192}
 #: HIP peak bandwidth per arch, B/s (Proton ignores bus width and memory clock on HIP).
 _HIP_MEM_BW = {"gfx90a": 3.2e12, "gfx942": 5.3e12, "gfx950": 8.0e12}
+#: MI300 (CDNA 3) ids of early parts, priced as gfx942. Triton 3.6 lists only gfx942; its earlier viewer
+#: treated gfx941 as gfx942 (`elif arch == "gfx941" or arch == "gfx942"`, third_party/proton/proton/viewer.py
+#: @ f65efe4f4c2571886e30d7d6c6bb7bd09d53ec22, github.com/triton-lang/triton), and LLVM's AMDGPU processor
+#: table (llvm.org/docs/AMDGPUUsage.html) lists gfx940, gfx941 and gfx942 as CDNA 3. The spec keeps its arch.
+_HIP_ALIASES = {"gfx940": "gfx942", "gfx941": "gfx942"}
 #: formats a Proton-derived spec gets when no table entry fits (fp32 is not a Proton width).
 _ARCH_FORMATS = {
     "80": ("tf32", "bf16", "fp16", "int8"),
@@ -52,13 +59,19 @@ def _known_archs(device_type: str) -> list[str]:
     return sorted(_CUDA_FP8_FLOPS if device_type == "CUDA" else _HIP_FP8_FLOPS_PER_CLK_PER_CU)
 
 
+def _formula_arch(device_type: str, arch: str) -> str:
+    """The arch whose formula prices ``arch`` (itself, or gfx942 for the MI300 ids gfx940 and gfx941)."""
+    return _HIP_ALIASES.get(arch, arch) if device_type == "HIP" else arch
+
+
 def _check_arch(device_type: str, arch: str) -> None:
     if device_type not in ("CUDA", "HIP"):
-        raise UnknownGPUError(f"unknown Proton device type {device_type!r}; valid: CUDA, HIP.")
-    if arch not in _known_archs(device_type):
+        raise UnknownGPUError(f"unknown Proton device type {short(repr(device_type))}; valid: CUDA, HIP.")
+    if _formula_arch(device_type, arch) not in _known_archs(device_type):
+        aliases = " (and gfx940, gfx941: MI300 ids, priced as gfx942)" if device_type == "HIP" else ""
         raise UnknownGPUError(
-            f"no Proton peak formula for {device_type} arch {arch!r}; known {device_type} archs: "
-            f"{', '.join(_known_archs(device_type))} (those of triton.profiler.specs in Triton 3.6). "
+            f"no Proton peak formula for {device_type} arch {short(repr(arch))}; known {device_type} archs: "
+            f"{', '.join(_known_archs(device_type))}{aliases}, those of triton.profiler.specs in Triton 3.6. "
             "Use get_gpu(<name>) or build a GPUSpec for this GPU."
         )
 
@@ -76,7 +89,7 @@ def proton_peak_flops_per_s(device_type: str, arch: str, width: int, num_sms: in
     """
     _check_arch(device_type, arch)
     if device_type == "HIP":
-        fp8 = _HIP_FP8_FLOPS_PER_CLK_PER_CU[arch] * num_sms * clock_khz * 1e3
+        fp8 = _HIP_FP8_FLOPS_PER_CLK_PER_CU[_formula_arch(device_type, arch)] * num_sms * clock_khz * 1e3
     else:
         fp8 = _CUDA_FP8_FLOPS[arch](num_sms, clock_khz)
     return fp8 / (width / 8)
@@ -89,13 +102,15 @@ def proton_mem_bw_bytes_per_s(device_type: str, arch: str, bus_width_bits: int, 
     """
     _check_arch(device_type, arch)
     if device_type == "HIP":
-        return _HIP_MEM_BW[arch]
+        return _HIP_MEM_BW[_formula_arch(device_type, arch)]
     return 2 * bus_width_bits * mem_clock_khz * 1e3 / 8
 
 
 def _parse_device_info(device_type: Any, device_info: Mapping[str, Any]) -> tuple[str, str, dict[str, float]]:
     if not isinstance(device_type, str):
-        raise ProfileError(f"Proton device_type must be a string such as 'CUDA' or 'HIP', got {device_type!r}")
+        raise ProfileError(
+            f"Proton device_type must be a string such as 'CUDA' or 'HIP', got {short_repr(device_type)}"
+        )
     dtype = device_type.strip().upper()
     if not isinstance(device_info, Mapping):
         raise ProfileError(f"Proton device_info must be a mapping, got {type(device_info).__name__}")
@@ -103,19 +118,20 @@ def _parse_device_info(device_type: Any, device_info: Mapping[str, Any]) -> tupl
     if missing:
         raise ProfileError(
             f"Proton device_info lacks {', '.join(repr(k) for k in missing)} (has: "
-            f"{', '.join(map(repr, device_info)) or 'nothing'}). Pass one device's entry of the profile's "
+            f"{short(', '.join(short(repr(k), 40) for k in list(device_info)[:20])) or 'nothing'}). "
+            "Pass one device's entry of the profile's "
             "metadata, e.g. meta['CUDA']['0'] = {'arch': '90', 'num_sms': 132, 'clock_rate': ..., "
             "'memory_clock_rate': ..., 'bus_width': ...}."
         )
     arch = device_info["arch"]
     if isinstance(arch, bool) or not isinstance(arch, (str, int)) or not str(arch).strip():
-        raise ProfileError(f"Proton device_info 'arch' must be a string like '90' or 'gfx942', got {arch!r}")
+        raise ProfileError(f"Proton device_info 'arch' must be a string like '90' or 'gfx942', got {short_repr(arch)}")
     arch = str(arch).strip().split(":")[0].lower()  # "gfx942:sramecc+:xnack-" -> "gfx942"
     numbers: dict[str, float] = {}
     for key in _PROTON_KEYS[1:]:
         value = device_info[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < float("inf")):
-            raise ProfileError(f"Proton device_info {key!r} must be a positive number, got {value!r}")
+            raise ProfileError(f"Proton device_info {key!r} must be a positive number, got {short_repr(value)}")
         numbers[key] = value
     if numbers["num_sms"] != int(numbers["num_sms"]):
         raise ProfileError(f"Proton device_info 'num_sms' must be a whole number, got {numbers['num_sms']!r}")
@@ -173,13 +189,14 @@ def gpu_from_proton(device_type: str, device_info: Mapping[str, Any]) -> GPUSpec
     dtype, arch, info = _parse_device_info(device_type, device_info)
     entry = _table_match(dtype, arch, info)
     sms, khz = info["num_sms"], info["clock_rate"]
-    names = entry.peaks.supported() if entry is not None else list(_ARCH_FORMATS[arch])
+    names = entry.peaks.supported() if entry is not None else list(_ARCH_FORMATS[_formula_arch(dtype, arch)])
     peaks = {n: proton_peak_flops_per_s(dtype, arch, FORMATS[n].proton_width, sms, khz) for n in names if n != "fp32"}
     bw = proton_mem_bw_bytes_per_s(dtype, arch, info["bus_width"], info["memory_clock_rate"])
     bw_how = (
         f"{_PROTON_SOURCE}: 2 * bus_width * memory_clock_rate * 1e3 / 8"
         if dtype == "CUDA"
-        else f"{_PROTON_SOURCE}: Proton's constant for {arch}"
+        else f"{_PROTON_SOURCE}: Proton's constant for {_formula_arch(dtype, arch)}"
+        + (f" ({arch}: an MI300 id, priced as gfx942)" if arch in _HIP_ALIASES else "")
     )
     derived = {
         "mem_bw_bytes_per_s": bw_how,

@@ -14,8 +14,8 @@ script did, without importing torch or triton.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -67,17 +67,22 @@ def batches_from_ranges(ranges: Iterable[Sequence[int]]) -> list[int]:
     return list(chain.from_iterable(range(*r) for r in ranges))
 
 
-def read_log_metadata(path: str | os.PathLike[str]) -> list[LogEntry]:
+def read_log_metadata(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> list[LogEntry]:
     """Parse ``log_metadata.json``: a list of ``[name, log_dir, draw_roofline]``. Relative log
     folders are relative to the current directory (as in the original script).
 
+    Only a regular file of at most 64 MiB is read (``max_bytes`` or ``$PERFMODEL_MAX_FILE_BYTES``
+    override the limit).
+
     Raises:
+        FileRefusedError: not a regular file (FIFO, device, folder), or above the size limit.
         ProfileError: unreadable file or another layout (the message names the file).
     """
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ProfileError(f"{path}: cannot read the log metadata ({exc})") from None
+    from ._files import DATA_MAX_BYTES, load_json
+
+    data = load_json(
+        path, what="log metadata", error=ProfileError, limit_bytes=max_bytes, default_limit_bytes=DATA_MAX_BYTES
+    )
     ok = (
         isinstance(data, list)
         and data
@@ -197,6 +202,16 @@ def _ranges(text: str) -> list[tuple[int, int, int]]:
     return out  # type: ignore[return-value]
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 1")
+    return value
+
+
 def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``perfmodel roofline`` on an argparse ``subparsers``; returns its parser."""
     fmt = ",".join(":".join(map(str, r)) for r in MOE_BATCH_RANGES)
@@ -207,7 +222,14 @@ def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
         "log of log_metadata.json and draw TFLOP/s against tokens per expert.",
     )
     p.add_argument("--log-metadata", "-m", required=True, help="JSON list of [name, log_dir, draw_roofline]")
-    p.add_argument("--output", "-o", default="perf.png", help="chart file (default perf.png)")
+    p.add_argument(
+        "--output",
+        "-o",
+        default="perf.png",
+        help="chart file, format from the extension (png, pdf, svg, ...; '-': PNG to standard output); "
+        "an existing file is replaced only with --force; never an input (default perf.png)",
+    )
+    p.add_argument("--force", action="store_true", help="replace the chart file if it exists")
     p.add_argument(
         "--dtype",
         "-d",
@@ -233,12 +255,12 @@ def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
         "--batch-ranges", type=_ranges, default=list(MOE_BATCH_RANGES), help=f"start:stop:step,... (default {fmt})"
     )
     p.add_argument("--name", default="llama4-maverick", help="model folder name (default llama4-maverick)")
-    p.add_argument("--dim1", type=int, default=5120, help="hidden size (default 5120; recorded only)")
-    p.add_argument("--dim2", type=int, default=8192, help="expert FFN size (default 8192)")
-    p.add_argument("--n-expts-tot", type=int, default=128, help="experts in total (default 128)")
-    p.add_argument("--n-expts-act", type=int, default=4, help="experts per token (default 4)")
-    p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    p.add_argument("--ep", type=int, default=1, help="expert parallel degree (default 1)")
+    p.add_argument("--dim1", type=_positive_int, default=5120, help="hidden size (default 5120; recorded only)")
+    p.add_argument("--dim2", type=_positive_int, default=8192, help="expert FFN size (default 8192)")
+    p.add_argument("--n-expts-tot", type=_positive_int, default=128, help="experts in total (default 128)")
+    p.add_argument("--n-expts-act", type=_positive_int, default=4, help="experts per token (default 4)")
+    p.add_argument("--tp", type=_positive_int, default=1, help="tensor parallel degree (default 1)")
+    p.add_argument("--ep", type=_positive_int, default=1, help="expert parallel degree (default 1)")
     p.add_argument("--gpu", default=None, help="GPU name for the roofs when profiles lack device metadata")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print per-batch numbers")
     p.set_defaults(func=run_roofline)
@@ -268,11 +290,16 @@ def _native_mx4_from_profiles(entries: Sequence[LogEntry], args: argparse.Namesp
 
 def run_roofline(args: argparse.Namespace) -> int:
     """Run ``perfmodel roofline``; returns the exit status (0, or 1 after printing the error)."""
-    from .plot import save
+    from ._files import check_output, is_stdout
+    from .plot import image_format, save
 
+    to_stdout = is_stdout(args.output)
+    log = sys.stderr if to_stdout else sys.stdout  # with -o -, standard output carries the PNG only
     try:
         if args.dim2 % args.tp:
             raise PerfModelError(f"--dim2 {args.dim2} is not divisible by --tp {args.tp}")
+        check_output(args.output, force=args.force, inputs=[args.log_metadata])  # before any work
+        image_format(args.output)
         entries = read_log_metadata(args.log_metadata)
         batches = batches_from_ranges(args.batch_ranges)
         if not batches:
@@ -284,23 +311,30 @@ def run_roofline(args: argparse.Namespace) -> int:
             if native is None:
                 native = _native_mx4_from_profiles(entries, args, batches)
             x_dtype, w_dtype = ("fp8" if native else "bf16"), "mx4"
-        ax = roofline_chart(
-            entries,
-            batches,
-            name=args.name,
-            x_dtype=x_dtype,
-            w_dtype=w_dtype,
-            n_expts_tot=args.n_expts_tot,
-            n_expts_act=args.n_expts_act,
-            tp=args.tp,
-            ep=args.ep,
-            gpu=args.gpu,
-            verbose=not args.quiet,
-        )
-        out = save(ax, args.output)
+        inputs = [args.log_metadata] + [
+            str(profile_path(e.log_dir, args.name, x_dtype, w_dtype, b, tp=args.tp, ep=args.ep))
+            for e in entries
+            for b in batches
+        ]
+        check_output(args.output, force=args.force, inputs=inputs)
+        with contextlib.redirect_stdout(log):
+            ax = roofline_chart(
+                entries,
+                batches,
+                name=args.name,
+                x_dtype=x_dtype,
+                w_dtype=w_dtype,
+                n_expts_tot=args.n_expts_tot,
+                n_expts_act=args.n_expts_act,
+                tp=args.tp,
+                ep=args.ep,
+                gpu=args.gpu,
+                verbose=not args.quiet,
+            )
+        out = save(ax, args.output, force=args.force, inputs=inputs)
     except PerfModelError as exc:
         print(f"perfmodel roofline: error: {exc}", file=sys.stderr)
         return 1
     if not args.quiet:
-        print(f"wrote {out}")
+        print(f"wrote {'standard output' if to_stdout else out}", file=log)
     return 0

@@ -7,18 +7,19 @@ FLOP/byte, performance in TFLOP/s (1e12 FLOP/s), bandwidth in TB/s (1e12 B/s).
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import PerfModelError
+from .errors import FileRefusedError, PerfModelError
 from .formats import FormatLike, get_format
 from .hardware import GPULike, get_gpu
 from .perfdata import PerfData
 
-__all__ = ["batch_roofline", "roofline", "save"]
+__all__ = ["batch_roofline", "image_format", "image_formats", "roofline", "save"]
 
 _ROOF_COLORS = ("tab:gray", "tab:brown", "tab:olive", "tab:cyan", "tab:pink")
 _POINT_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
@@ -243,13 +244,66 @@ def _draw_roof(ax: Any, xs: list[float], pts: list[PerfData], prefix: str, color
         ax.plot(cx, [peak, peak], "-.", color=color, lw=1.2, label=f"{prefix}Compute-bound  ({peak:.0f} TFLOP/s)")
 
 
-def save(fig_or_ax: Any, path: str | os.PathLike[str], *, dpi: int | None = None, close: bool = True) -> Path:
-    """Write a figure (or the figure of an ``Axes``) to ``path`` (format from the suffix); closes
-    it unless ``close=False``. Returns the path."""
+def image_formats() -> dict[str, str]:
+    """The image formats matplotlib writes, ``{extension: description}`` (``png``, ``pdf``, ``svg``, ...)."""
+    _pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return dict(FigureCanvasBase.get_supported_filetypes())
+
+
+def image_format(path: str | os.PathLike[str]) -> str:
+    """The image format of an output path: its extension, lower-cased (``"-"``, standard output: png).
+
+    Raises:
+        FileRefusedError: an extension matplotlib does not write (the message lists the ones it does).
+    """
+    from ._files import is_stdout, short
+
+    name = os.fspath(path)
+    if is_stdout(name):
+        return "png"
+    ext = Path(name).suffix.lower().lstrip(".")
+    formats = image_formats()
+    if ext not in formats:
+        shown = repr(short(ext, 40)) if ext else "none"
+        raise FileRefusedError(
+            f"{name}: unknown image format (extension {shown}); matplotlib writes "
+            f"{', '.join(sorted(formats))}. Name the file e.g. roofline.png or roofline.pdf."
+        )
+    return ext
+
+
+def save(
+    fig_or_ax: Any,
+    path: str | os.PathLike[str],
+    *,
+    dpi: int | None = None,
+    close: bool = True,
+    force: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+) -> Path:
+    """Write a figure (or the figure of an ``Axes``) to ``path``, format from the extension; closes it
+    unless ``close=False``. Returns the path.
+
+    The image is rendered in memory and written atomically (:func:`perfmodel._files.write_atomic`):
+    an existing file is replaced only with ``force=True``, a path that is one of ``inputs`` is
+    refused, a missing folder is an error (never created), ``"-"`` writes PNG to standard output.
+
+    Raises:
+        FileRefusedError: unknown extension (lists matplotlib's), file exists (without ``force``), is
+            an input, or its folder does not exist.
+    """
+    from ._files import check_output, write_atomic
+
+    fmt = image_format(path)
+    check_output(path, force=force, inputs=inputs)  # before rendering
     fig = fig_or_ax if hasattr(fig_or_ax, "savefig") else fig_or_ax.figure
-    out = Path(path)
-    fig.tight_layout()
-    fig.savefig(out, dpi=dpi)
-    if close:
-        _pyplot().close(fig)
-    return out
+    buffer = io.BytesIO()
+    try:
+        fig.tight_layout()
+        fig.savefig(buffer, dpi=dpi, format=fmt)
+    finally:
+        if close:
+            _pyplot().close(fig)
+    return write_atomic(path, buffer.getvalue(), force=force, inputs=inputs)

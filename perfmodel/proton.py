@@ -29,7 +29,6 @@ Counting rules (stated once for the module):
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -37,23 +36,25 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from ._files import short, short_repr
 from ._hatchet import (
     _BYTES,
     _COUNT,
-    _DEVICE_ID,
     _DEVICE_TYPE,
     _FLOPS,
     _IGNORE,
+    _MAX_METRIC,
     _NS_PER,
     _TIME,
     _classify,
     _fail,
     _load_json,
-    _number,
+    _metric_value,
+    _node_where,
 )
-from .errors import PerfModelError, ProfileError
-from .formats import Format, FormatLike
-from .hardware import GPULike, GPUSpec
+from .errors import PerfModelError, ProfileError, UnknownGPUError
+from .formats import Format, FormatLike, get_format
+from .hardware import GPULike, GPUSpec, get_gpu
 from .perfdata import PerfData, bitwidth_format
 
 __all__ = ["LAUNCH_METADATA_FRAME", "Kernel", "Profile", "read"]
@@ -119,6 +120,8 @@ class Profile:
         key_kinds: dict[str, tuple[int, Any]] = {}  # metric name -> meaning, classified once
         extras: dict[int, tuple[int, str | None, str | None]] = {}  # kernel -> count, type, id
         path = self.path
+        IGNORE, FLOPS, BYTES, COUNT, TIME, DEVICE_TYPE = _IGNORE, _FLOPS, _BYTES, _COUNT, _TIME, _DEVICE_TYPE
+        max_metric = _MAX_METRIC
         stack: list[tuple[Any, int, int]] = [(r, -1, 0) for r in reversed(roots)]
         while stack:
             node, parent, depth = stack.pop()
@@ -132,16 +135,10 @@ class Profile:
             if name == LAUNCH_METADATA_FRAME:
                 continue
             if not isinstance(metrics, dict):
-                raise _fail(path, f"frame {name!r} has no 'metrics' object")
+                raise _fail(path, f"{_node_where(names, parents, parent, name)} has no 'metrics' object")
             children = node.get("children", [])
             if not isinstance(children, list):
-                raise _fail(path, f"frame {name!r}: 'children' is not a list")
-            index = len(names)
-            names.append(name)
-            parents.append(parent)
-            n_children.append(0)
-            if parent >= 0:
-                n_children[parent] += 1
+                raise _fail(path, f"{_node_where(names, parents, parent, name)}: 'children' is not a list")
             hint_root = parent < 0 and name == "ROOT"
             time_raw = 0
             is_kernel = False
@@ -153,33 +150,64 @@ class Profile:
                 if kind is None:
                     kind = key_kinds[raw_key] = _classify(raw_key)
                 code = kind[0]
-                if code == _IGNORE:
+                if code == IGNORE:
                     continue
-                if code == _DEVICE_TYPE:
-                    dtype = str(value)
+                tv = type(value)
+                if code >= DEVICE_TYPE:  # device_type or device_id: a string (or a 3.0 integer)
+                    if tv is not str:
+                        if tv is not int:
+                            raise _fail(
+                                path,
+                                f"{_node_where(names, parents, parent, name)}: metric {short(raw_key, 60)!r} is "
+                                f"{short_repr(value)}, expected a string or an integer",
+                            )
+                        value = str(value)
+                    if code == DEVICE_TYPE:
+                        dtype = value
+                    else:
+                        did = value
                     continue
-                if code == _DEVICE_ID:
-                    did = str(value)
-                    continue
-                if type(value) is not int and (type(value) is not float or not math.isfinite(value)):
-                    value = _number(value, raw_key, f"{path}: frame {name!r}")
-                if code == _FLOPS:
+                if (tv is not int and tv is not float) or not 0 <= value <= max_metric:
+                    try:  # lists (3.8 array metrics), or a bad value
+                        value = _metric_value(value)
+                    except ValueError as exc:
+                        where = _node_where(names, parents, parent, name)
+                        raise _fail(path, f"{where}: metric {short(raw_key, 60)!r} {exc}") from None
+                if code == FLOPS:
                     if hint_root and value == 0:
                         continue
                     if flops is None:
                         flops = {}
                     flops[kind[1]] = flops.get(kind[1], 0) + value
-                elif code == _BYTES:
+                elif code == BYTES:
                     nbytes = value
-                elif code == _COUNT:
+                elif code == COUNT:
+                    if tv is not int and value != int(value):
+                        where = _node_where(names, parents, parent, name)
+                        raise _fail(
+                            path, f"{where}: metric {short(raw_key, 60)!r} is {value!r}, expected a whole number"
+                        )
                     count = int(value)
-                elif code == _TIME:
+                elif code == TIME:
                     if hint_root and value == 0:
                         continue
+                    if value <= 0:
+                        where = _node_where(names, parents, parent, name)
+                        raise _fail(
+                            path,
+                            f"{where}: metric {short(raw_key, 60)!r} is {value!r}, expected a device time > 0 "
+                            "(Proton overflowed a counter?)",
+                        )
                     if kind[1] != "ns":
                         value = value * _NS_PER[kind[1]]
                     time_raw = value
                     is_kernel = True
+            index = len(names)
+            names.append(name)
+            parents.append(parent)
+            n_children.append(0)
+            if parent >= 0:
+                n_children[parent] += 1
             node_time.append(time_raw)
             node_flops.append(flops)
             node_bytes.append(nbytes)
@@ -247,12 +275,18 @@ class Profile:
             if len(ids) != 1:
                 raise _fail(
                     self.path,
-                    f"no device metadata for {device_type}:{device_id}; "
-                    f"devices in the file: {ids or 'none'}. Pass gpu=.",
+                    f"no device metadata for {short(device_type, 40)}:{short(device_id, 40)}; "
+                    f"devices in the file: {short(ids or 'none')}. Pass gpu=.",
                 )
             device_type, device_id = ids[0]
             info = types[device_type][device_id]
-        return gpu_from_proton(device_type, info)
+        where = f"device {short(device_type, 40)}:{short(device_id, 40)}"
+        try:
+            return gpu_from_proton(device_type, info)
+        except ProfileError as exc:
+            raise _fail(self.path, f"{where}: {exc}") from None
+        except UnknownGPUError as exc:
+            raise UnknownGPUError(f"{self.path}: {where}: {exc}") from None
 
     def _resolve(self, gpu: GPULike | None, devices: Iterable[tuple[str | None, str | None]], what: str) -> GPULike:
         if gpu is not None:
@@ -270,6 +304,12 @@ class Profile:
                 f"{what} ran on different GPU models ({', '.join(sorted(specs))}); pass gpu= or a narrower pattern",
             )
         return next(iter(specs.values()))
+
+    def _regex(self, pattern: str, what: str) -> re.Pattern[str]:
+        try:
+            return re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise _fail(self.path, f"invalid {what} pattern {short_repr(pattern)}: {exc}") from None
 
     def perfdata(
         self,
@@ -289,7 +329,8 @@ class Profile:
         Sums: ``time_s`` (seconds) = sum of the kernels' device time; ``flops`` = FLOP over all
         bit widths; ``bytes`` = bytes. ``dtype`` defaults to the format of the bit width carrying
         the most FLOPs (ties go to the narrower width, whose higher peak never overstates
-        utilisation): 16 -> bf16, 8 -> fp8_e4m3, 32 -> tf32, 4 -> mxfp4; with no FLOPs at all,
+        utilisation): 16 -> bf16, 8 -> fp8_e4m3 (int8 on a GPU without fp8, e.g. MI200 or A100: the
+        8-bit roof Proton uses there), 32 -> tf32, 4 -> mxfp4; with no FLOPs at all,
         bf16 (the compute roof is then irrelevant to ``util``). ``gpu`` defaults to the GPU of
         the matched kernels' devices.
 
@@ -297,10 +338,7 @@ class Profile:
             ProfileError: nothing matches (the message lists some kernel names), the GPU is
                 unknown, or the sums are negative (a Proton overflow).
         """
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise ProfileError(f"invalid kernel-name pattern {pattern!r}: {exc}") from None
+        regex = self._regex(pattern, "kernel-name")
         names, n_children = self._names, self._n_children
         matches: dict[str, bool] = {}  # kernel names repeat: match each distinct name once
         picked = []
@@ -313,7 +351,7 @@ class Profile:
                 picked.append(i)
         if not picked:
             sample = sorted({names[i] for i in self._kernel_nodes})
-            shown = ", ".join(repr(n) for n in sample[:8]) + (", ..." if len(sample) > 8 else "")
+            shown = ", ".join(repr(short(n, 80)) for n in sample[:8]) + (", ..." if len(sample) > 8 else "")
             leaf = " leaf" if leaves_only else ""
             raise _fail(
                 self.path,
@@ -344,7 +382,7 @@ class Profile:
         Raises:
             ProfileError: a ``pattern`` matches no scope, or the GPU is unknown.
         """
-        regex = re.compile(pattern) if pattern is not None else None
+        regex = self._regex(pattern, "scope-name") if pattern is not None else None
         names, parents = self._names, self._parents
         kernel_set = set(self._kernel_nodes)
         groups: dict[str, list[int]] = {}
@@ -380,7 +418,7 @@ class Profile:
                 meta={"scope": name, "kernels": len(kernels)},
             )
         if pattern is not None and not out:
-            sample = sorted({n for i, n in enumerate(names) if i not in kernel_set})[:8]
+            sample = [short(n, 80) for n in sorted({n for i, n in enumerate(names) if i not in kernel_set})[:8]]
             raise _fail(self.path, f"no scope with kernel time matches {pattern!r}; scopes: {sample}")
         return out
 
@@ -410,45 +448,68 @@ class Profile:
                 f"{label!r}: time {time_s} s, flops {flops}, bytes {nbytes}: negative "
                 "or zero sums (Proton overflowed a counter?)",
             )
-        fmt = dtype if dtype is not None else _default_format(by_width, self.path, label)
-        return PerfData(
-            time_s=time_s,
-            flops=flops,
-            bytes=nbytes,
-            dtype=fmt,
-            gpu=gpu,
-            label=label,
-            source="measured",
-            meta={**meta, "flops_by_width": dict(by_width), "profile": self.path},
-        )
+        fmt = dtype if dtype is not None else _default_format(by_width, self.path, label, gpu)
+        try:
+            return PerfData(
+                time_s=time_s,
+                flops=flops,
+                bytes=nbytes,
+                dtype=fmt,
+                gpu=gpu,
+                label=label,
+                source="measured",
+                meta={**meta, "flops_by_width": dict(by_width), "profile": self.path},
+            )
+        except PerfModelError as exc:  # e.g. a dtype= the GPU has no peak for: say which file and selection
+            raise type(exc)(f"{self.path}: {short(label, 80)!r}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"Profile({self.path!r}, {len(self._kernel_nodes)} kernels, devices={dict(self.devices)})"
 
 
-def _default_format(by_width: Mapping[int, float], path: str, label: str) -> Format:
-    """The format of the bit width with the most FLOPs (ties: narrower); bf16 without FLOPs."""
+def _default_format(by_width: Mapping[int, float], path: str, label: str, gpu: GPULike) -> Format:
+    """The format of the bit width with the most FLOPs (ties: narrower); bf16 without FLOPs.
+
+    Width 8 on a GPU without an fp8 peak (AMD MI200 ``gfx90a``, NVIDIA A100 ``80``) -> int8: the
+    8-bit roof ``triton.profiler.specs.max_flops`` uses there is the int8 rate ("For gfx90a we use the
+    performance of INT8 since it doesn't support FP8 matrix operations", specs.py, Triton 3.6), so
+    ``util`` matches the proton-viewer's.
+    """
     widths = [(v, -w, w) for w, v in by_width.items() if w and v > 0]
     if not widths:
         if by_width.get(0, 0) > 0:
-            raise _fail(path, f"{label!r}: FLOPs have no bit width (plain 'flops' metric); pass dtype=")
+            raise _fail(path, f"{short(label, 80)!r}: FLOPs have no bit width (plain 'flops' metric); pass dtype=")
         return bitwidth_format(16)
     width = max(widths)[2]
     try:
-        return bitwidth_format(width)
+        fmt = bitwidth_format(width)
     except PerfModelError:
-        raise _fail(path, f"{label!r}: no number format for flops{width}; pass dtype=") from None
+        raise _fail(path, f"{short(label, 80)!r}: no number format for flops{width}; pass dtype=") from None
+    if width == 8:
+        supported = get_gpu(gpu).peaks.supported()
+        if fmt.name not in supported and "int8" in supported:
+            return get_format("int8")
+    return fmt
 
 
-def read(path: str | os.PathLike[str]) -> Profile:
+def read(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Profile:
     """Parse a Proton ``.hatchet`` (JSON tree) profile.
 
+    Any nesting depth is read, without recursion and without changing process-wide state
+    (:func:`perfmodel._files.loads_json`). Every metric is checked as it is read: FLOPs, bytes and
+    launch counts finite and >= 0 (counts whole), kernel time > 0; device metadata numbers
+    (``num_sms``, ``clock_rate``, ``memory_clock_rate``, ``bus_width``) positive where present.
+
+    ``max_bytes`` overrides the size limit (default 1 GiB, or ``$PERFMODEL_MAX_FILE_BYTES``).
+
     Raises:
-        ProfileError: the file cannot be read, is not JSON, or is not a Proton tree
-            (the message names the file and the problem).
+        FileRefusedError: not a regular file (FIFO, device, folder: refused at once), or larger than
+            the limit (an ``OSError``).
+        ProfileError: the file cannot be read, is not JSON, is not a Proton tree, or holds a bad
+            value (the message names the file, the frame and the value).
     """
     path = os.fspath(path)
-    data = _load_json(path)
+    data = _load_json(path, max_bytes)
     if isinstance(data, dict) and "frame" in data:
         data = [data]  # a bare tree (hatchet literal of one root)
     if not isinstance(data, list) or not data:
@@ -463,4 +524,31 @@ def read(path: str | os.PathLike[str]) -> Profile:
         raise _fail(path, "no tree root before the device metadata")
     if not isinstance(devices, dict) or not all(isinstance(v, dict) for v in devices.values()):
         raise _fail(path, "device metadata is not {device_type: {device_id: {...}}}")
+    _check_devices(path, devices)
     return Profile(path, data, devices)
+
+
+#: Device metadata numbers that must be positive where present (kHz clocks, bits, SM/CU count).
+_DEVICE_NUMBERS = ("num_sms", "clock_rate", "memory_clock_rate", "bus_width")
+
+
+def _check_devices(path: str, devices: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each device's metadata is an object whose numbers are positive and finite (SM count whole)."""
+    for device_type, ids in devices.items():
+        for device_id, info in ids.items():
+            where = f"device {short(device_type, 40)}:{short(device_id, 40)}"
+            if not isinstance(info, dict):
+                raise _fail(path, f"{where}: metadata is a {type(info).__name__}, expected an object")
+            for key in _DEVICE_NUMBERS:
+                if key not in info:
+                    continue
+                value = info[key]
+                ok = type(value) in (int, float) and 0 < value <= _MAX_METRIC
+                if ok and key == "num_sms" and value != int(value):
+                    ok = False
+                if not ok:
+                    kind = "a whole number > 0" if key == "num_sms" else "a finite number > 0"
+                    raise _fail(path, f"{where}: {key!r} is {short_repr(value)}, expected {kind}")
+            arch = info.get("arch")
+            if arch is not None and type(arch) not in (str, int):
+                raise _fail(path, f"{where}: 'arch' is {short_repr(arch)}, expected a string such as '90' or 'gfx942'")

@@ -10,7 +10,7 @@ import pytest
 from proton_synth import H200_INFO, frame, kernel, profile, write
 
 from perfmodel import moe
-from perfmodel.errors import ProfileError
+from perfmodel.errors import FileRefusedError, ProfileError
 
 B200_INFO = {"arch": "100", "bus_width": 8192, "clock_rate": 1965000, "memory_clock_rate": 3996000, "num_sms": 148}
 BATCHES = [128, 256, 512, 2048, 8192]
@@ -124,3 +124,55 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "batch-100.hatchet: profile missing" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         _args("-m", str(meta), "--batch-ranges", "1:2")
+
+
+def test_cli_positive_ints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--tp", "--ep", "--n-expts-tot", "--n-expts-act", "--dim1", "--dim2"):
+        for bad in ("0", "-2", "x"):
+            with pytest.raises(SystemExit):
+                _args("-m", "m.json", flag, bad)
+            assert "expected a whole number >= 1" in capsys.readouterr().err
+
+
+def test_cli_output_safety(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write_log(tmp_path / "run", "fp8", "fp8")
+    meta = tmp_path / "m.json"
+    meta.write_text(json.dumps([["run", str(tmp_path / "run"), True]]))
+    common = ("-m", str(meta), "--batch-ranges", "128:129:1", "-q")
+
+    def run(*argv: str) -> tuple[int, str]:
+        args = _args(*common, *argv)
+        return args.func(args), capsys.readouterr().err
+
+    out = tmp_path / "chart.png"
+    out.write_bytes(b"mine")
+    code, err = run("-o", str(out))
+    assert code == 1 and "chart.png: exists; not overwriting it" in err and out.read_bytes() == b"mine"
+    assert run("-o", str(out), "--force") == (0, "")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, err = run("-o", str(meta), "--force")  # -o naming the input
+    assert code == 1 and "this is the input" in err and json.loads(meta.read_text())
+    profile = moe.profile_path(tmp_path / "run", "llama4-maverick", "fp8", "fp8", 128)
+    code, err = run("-o", str(profile.with_suffix(".png")))
+    assert code == 0  # a new file beside the profiles is fine...
+    code, err = run("-o", str(tmp_path / "chart.pngg"))
+    assert code == 1 and "unknown image format (extension 'pngg'); matplotlib writes" in err and "png, " in err
+    code, err = run("-o", str(tmp_path / "missing" / "chart.png"))
+    assert code == 1 and "does not exist; perfmodel does not create folders" in err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_cli_png_to_stdout(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    _write_log(tmp_path / "run", "fp8", "fp8")
+    meta = tmp_path / "m.json"
+    meta.write_text(json.dumps([["run", str(tmp_path / "run"), True]]))
+    args = _args("-m", str(meta), "--batch-ranges", "128:129:1", "-o", "-")
+    assert args.func(args) == 0
+    captured = capsysbinary.readouterr()
+    assert captured.out[:8] == b"\x89PNG\r\n\x1a\n"  # standard output holds the PNG only...
+    assert b"Benchmarking" in captured.err and b"wrote standard output" in captured.err  # ...the log goes to stderr
+
+
+def test_log_metadata_refuses_fifos_and_devices(tmp_path: Path) -> None:
+    with pytest.raises(FileRefusedError, match="a folder, not a regular file"):
+        moe.read_log_metadata(tmp_path)

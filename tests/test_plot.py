@@ -9,7 +9,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel import plot, proton
-from perfmodel.errors import PerfModelError
+from perfmodel.errors import FileRefusedError, PerfModelError
 
 pytest.importorskip("matplotlib")
 FIXTURE = Path(__file__).parent / "data" / "h200_triton3.6_scope_and_kernel.hatchet"
@@ -96,3 +96,22 @@ def test_batch_roofline_errors() -> None:
     no_x = pm.PerfData(time_s=1.0, flops=1.0, bytes=1.0, dtype="bf16", gpu="H200", label="p")
     with pytest.raises(PerfModelError, match=r"have no meta\['x'\]"):
         plot.batch_roofline({"a": [no_x]})
+
+
+def test_save_is_safe(tmp_path: Path) -> None:
+    out = tmp_path / "roof.png"
+    out.write_bytes(b"mine")
+    with pytest.raises(FileRefusedError, match=r"roof\.png: exists; not overwriting it"):
+        plot.save(plot.roofline([], gpu="H100"), out)
+    assert out.read_bytes() == b"mine"
+    assert _png_size(plot.save(plot.roofline([], gpu="H100"), out, force=True)) == (840, 600)
+    with pytest.raises(FileRefusedError, match=r"unknown image format \(extension 'jpgg'\); matplotlib writes .*png"):
+        plot.save(plot.roofline([], gpu="H100"), tmp_path / "roof.jpgg")
+    with pytest.raises(FileRefusedError, match=r"extension none"):
+        plot.save(plot.roofline([], gpu="H100"), tmp_path / "roof")
+    with pytest.raises(FileRefusedError, match="does not exist"):
+        plot.save(plot.roofline([], gpu="H100"), tmp_path / "no" / "roof.png")
+    svg = plot.save(plot.roofline([], gpu="H100"), tmp_path / "roof.SVG")  # format from the extension
+    assert b"<svg" in svg.read_bytes()[:500]
+    assert {"png", "pdf", "svg"} <= set(plot.image_formats())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["roof.SVG", "roof.png"]  # nothing half-written

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from proton_synth import H200_DEVICES, H200_INFO, big_profile, frame, kernel, pr
 
 import perfmodel as pm
 from perfmodel import proton
-from perfmodel.errors import ProfileError
+from perfmodel.errors import FileRefusedError, ProfileError
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -226,11 +226,13 @@ def _dump_deep(data: object) -> str:
     return "".join(out)
 
 
-def test_too_deep_is_a_profile_error(tmp_path: Path) -> None:
+def test_300k_nested_lists_parse_without_recursion_then_fail_the_layout(tmp_path: Path) -> None:
     path = tmp_path / "abyss.hatchet"
     path.write_text("[" * 300_000 + "]" * 300_000)
-    with pytest.raises(ProfileError, match=r"abyss\.hatchet: frames nested deeper than"):
+    limit = sys.getrecursionlimit()
+    with pytest.raises(ProfileError, match=r"abyss\.hatchet: a tree node is a list, expected an object"):
         proton.read(path)
+    assert sys.getrecursionlimit() == limit
 
 
 # -- malformed files ----------------------------------------------------------------------------
@@ -268,8 +270,8 @@ def test_malformed(tmp_path: Path, text: str, match: str) -> None:
 def test_unreadable_and_binary(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match=r"missing\.hatchet: cannot read the profile"):
         proton.read(tmp_path / "missing.hatchet")
-    with pytest.raises(ProfileError, match="cannot read the profile"):
-        proton.read(tmp_path)  # a directory
+    with pytest.raises(FileRefusedError, match="a folder, not a regular file"):
+        proton.read(tmp_path)  # a directory: refused (an OSError), not read
     binary = tmp_path / "p.hatchet_msgpack"
     binary.write_bytes(b"\x92\x83\xa5frame\xff\xfe")
     with pytest.raises(ProfileError, match="not UTF-8 JSON"):
@@ -277,26 +279,22 @@ def test_unreadable_and_binary(tmp_path: Path) -> None:
     assert issubclass(ProfileError, ValueError)
 
 
-def test_bad_pattern_and_negative_sums(tmp_path: Path) -> None:
-    prof = read_data(tmp_path, profile(kernel("_matmul_a", 10, nbytes=-5)))
-    with pytest.raises(ProfileError, match="invalid kernel-name pattern"):
+def test_bad_pattern(tmp_path: Path) -> None:
+    prof = read_data(tmp_path, profile(kernel("_matmul_a", 10, nbytes=5)))
+    with pytest.raises(ProfileError, match=r"\.hatchet: invalid kernel-name pattern '\('"):
         prof.perfdata("(", gpu="H200")
-    with pytest.raises(ProfileError, match="negative or zero sums"):
-        prof.perfdata(gpu="H200")
+    with pytest.raises(ProfileError, match=r"\.hatchet: invalid scope-name pattern '\['"):
+        prof.scopes("[", gpu="H200")
 
 
 # -- speed and agreement on a large profile -------------------------------------------------------
-def test_100k_kernels_under_2s(tmp_path: Path) -> None:
+def test_100k_kernels_sum_exactly(tmp_path: Path) -> None:
+    # the speed of this path is measured by benchmarks/bench_proton.py (against hatchet, same run)
     data, totals = big_profile(100_000)
     path = write(tmp_path / "big.hatchet", data)
-    best = float("inf")
-    for _ in range(2):
-        t0 = time.perf_counter()
-        pd = proton.read(path).perfdata(r".*matmul.*", gpu="H200")
-        best = min(best, time.perf_counter() - t0)
+    pd = proton.read(path).perfdata(r".*matmul.*", gpu="H200")
     assert (pd.flops, pd.bytes, pd.meta["kernels"]) == (totals["flops"], totals["bytes"], totals["n"])
     assert pd.time_s == totals["time_ns"] / 1e9
-    assert best < 2.0, f"read+perfdata took {best:.2f} s"
 
 
 # -- cross-check against the official viewer (needs triton + llnl-hatchet) ---------------------

@@ -464,3 +464,110 @@ def test_moe_roofline_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsy
         assert tbps == f"{k['bytes'] / t_s * 1e-12:.2f}"
         roof_s = max(k["flops8"] / gpu.peak_flops_per_s("fp8"), k["bytes"] / gpu.mem_bw_bytes_per_s)
         assert util == f"{roof_s / t_s:.3f}"
+
+
+# -- 5. Triton's own viewer tests, on its example files ---------------------------------------------
+#: The expectations below are those of third_party/proton/test/test_viewer.py in github.com/triton-lang/triton
+#: at commit acc8b51ae73a94783d1fb542108847d3322560c1 (test_min_time_flops, test_min_time_bytes, test_util,
+#: test_bytes_derivation, test_flops_derivation, test_time_derivation, test_avg_time_derivation), on that
+#: commit's example_cuda.json and example_hip.json, copied to tests/data (see its README; MIT license).
+EXAMPLES = {"cuda": DATA / "triton_example_cuda.json", "hip": DATA / "triton_example_hip.json"}
+
+
+def _example_points(which: str) -> dict[str, tuple[proton.Kernel, pm.PerfData]]:
+    """device_id -> (its one kernel, that kernel as PerfData on the GPU of the device metadata)."""
+    prof = proton.read(EXAMPLES[which])
+    return {k.device_id: (k, prof.perfdata(re.escape(k.name))) for k in prof.kernels}
+
+
+def _min_times(p: pm.PerfData) -> tuple[float, float]:
+    """(FLOPs / peak FLOP/s, bytes / peak B/s) in seconds: the viewer's get_min_time_flops / _bytes."""
+    return p.flops / (p.max_tflops * 1e12), p.bytes / (p.max_tbps * 1e12)
+
+
+def test_triton_viewer_cuda_example() -> None:
+    points = _example_points("cuda")
+    sm89, sm90 = points["0"][1], points["1"][1]
+    # test_min_time_flops (atol 1e-5) and test_min_time_bytes (atol 1e-6), per device
+    assert _min_times(sm89)[0] == pytest.approx(0.000025, abs=1e-5)
+    assert _min_times(sm90)[0] == pytest.approx(0.00005, abs=1e-5)
+    assert _min_times(sm89)[1] == pytest.approx(9.91969e-06, abs=1e-6)
+    assert _min_times(sm90)[1] == pytest.approx(2.48584e-05, abs=1e-6)
+    # test_util: 'util (inc)': [nan (ROOT), 0.247044 (foo0, device 1), 0.147830 (foo1, device 0)], rtol 1e-7 atol 1e-6
+    assert sm90.util == pytest.approx(0.247044, rel=1e-7, abs=1e-6)
+    assert sm89.util == pytest.approx(0.147830, rel=1e-7, abs=1e-6)
+    # the same numbers from the formulas of triton.profiler.specs (sm90: scaled H100 PCIe; sm89: 330.3 TFLOP/s
+    # at 8 bits), and bandwidth 2 * bus_width * memory_clock_rate(kHz) * 1e3 / 8
+    assert _min_times(sm90) == pytest.approx(
+        (1e11 / (132 / 114 * 1980000 / 1755e3 * 1513e12), 1e8 / (2 * 6144 * 2619e6 / 8))
+    )
+    assert _min_times(sm89) == pytest.approx((1e10 / 330.3e12, 1e7 / (2 * 384 * 10501e6 / 8)))
+    assert sm90.gpu.device_type == sm89.gpu.device_type == "CUDA" and sm90.dtype.name == "fp8_e4m3"
+    _check_derivations("cuda", points)
+
+
+def _check_derivations(which: str, points: dict[str, tuple[proton.Kernel, pm.PerfData]]) -> None:
+    """test_bytes_derivation / test_flops_derivation / test_time_derivation / test_avg_time_derivation: per
+    frame [ROOT, foo0, foo1], tbyte/s [0.26855469, 0.48828125, 0.04882812], tflop8/s [268.554687, 488.28125,
+    48.828125], time/us [409.6, 204.8, 204.8], avg_time/us [nan, 20.48, 204.8] (cuda; foo0 has count 10)."""
+    foo0, foo1 = points["1"], points["0"]
+    assert (foo0[0].name, foo1[0].name) == ("foo0", "foo1")
+    assert [foo0[1].tbps, foo1[1].tbps] == pytest.approx([0.48828125, 0.04882812], rel=1e-7, abs=1e-6)
+    assert [foo0[1].tflops, foo1[1].tflops] == pytest.approx([488.28125, 48.828125], rel=1e-7, abs=1e-6)
+    assert [foo0[1].time_s * 1e6, foo1[1].time_s * 1e6] == pytest.approx([204.8, 204.8])
+    root = proton.read(EXAMPLES[which]).perfdata(".*", gpu="H200")  # ROOT inclusive: both kernels, any GPU
+    assert (root.tbps, root.tflops, root.time_s * 1e6) == pytest.approx((0.26855469, 268.554687, 409.6), rel=1e-7)
+    if which == "cuda":
+        assert [foo0[0].time_s / foo0[0].count * 1e6, foo1[0].time_s / foo1[0].count * 1e6] == pytest.approx(
+            [20.48, 204.8]
+        )
+
+
+#: HIP peaks of triton.profiler.specs in Triton 3.6 (third_party/proton/proton/specs.py in triton-lang/triton
+#: @ 7641eadedff72ae0585918e49cf5c3abfffdaf7e): fp8 FLOP per clock per CU (gfx90a: the int8 rate, "since it
+#: doesn't support FP8 matrix operations") and a fixed bandwidth per arch; gfx941 is an MI300 id, priced as
+#: gfx942 (see perfmodel/_proton_specs.py).
+HIP_FP8_PER_CLK_PER_CU = {"gfx90a": 1024, "gfx941": 4096}
+HIP_BW = {"gfx90a": 3.2e12, "gfx941": 5.3e12}
+
+
+def test_triton_viewer_hip_example() -> None:
+    points = _example_points("hip")
+    mi200, mi300 = points["0"][1], points["1"][1]
+    assert (mi200.gpu.arch, mi300.gpu.arch) == ("gfx90a", "gfx941")  # gfx941 was an unknown arch before
+    # flops8 on gfx90a (no fp8): placed against the 8-bit roof the viewer uses there, the int8 rate
+    assert mi200.dtype.name == "int8" and mi300.dtype.name == "fp8_e4m3"
+    expected = {}
+    for p, arch, cus, flops, nbytes in ((mi200, "gfx90a", 104, 1e10, 1e7), (mi300, "gfx941", 304, 1e11, 1e8)):
+        clock_khz = {"gfx90a": 1700000, "gfx941": 5200000}[arch]
+        expected[arch] = (flops / (HIP_FP8_PER_CLK_PER_CU[arch] * cus * clock_khz * 1e3), nbytes / HIP_BW[arch])
+        assert _min_times(p) == pytest.approx(expected[arch], rel=1e-12)
+        assert p.util == pytest.approx(max(expected[arch]) / 204800e-9, rel=1e-12)
+    # The viewer test at acc8b51 expects MI200 2.6e-05 / 6.10351e-06 s and MI300 3.8e-05 / 1.93378e-05 s. Those
+    # come from that commit's viewer formulas, which Triton 3.6 replaced: a fixed 383 TFLOP/s (gfx90a) and
+    # 2614.9 TFLOP/s (gfx941/gfx942) at 8 bits, and 2 * bus_width * memory_clock_rate * 1e3 / 8 on HIP too.
+    # perfmodel follows Triton 3.6 (per-CU rates; 3.2 / 5.3 TB/s), so only the MI300 bytes agree (within the
+    # test's atol); the old numbers are reproduced here from the old formulas, to show that is the only cause.
+    old = {
+        "gfx90a": (1e10 / 383e12, 1e7 / (2 * 4096 * 1600e6 / 8)),
+        "gfx941": (1e11 / 2614.9e12, 1e8 / (2 * 8192 * 2525e6 / 8)),
+    }
+    assert abs(old["gfx90a"][0] - 0.000026) <= 1e-5 and abs(old["gfx90a"][1] - 6.10351e-06) <= 1e-6
+    assert abs(old["gfx941"][0] - 0.000038) <= 1e-5 and abs(old["gfx941"][1] - 1.93378e-05) <= 1e-6
+    assert abs(expected["gfx941"][1] - 1.93378e-05) <= 1e-6  # MI300 bytes: both formula versions agree
+    _check_derivations("hip", points)
+
+
+def test_triton_viewer_cuda_example_live() -> None:
+    pytest.importorskip("hatchet")
+    viewer = pytest.importorskip("triton.profiler.viewer")
+    with open(EXAMPLES["cuda"]) as f:
+        gf, _, _, device_info = viewer.get_raw_metrics(f)
+    df = gf.dataframe
+    flops_t = viewer.get_min_time_flops(df, device_info)["min_time"]
+    bytes_t = viewer.get_min_time_bytes(df, device_info)["min_time"]
+    points = _example_points("cuda")
+    for node in df.index:
+        device = df.loc[node, "device_id"]
+        if device == device:  # not NaN: a kernel frame
+            assert _min_times(points[device][1]) == pytest.approx((flops_t[node], bytes_t[node]), rel=1e-12)
