@@ -457,7 +457,7 @@ def main() -> int:
             doc = f"{head}{begin}\n{body}\n{end}{tail}"
         DOC.write_text(doc)
         plot(rep, PNG)
-        rep["calibration"].save(SHIPPED)
+        rep["calibration"].save(SHIPPED, force=True)
         print(f"wrote {DOC.relative_to(ROOT)}, {PNG.relative_to(ROOT)}, {SHIPPED.relative_to(ROOT)}")
     return 0
 

@@ -33,7 +33,7 @@ def resolve_scaling(fmt: Format, scaling: str | None) -> str | None:
     High-precision formats take no scaling (``None``); fp8/int8 default to ``"tensorwise"`` and accept
     ``tensorwise|rowwise|blockwise``; block-scaled formats (mxfp8, mxfp4, nvfp4) only ``"mx"``.
     """
-    if scaling is not None and scaling not in SCALINGS:
+    if scaling is not None and (not isinstance(scaling, str) or scaling not in SCALINGS):
         raise PerfModelError(choices_message("scaling", scaling, SCALINGS, "Or None for the format's default."))
     if fmt.block_scaled:
         if scaling not in (None, "mx"):
@@ -50,7 +50,7 @@ def resolve_scaling(fmt: Format, scaling: str | None) -> str | None:
 
 def gemm_flops(M: Any, K: Any, N: Any) -> Any:
     """FLOPs of one GEMM ``[M, K] @ [K, N]``: ``2·M·K·N`` (1 FMA = 2 FLOP)."""
-    check_shapes(M, K, N)
+    M, K, N = check_shapes(M, K, N)
     return 2 * M * K * N
 
 
@@ -92,6 +92,6 @@ def gemm_bytes(
     (tensorwise), ``4·(M+N)`` (rowwise), ``4·(M·⌈K/128⌉ + ⌈K/128⌉·⌈N/128⌉)`` (blockwise) or
     ``(M+N)·⌈K/block⌉`` E8M0/E4M3 bytes (mx).
     """
-    check_shapes(M, K, N)
+    M, K, N = check_shapes(M, K, N)
     fmt, out_fmt = get_format(dtype), get_format(out_dtype)
     return _gemm_bytes(M, K, N, fmt, out_fmt, resolve_scaling(fmt, scaling))

@@ -18,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,7 @@ from .calibrated_model import (
     alignment,
     load_calibration,
 )
-from .errors import CalibrationError
+from .errors import CalibrationError, PerfModelError
 from .formats import get_format
 from .hardware import GPULike, GPUSpec, get_gpu
 
@@ -65,35 +67,131 @@ TILE_CANDIDATES: tuple[tuple[int, int], ...] = ((128, 128), (128, 256), (256, 12
 # -------------------------------------------------------------------------------------------------
 # datasets
 # -------------------------------------------------------------------------------------------------
-def load_dataset(source: str | Path | Mapping[str, Any] | Sequence[str | Path]) -> dict[str, Any]:
+def load_dataset(
+    source: str | Path | Mapping[str, Any] | Sequence[str | Path], *, max_bytes: int | None = None
+) -> dict[str, Any]:
     """Load one or several bench datasets (``python -m perfmodel.bench``) into one ``{meta, records}``.
 
+    Files: only regular files of at most 64 MiB each (``max_bytes`` or ``$PERFMODEL_MAX_FILE_BYTES``
+    override the limit), any nesting depth. The records the calibrator fits are checked here, so a
+    bad one is named (file, index, field) instead of failing inside the fit: ``gemm`` needs ``M``,
+    ``K``, ``N`` (whole numbers > 0), ``dtype`` (a known format) and ``time_s`` (> 0); ``linear``
+    needs ``M``, ``K``, ``N``, and its ``kernels`` (if any) a ``name`` and ``time_s`` >= 0; ``copy``
+    and ``cast`` need ``bytes`` >= 0 and ``time_s`` > 0; ``launch`` needs ``time_s`` > 0. Records
+    with ``errors`` (failed configurations) and other ops are kept unchecked; the fit skips them.
+
     Raises:
-        CalibrationError: unreadable file, wrong layout, or no records.
+        FileRefusedError: a path that is not a regular file, or above the size limit.
+        CalibrationError: unreadable file, wrong layout, a bad record, or no records.
     """
+    from ._files import DATA_MAX_BYTES, load_json
+
     if isinstance(source, Mapping):
         parts = [("<dict>", source)]
     else:
         paths = [source] if isinstance(source, (str, Path)) else list(source)
-        parts = []
-        for p in paths:
-            try:
-                parts.append((str(p), json.loads(Path(p).read_text())))
-            except (OSError, ValueError) as exc:
-                raise CalibrationError(f"{p}: cannot read dataset ({exc})") from None
+        parts = [
+            (
+                str(p),
+                load_json(
+                    p,
+                    what="dataset",
+                    error=CalibrationError,
+                    limit_bytes=max_bytes,
+                    default_limit_bytes=DATA_MAX_BYTES,
+                ),
+            )
+            for p in paths
+        ]
     records: list[dict[str, Any]] = []
     metas = []
     for origin, data in parts:
         if not isinstance(data, Mapping) or not isinstance(data.get("records"), list):
             raise CalibrationError(f"{origin}: expected a JSON object with a 'records' list (perfmodel.bench)")
-        metas.append(dict(data.get("meta", {})))
+        meta = data.get("meta", {})
+        if not isinstance(meta, Mapping):
+            raise CalibrationError(f"{origin}: 'meta' is a {type(meta).__name__}, expected an object")
+        metas.append(dict(meta))
         for i, r in enumerate(data["records"]):
             if not isinstance(r, Mapping) or "op" not in r:
                 raise CalibrationError(f"{origin}: records[{i}] has no 'op'")
+            _check_record(r, f"{origin}: records[{i}]")
             records.append(dict(r))
     if not records:
         raise CalibrationError("the dataset has no records")
     return {"meta": metas[0] if len(metas) == 1 else {"parts": metas}, "records": records}
+
+
+#: Fields of each op that the calibrator reads: "size" whole > 0, "time" > 0, "nonneg" >= 0, "format".
+_FIT_FIELDS: dict[str, dict[str, str]] = {
+    "gemm": {"M": "size", "K": "size", "N": "size", "dtype": "format", "time_s": "time"},
+    "linear": {"M": "size", "K": "size", "N": "size"},
+    "copy": {"bytes": "nonneg", "time_s": "time"},
+    "cast": {"bytes": "nonneg", "time_s": "time"},
+    "launch": {"time_s": "time"},
+}
+
+
+def _usable(record: Mapping[str, Any]) -> bool:
+    """False for a failed configuration (a record with ``errors``): its times are null by design."""
+    return not record.get("errors")
+
+
+def _check_record(r: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`CalibrationError` naming ``where`` and the field if ``r`` cannot be fitted."""
+    from ._files import short, short_repr
+
+    op = r["op"]
+    fields = _FIT_FIELDS.get(op) if isinstance(op, str) else None
+    if fields is None or not _usable(r):
+        return
+    missing = [f for f in fields if f not in r]
+    if missing:
+        raise CalibrationError(
+            f"{where} (op {op!r}) lacks {', '.join(map(repr, missing))}; a {op} record needs "
+            f"{', '.join(fields)} (see perfmodel.bench.dataset.REQUIRED_FIELDS)"
+        )
+    for name, kind in fields.items():
+        value = r[name]
+        if kind == "format":
+            if not isinstance(value, str):
+                raise CalibrationError(f"{where}.{name} is {short_repr(value)}, expected a format name such as 'bf16'")
+            try:
+                fmt = get_format(value)
+                if op == "gemm" and (r.get("scaling") is None or isinstance(r.get("scaling"), str)):
+                    resolve_scaling(fmt, r.get("scaling"))
+            except PerfModelError as exc:
+                raise CalibrationError(f"{where}: {short(exc)}") from None
+            continue
+        number = type(value) in (int, float) and math.isfinite(value)
+        if kind == "size":
+            ok = number and value > 0 and value == int(value)
+            want = "a whole number > 0"
+        elif kind == "time":
+            ok, want = number and value > 0, "a time in seconds > 0"
+        else:
+            ok, want = number and value >= 0, "a finite number >= 0"
+        if not ok:
+            raise CalibrationError(f"{where}.{name} is {short_repr(value)}, expected {want}")
+    for name in ("recipe", "scaling", "dynamic", "method"):
+        if r.get(name) is not None and not isinstance(r[name], str):
+            raise CalibrationError(f"{where}.{name} is {short_repr(r[name])}, expected a string or null")
+    kernels = r.get("kernels")
+    if op == "linear" and kernels is not None:
+        if not isinstance(kernels, list):
+            raise CalibrationError(f"{where}.kernels is {short_repr(kernels)}, expected a list")
+        for j, k in enumerate(kernels):
+            ok = (
+                isinstance(k, Mapping)
+                and isinstance(k.get("name"), str)
+                and type(k.get("time_s")) in (int, float)
+                and math.isfinite(k["time_s"])
+                and k["time_s"] >= 0
+            )
+            if not ok:
+                raise CalibrationError(
+                    f"{where}.kernels[{j}] is {short_repr(k)}, expected {{'name': str, 'time_s': seconds >= 0}}"
+                )
 
 
 def is_heldout(*key: Any, fraction: float = 0.3) -> bool:
@@ -221,7 +319,7 @@ class Calibrator:
         kernels = _fit_kernels(data["records"], spec)
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in data["records"]:
-            if r["op"] == "gemm" and r.get("time_s", 0) > self.min_time_s:
+            if r["op"] == "gemm" and _usable(r) and r["time_s"] > self.min_time_s:
                 fmt = get_format(r["dtype"])
                 groups.setdefault(_key(fmt, resolve_scaling(fmt, r.get("scaling"))), []).append(r)
         if not groups:
@@ -259,7 +357,9 @@ class Calibrator:
         linear = [
             r
             for r in data["records"]
-            if r["op"] == "linear" and not is_heldout(r["M"], r["K"], r["N"], fraction=self.heldout_fraction)
+            if r["op"] == "linear"
+            and _usable(r)
+            and not is_heldout(r["M"], r["K"], r["N"], fraction=self.heldout_fraction)
         ]
         base = CalibratedModel(
             gpu=spec.name,
@@ -294,6 +394,7 @@ def _source(meta: Mapping[str, Any], spec: GPUSpec) -> str:
 def _fit_kernels(records: Sequence[Mapping[str, Any]], spec: GPUSpec) -> KernelParams:
     """Memory-kernel latency and bandwidth from copy/cast records; launch cost and the event-timing
     overhead from launch records. Falls back to ``spec.efficiency`` where the dataset has none."""
+    records = [r for r in records if _usable(r)]
     pts = [(float(r["bytes"]), float(r["time_s"])) for r in records if r["op"] in ("copy", "cast")]
 
     def launch(method: str) -> float | None:
@@ -421,7 +522,14 @@ def add_calibrate_cli(subparsers: Any) -> Any:
     )
     p.add_argument("datasets", nargs="+", help="dataset JSON files (gemm, linear, memory, launch)")
     p.add_argument("--gpu", required=True, help="the GPU the data was measured on (its SM count matters)")
-    p.add_argument("-o", "--output", required=True, help="calibration JSON to write")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="calibration JSON to write ('-': standard output, the report then goes to standard error); "
+        "an existing file is replaced only with --force; never one of the datasets",
+    )
+    p.add_argument("--force", action="store_true", help="replace the output file if it exists")
     p.add_argument(
         "--heldout",
         type=float,
@@ -434,19 +542,28 @@ def add_calibrate_cli(subparsers: Any) -> Any:
 
 
 def _run_cli(args: Any) -> int:
-    cal = Calibrator(gpu=args.gpu, heldout_fraction=args.heldout).fit(args.datasets)
-    path = cal.model_.save(args.output)
+    from ._files import check_output, is_stdout
+
+    data = load_dataset(args.datasets)
+    check_output(args.output, force=args.force, inputs=args.datasets)  # before the fit, not after
+    cal = Calibrator(gpu=args.gpu, heldout_fraction=args.heldout).fit(data)
+    path = cal.model_.save(args.output, force=args.force, inputs=tuple(args.datasets))
+    out = sys.stderr if is_stdout(args.output) else sys.stdout  # keep standard output pure JSON
     if args.json:
-        print(json.dumps(cal.residuals_, indent=1))
+        print(json.dumps(cal.residuals_, indent=1), file=out)
     else:
-        print(f"calibrated {cal.gpu_.name} from {len(args.datasets)} dataset(s) -> {path}")
+        where = "standard output" if is_stdout(args.output) else str(path)
+        print(f"calibrated {cal.gpu_.name} from {len(args.datasets)} dataset(s) -> {where}", file=out)
         print(
             f"GEMM time errors against kernel time (CUDA-event times minus the "
-            f"{cal.model_.kernels.event_overhead_s * 1e6:.1f} us launch gap measured on this GPU):"
+            f"{cal.model_.kernels.event_overhead_s * 1e6:.1f} us launch gap measured on this GPU):",
+            file=out,
         )
-        print(residual_table(cal.residuals_))
-        print(
-            f"use it: dataclasses.replace(perfmodel.get_gpu({cal.gpu_.name!r}), "
-            f"calibration=perfmodel.calibrate.load_calibration({str(path)!r}))"
-        )
+        print(residual_table(cal.residuals_), file=out)
+        if not is_stdout(args.output):
+            print(
+                f"use it: dataclasses.replace(perfmodel.get_gpu({cal.gpu_.name!r}), "
+                f"calibration=perfmodel.calibrate.load_calibration({str(path)!r}))",
+                file=out,
+            )
     return 0

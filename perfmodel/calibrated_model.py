@@ -13,7 +13,8 @@ GEMM ``[M, K] @ [K, N]`` in one (format, scaling)::
     tiles    = ⌈M / tile_m⌉ · ⌈N / tile_n⌉                                 tile quantization
     waves    = (1 − q) · tiles / SMs  +  q · ⌈tiles / SMs⌉                   wave quantization, q ∈ [0, 1]
     compute  = waves · 2 · tile_m · tile_n · SMs · (K + k_overhead) / rate · f_align(K, N)
-    compute ← compute · (1 + throttle_gain · ln(1 + compute / throttle_time_s))   clocks drop on long runs
+    compute ← compute · (1 + throttle_gain · ln(1 + min(compute, settle) / throttle_time_s))   clocks drop on
+                                                                                 long runs, then settle
     time     = latency + max(compute, gemm_bytes / mem_bw)
 
 ``q = 0`` is perfect load balancing (split-K / stream-K), ``q = 1`` whole waves.
@@ -121,6 +122,9 @@ class GemmParams:
         mem_bw_bytes_per_s: bandwidth of memory-bound (skinny) GEMMs, B/s.
         wave_quantization: q in [0, 1] (0: fractional waves, 1: whole waves).
         throttle_gain, throttle_time_s: clock drop on long kernels (0 gain: none).
+        throttle_settle_s: kernel time after which clocks have settled (the slowdown stops growing): the
+            longest GEMM the calibration measured; a kernel longer than any measured one is not
+            extrapolated into an ever-slower clock.
         misaligned_factors: compute slowdown when K, N are only 1-, 2- or 4-aligned (each >= 1).
     """
 
@@ -133,6 +137,7 @@ class GemmParams:
     wave_quantization: float = 1.0
     throttle_gain: float = 0.0
     throttle_time_s: float = 1e-3
+    throttle_settle_s: float = math.inf
     misaligned_factors: tuple[float, float, float] = (1.0, 1.0, 1.0)
 
     def __post_init__(self) -> None:
@@ -156,6 +161,8 @@ class GemmParams:
         _finite_nonneg(
             "GemmParams", k_overhead=self.k_overhead, latency_s=self.latency_s, throttle_gain=self.throttle_gain
         )
+        if not (isinstance(self.throttle_settle_s, (int, float)) and self.throttle_settle_s > 0):
+            raise CalibrationError(f"GemmParams.throttle_settle_s must be > 0 s, got {self.throttle_settle_s!r}")
         if not 0 <= self.wave_quantization <= 1:
             raise CalibrationError(f"GemmParams.wave_quantization must be in [0, 1], got {self.wave_quantization!r}")
         if len(factors) != 3 or not all(math.isfinite(f) and f >= 1 for f in factors):
@@ -172,7 +179,8 @@ class GemmParams:
         if self.misaligned_factors != (1.0, 1.0, 1.0):
             t = t * self.misalignment(*(lead_dims or (K, N)))
         if self.throttle_gain:
-            t = t * (1 + self.throttle_gain * xp.log(1 + t / self.throttle_time_s))
+            settled = t if self.throttle_settle_s == math.inf else xp.min(t, self.throttle_settle_s)
+            t = t * (1 + self.throttle_gain * xp.log(1 + settled / self.throttle_time_s))
         return t
 
     def misalignment(self, a: Any, b: Any) -> Any:
@@ -470,6 +478,7 @@ class CalibratedModel:
             d["rate_fraction"] = d.pop("rate_flops_per_s") / ref.peaks_flops_per_s[key.split("/")[0]]
             d["mem_bw_fraction"] = d.pop("mem_bw_bytes_per_s") / bw
             d["misaligned_factors"] = list(p.misaligned_factors)
+            d["throttle_settle_s"] = None if p.throttle_settle_s == math.inf else p.throttle_settle_s
             gemm[key] = d
         k = self.kernels
         return {
@@ -522,6 +531,8 @@ class CalibratedModel:
                         raise CalibrationError(
                             f"gemm[{key!r}].{frac} = {v[frac]!r} is above {limit}: faster than the GPU's peak"
                         )
+                if v.get("throttle_settle_s", 0) is None:
+                    v["throttle_settle_s"] = math.inf
                 gemm[key] = GemmParams(
                     rate_flops_per_s=v.pop("rate_fraction") * ref.peaks_flops_per_s[fmt],
                     mem_bw_bytes_per_s=v.pop("mem_bw_fraction") * bw,
@@ -575,18 +586,20 @@ class CalibratedModel:
             residuals=data.get("residuals", {}),
         )
 
-    def save(self, path: str | Path) -> Path:
-        """Write the JSON file (refuses to overwrite an existing file that is not a calibration)."""
-        path = Path(path)
-        if path.exists():
-            try:
-                old = json.loads(path.read_text())
-            except (OSError, ValueError):
-                old = None
-            if not (isinstance(old, dict) and str(old.get("schema", "")).startswith("perfmodel.calibration/")):
-                raise CalibrationError(f"{path} exists and is not a perfmodel calibration; not overwriting it")
-        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
-        return path
+    def save(self, path: str | Path, *, force: bool = False, inputs: tuple[str | Path, ...] = ()) -> Path:
+        """Write the calibration JSON to ``path`` atomically; returns the path written.
+
+        ``"-"`` (or ``/dev/stdout``) writes to standard output. An existing file is replaced only with
+        ``force=True`` (it is never read first); a path that is one of ``inputs`` (the datasets) is
+        refused; a missing folder is an error. A failed write leaves the old file intact.
+
+        Raises:
+            FileRefusedError: the file exists (without ``force``), is an input, or its folder is missing.
+        """
+        from ._files import write_atomic
+
+        text = json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+        return write_atomic(path, text, force=force, inputs=inputs)
 
 
 def _fraction(value: Any, what: str) -> float:
@@ -600,13 +613,28 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def load_calibration(path: str | Path) -> CalibratedModel:
-    """Read a calibration JSON written by :meth:`CalibratedModel.save` (schema 3, or 2)."""
+def load_calibration(path: str | Path, *, max_bytes: int | None = None) -> CalibratedModel:
+    """Read a calibration JSON written by :meth:`CalibratedModel.save` (schema 3, or 2).
+
+    Only a regular file of at most 64 MiB is read (``max_bytes`` or ``$PERFMODEL_MAX_FILE_BYTES``
+    override the limit); any nesting depth parses without recursion. Every parameter is range-checked.
+
+    Raises:
+        FileRefusedError: not a regular file (FIFO, device, folder), or above the size limit.
+        CalibrationError: unreadable, not JSON, or not a valid calibration (the message names the file).
+    """
+    from ._files import DATA_MAX_BYTES, load_json, short
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise CalibrationError(f"{path}: cannot read calibration ({_short(str(exc))})") from None
+    data = load_json(
+        path, what="calibration", error=CalibrationError, limit_bytes=max_bytes, default_limit_bytes=DATA_MAX_BYTES
+    )
     if not isinstance(data, dict):
-        raise CalibrationError(f"{path}: expected a JSON object")
-    return CalibratedModel.from_dict(data, origin=str(path))
+        raise CalibrationError(f"{path}: expected a JSON object, got a {type(data).__name__}")
+    try:
+        return CalibratedModel.from_dict(data, origin=str(path))
+    except CalibrationError:
+        raise
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        # values from_dict does not expect (e.g. an integer too large for a float, a deep structure)
+        raise CalibrationError(f"{path}: not a perfmodel calibration ({type(exc).__name__}: {short(exc)})") from None

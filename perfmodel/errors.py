@@ -12,7 +12,10 @@ from collections.abc import Iterable
 
 __all__ = [
     "CalibrationError",
+    "FileRefusedError",
+    "IneligibleShapeError",
     "InvalidShapeError",
+    "NoClosedFormError",
     "PerfModelError",
     "PerfModelWarning",
     "ProfileError",
@@ -48,12 +51,26 @@ class InvalidShapeError(PerfModelError, ValueError):
     """A size that is zero, negative, not an integer, or not a number at all."""
 
 
+class IneligibleShapeError(PerfModelError, ValueError):
+    """A shape a float8 recipe cannot run (``K`` or ``N`` not a multiple of 16): keep it in bf16."""
+
+
+class NoClosedFormError(PerfModelError, NotImplementedError):
+    """A symbolic answer asked of a model that has no closed form for it (says which part has none)."""
+
+
 class ProfileError(PerfModelError, ValueError):
     """A profile file that cannot be read: bad JSON, wrong layout, missing or non-numeric metrics."""
 
 
 class CalibrationError(PerfModelError, ValueError):
     """A calibration dataset or file that cannot be used (empty, malformed, wrong GPU)."""
+
+
+class FileRefusedError(PerfModelError, OSError):
+    """A file perfmodel will not read or write: not a regular file (a FIFO, device or folder), above
+    the size limit, an output that exists (without ``force``), is one of the inputs, or lies in a
+    folder that does not exist. The message names the file and says what to do."""
 
 
 class PerfModelWarning(UserWarning):

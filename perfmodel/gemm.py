@@ -58,7 +58,7 @@ def gemm_time_s(
     >>> round(gemm_time_s(8192, 8192, 8192, "bf16", "H100-2.4TB", model="original") * 1e3, 3)
     1.853
     """
-    check_shapes(M, K, N)
+    M, K, N = check_shapes(M, K, N)
     spec = get_gpu(gpu)
     fmt, out_fmt = get_format(dtype), get_format(out_dtype)
     scaling = resolve_scaling(fmt, scaling)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ._backend import check_positive, is_symbolic, namespace
+from ._backend import check_nonnegative, check_positive, is_symbolic, namespace
 from .errors import PerfModelError
 from .formats import Format, get_format
 from .hardware import GPUSpec, get_gpu
@@ -69,19 +69,9 @@ class PerfData:
         object.__setattr__(self, "gpu", get_gpu(self.gpu))
         if self.source not in ("predicted", "measured"):
             raise PerfModelError(f"PerfData.source must be 'predicted' or 'measured', got {self.source!r}")
-        check_positive("PerfData.time_s", self.time_s)
+        object.__setattr__(self, "time_s", check_positive("PerfData.time_s", self.time_s))
         for name in ("flops", "bytes"):
-            value = getattr(self, name)
-            if not is_symbolic(value):
-                xp = namespace(value)
-                if xp.name == "numpy":
-                    import numpy as np
-
-                    ok = bool(np.all(np.isfinite(value) & (np.asarray(value) >= 0)))
-                else:
-                    ok = isinstance(value, (int, float)) and value >= 0 and value == value
-                if not ok:
-                    raise PerfModelError(f"PerfData.{name} must be >= 0 and finite, got {value!r}")
+            object.__setattr__(self, name, check_nonnegative(f"PerfData.{name}", getattr(self, name)))
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
     # -- construction from the seed's fields --------------------------------------------------
@@ -101,12 +91,18 @@ class PerfData:
         ``bitwidth`` 4/8/16/32, Proton ``device_type`` and ``device_info``); ``source="measured"``."""
         from .hardware import gpu_from_proton
 
+        gpu = gpu_from_proton(device_type, device_info)
+        dtype = bitwidth_format(bitwidth)
+        if dtype.bits == 8 and not gpu.supports(dtype) and gpu.supports("int8"):
+            # Proton's flops8 on a GPU without fp8 (MI200: gfx90a, A100) is placed against the int8 roof,
+            # as Triton 3.6's specs.py does ("For gfx90a we use the performance of INT8")
+            dtype = get_format("int8")
         return cls(
             time_s=time / 1e9,
             flops=flops,
             bytes=bytes,
-            dtype=bitwidth_format(bitwidth),
-            gpu=gpu_from_proton(device_type, device_info),
+            dtype=dtype,
+            gpu=gpu,
             label=label,
             source="measured",
         )

@@ -103,7 +103,9 @@ class Recipe:
         output_dtype, grad_input_dtype, grad_weight_dtype: the format of each GEMM's inputs.
         scaling: the scaling granularity of the low-precision GEMMs (see :data:`perfmodel.gemm.SCALINGS`).
         cast_kernels: ``(M, K, N, options) -> list[Kernel]`` — the casts one fwd+bwd step launches.
-        torchao_name: the name ``Float8LinearConfig.from_recipe_name`` / torchao uses, if any.
+        torchao_name: torchao's name for the recipe, if torchao offers it: a ``Float8LinearConfig``
+            recipe name (``convert_to_float8_training``), or for ``mxfp8`` the MX training recipe of
+            ``quantize_`` (the printed code: :mod:`perfmodel._torchao_code`).
     """
 
     name: str

@@ -114,8 +114,8 @@ def _calibrated_provenance(spec: GPUSpec, model: Any, *, attached: bool) -> Prov
     if ref.arch != spec.arch and attached:
         raise CalibrationError(
             f"the calibration attached to {spec.name} (arch {spec.arch}) was fitted on {ref.name} (arch "
-            f"{ref.arch}); a calibration transfers within one architecture. Pass it per call with "
-            "model=<the calibration> to use it anyway, or fit one on this GPU (perfmodel calibrate)"
+            f"{ref.arch}); a calibration transfers within one architecture. Fit one on this GPU (perfmodel "
+            "calibrate), or in Python pass it per call with model=<the calibration> to use it anyway"
         )
     fitted = f"{'your calibration' if attached else 'calibration'} fitted on {ref.name} ({model.source})"
     date = re.search(r"\d{4}-\d{2}-\d{2}", model.source)

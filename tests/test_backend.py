@@ -1,13 +1,26 @@
 """The backend shim: one formula, three evaluators, and size validation."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfmodel._backend import NUMPY, PYTHON, SYMPY, check_positive, check_size, namespace
-from perfmodel.errors import InvalidShapeError
+from perfmodel._backend import (
+    MAX_SIZE,
+    NUMPY,
+    PYTHON,
+    SYMPY,
+    check_flag,
+    check_nonnegative,
+    check_positive,
+    check_ratio,
+    check_size,
+    namespace,
+)
+from perfmodel.errors import InvalidShapeError, PerfModelError
 
 
 def formula(M, K, N):
@@ -60,19 +73,44 @@ def test_sympy_where_folds_known_conditions():
     assert isinstance(SYMPY.where(x > 1, x, 0), sp.Piecewise)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, float("nan"), float("inf"), True, None, "4096", [1, 2]])
+@pytest.mark.parametrize(
+    "bad",
+    [0, -1, 1.5, float("nan"), float("inf"), True, None, "4096", [1, 2], 1j, 10**400, MAX_SIZE + 1, np.bool_(True)],
+)
 def test_check_size_rejects(bad):
     with pytest.raises(InvalidShapeError, match="M must be a positive integer"):
         check_size("M", bad)
 
 
-def test_check_size_accepts():
+def test_check_size_accepts_and_normalises():
     assert check_size("M", 4096) == 4096
     assert check_size("M", 4096.0) == 4096.0
-    arr = np.array([1, 2, 3])
-    assert check_size("M", arr) is arr
+    assert check_size("M", Fraction(8, 2)) == 4 and type(check_size("M", Fraction(8, 2))) is int
+    for dtype in (np.int8, np.int16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32):
+        got = check_size("M", np.array([1, 2, 100], dtype=dtype))
+        assert got.dtype == np.float64 and list(got) == [1, 2, 100]  # no int32 wrap-around, no float16 rounding
+        assert check_size("M", dtype(100)) == 100 and type(check_size("M", dtype(100))) in (int, float)
     assert check_size("M", sp.Symbol("M")) == sp.Symbol("M")
+    assert check_size("M", sp.Integer(4096)) == sp.Integer(4096)
     assert check_positive("t", 1.5e-6) == 1.5e-6
+    assert check_positive("t", 1e300) == 1e300  # no size limit on times
+
+
+def test_huge_and_long_inputs_give_short_named_errors():
+    with pytest.raises(InvalidShapeError, match=r"up to 1\.1e\+12"):
+        check_size("M", np.array([MAX_SIZE * 2], dtype=np.uint64))
+    with pytest.raises(InvalidShapeError) as err:
+        check_size("M", "x" * 5_000_000)
+    assert len(str(err.value)) < 500
+    with pytest.raises(InvalidShapeError):
+        check_nonnegative("flops", float("inf"))
+    with pytest.raises(InvalidShapeError):
+        check_nonnegative("flops", True)
+    with pytest.raises(PerfModelError, match="True or False"):
+        check_flag("dynamic_shapes", "yes")
+    for bad in (0, -1, float("nan"), float("inf"), True, "2"):
+        with pytest.raises(PerfModelError, match="min_speedup must be a positive"):
+            check_ratio("min_speedup", bad)
 
 
 def test_check_size_arrays_and_symbols():

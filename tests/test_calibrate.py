@@ -10,7 +10,7 @@ import sympy as sp
 import perfmodel as pm
 from perfmodel import calibrate as cal
 from perfmodel.cli import main
-from perfmodel.errors import CalibrationError
+from perfmodel.errors import CalibrationError, FileRefusedError
 
 H200 = pm.get_gpu("H200")
 BF16 = pm.get_format("bf16")
@@ -108,18 +108,25 @@ def test_save_load_roundtrip(tmp_path):
     path = fitted.model_.save(tmp_path / "h200.json")
     loaded = cal.load_calibration(path)
     assert loaded.gemm == fitted.model_.gemm and loaded.kernels == fitted.model_.kernels
-    fitted.model_.save(path)  # overwriting a calibration is fine
+    before = path.read_bytes()
+    with pytest.raises(FileRefusedError, match=r"h200\.json: exists; not overwriting it\. Pass force=True"):
+        fitted.model_.save(path)  # an existing file, calibration or not, needs force
+    assert path.read_bytes() == before
+    assert fitted.model_.save(path, force=True) == path
     other = tmp_path / "notes.json"
     other.write_text('{"mine": 1}')
-    with pytest.raises(CalibrationError, match="not a perfmodel calibration; not overwriting"):
+    with pytest.raises(FileRefusedError, match="not overwriting"):
         fitted.model_.save(other)
     assert json.loads(other.read_text()) == {"mine": 1}
+    with pytest.raises(FileRefusedError, match=r"the folder .*nowhere.* does not exist"):
+        fitted.model_.save(tmp_path / "nowhere" / "c.json")
+    assert not (tmp_path / "nowhere").exists()
 
 
 @pytest.mark.parametrize(
     "content,msg",
     [
-        ("{", "cannot read"),
+        ("{", "invalid JSON at line 1 column 2.*truncated"),
         ("[1, 2]", "expected a JSON object"),
         ('{"schema": "other"}', "schema is 'other'"),
         ('{"schema": "perfmodel.calibration/2", "gpu": "H200"}', "not a perfmodel calibration"),
@@ -219,7 +226,56 @@ def test_cli(tmp_path, capsys):
     assert "bf16" in text and "heldout" in text and "MdAPE" in text
     assert cal.load_calibration(out).gpu == "H200"
     assert main(["calibrate", str(tmp_path / "missing.json"), "--gpu", "h200", "-o", str(out)]) == 2
-    assert "cannot read dataset" in capsys.readouterr().err
+    assert "missing.json: cannot read the dataset (No such file or directory)" in capsys.readouterr().err
+
+
+def test_cli_output_safety(tmp_path, capsys):
+    data = tmp_path / "gemm.json"
+    data.write_text(json.dumps(synthetic_records()))
+    out = tmp_path / "h200.json"
+    out.write_text("{}")
+    argv = ["calibrate", str(data), "--gpu", "h200"]
+    assert main([*argv, "-o", str(out)]) == 2  # refused before the fit, file untouched
+    assert "h200.json: exists; not overwriting it" in capsys.readouterr().err and out.read_text() == "{}"
+    assert main([*argv, "-o", str(out), "--force"]) == 0
+    assert cal.load_calibration(out).gpu == "H200"
+    assert main([*argv, "-o", str(data), "--force"]) == 2  # the input itself: refused even with --force
+    assert "this is the input" in capsys.readouterr().err and json.loads(data.read_text())["records"]
+    assert main([*argv, "-o", str(tmp_path / "no" / "dir" / "c.json")]) == 2
+    assert "does not exist; perfmodel does not create folders" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main([*argv, "-o", "-"]) == 0  # standard output: pure JSON; the report goes to stderr
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["gpu"] == "H200" and "MdAPE" in captured.err
+
+
+@pytest.mark.parametrize(
+    "record,match",
+    [
+        ({"op": "gemm", "K": 8, "N": 8, "dtype": "bf16", "time_s": 1e-5}, r"records\[300\] \(op 'gemm'\) lacks 'M'"),
+        ({"op": "gemm", "M": 0, "K": 8, "N": 8, "dtype": "bf16", "time_s": 1e-5}, r"records\[300\]\.M is 0"),
+        ({"op": "gemm", "M": 8, "K": 8, "N": 8, "dtype": "bf99", "time_s": 1e-5}, r"records\[300\]: unknown"),
+        ({"op": "gemm", "M": 8, "K": 8, "N": 8, "dtype": "bf16", "time_s": None}, r"\.time_s is None"),
+        ({"op": "copy", "bytes": -1, "time_s": 1e-5}, r"records\[300\]\.bytes is -1, expected a finite"),
+        ({"op": "linear", "M": 8, "K": 8, "N": 8, "kernels": [{"name": 3}]}, r"\.kernels\[0\] is"),
+        ({"op": "linear", "M": 8, "K": 8, "N": 8, "recipe": ["x"]}, r"\.recipe is \['x'\]"),
+    ],
+)
+def test_bad_records_are_named(tmp_path, capsys, record, match):
+    data = synthetic_records()
+    data["records"].insert(300, record)
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationError, match=r"d\.json: .*" + match):
+        cal.load_dataset(path)
+    assert main(["calibrate", str(path), "--gpu", "h200", "-o", str(tmp_path / "c.json")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_failed_configs_are_skipped():
+    data = synthetic_records()
+    data["records"].append({"op": "gemm", "M": 8, "K": 8, "N": 8, "dtype": "bf16", "time_s": None, "errors": ["oom"]})
+    assert cal.fit(data, "H200").model_.gemm
 
 
 def test_model_extras_by_hand():

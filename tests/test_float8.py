@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 import perfmodel as pm
 from perfmodel import float8 as f8
 from perfmodel.compat import roofline_utils as ru
-from perfmodel.errors import InvalidShapeError, UnknownRecipeError, UnsupportedFormatError
+from perfmodel.errors import (
+    IneligibleShapeError,
+    InvalidShapeError,
+    NoClosedFormError,
+    UnknownRecipeError,
+    UnsupportedFormatError,
+)
 from perfmodel.gemm import gemm_time_s
 from perfmodel.recipes import CastOptions
 
@@ -164,7 +170,7 @@ def test_break_even_is_exact_on_the_model():
 
 def test_break_even_symbolic_matches_numeric_in_its_regime():
     k, n = sp.symbols("K N", positive=True)
-    expr = f8.break_even_tokens(k, n, "tensorwise", "H100-2.4TB")
+    expr = f8.break_even_tokens(k, n, "tensorwise", "H100-2.4TB", model="original")
     value = float(expr.subs({k: 8192, n: 8192}))
     # in the "original" regime the speedup is exactly 1 at the closed-form M
     m = sp.Symbol("M", positive=True)
@@ -172,6 +178,25 @@ def test_break_even_symbolic_matches_numeric_in_its_regime():
     assert float(s.subs(m, value)) == pytest.approx(1.0, rel=1e-9)
     # and the integer break-even of the same model is its ceiling
     assert f8.break_even_tokens(8192, 8192, "tensorwise", "H100-2.4TB", model="original") == int(np.ceil(value))
+    # the calibrated model has no closed-form inverse: a named error that says which part, not sympy's
+    with pytest.raises(NoClosedFormError, match="tile and wave quantization"):
+        f8.break_even_tokens(k, n, "tensorwise", "H100")
+    # per-block scales (ceil(M / block)) have none either, even in the original model
+    with pytest.raises(NoClosedFormError, match="per block of tokens"):
+        f8.break_even_tokens(k, n, "blockwise", "H100", model="original")
+
+
+def test_symbolic_numbers_answer_like_numbers():
+    for recipe in ("tensorwise", "rowwise", "rowwise_with_gw_hp", "blockwise"):
+        numeric = f8.break_even_tokens(4096, 4096, recipe, "H200")
+        symbolic = f8.break_even_tokens(sp.Integer(4096), sp.Integer(4096), recipe, "H200")
+        assert symbolic == numeric and isinstance(symbolic, sp.Integer), recipe
+    assert f8.break_even_tokens(sp.Integer(4096), 4096, "rowwise", "H200", dynamic_shapes=True) == (
+        f8.break_even_tokens(4096, 4096, "rowwise", "H200", dynamic_shapes=True)
+    )
+    assert f8.break_even_tokens(sp.Integer(4096), 4096, "mxfp8", "B200") == f8.break_even_tokens(
+        4096, 4096, "mxfp8", "B200"
+    )
 
 
 def test_best_recipe_and_supported():
@@ -246,9 +271,20 @@ aligned = st.integers(min_value=1, max_value=5_000).map(lambda x: 8 * x)
     st.sampled_from(["H200", "H100-SXM"]),
 )
 def test_numeric_and_numpy_agree(m, k, n, recipe, gpu):
-    scalar = f8.speedup(m, k, n, recipe, gpu)
     arr = f8.speedup(np.array([m, 7]), np.array([k, 7]), np.array([n, 7]), recipe, gpu)
+    assert np.ma.is_masked(arr[1])  # 7 x 7 cannot run in float8: masked, never NaN
+    if k % 16 or n % 16:
+        with pytest.raises(IneligibleShapeError, match="multiples of 16"):
+            f8.speedup(m, k, n, recipe, gpu)
+        assert np.ma.is_masked(arr[0]) and f8.should_use(m, k, n, recipe, gpu) is False
+        return
+    scalar = f8.speedup(m, k, n, recipe, gpu)
     assert arr[0] == pytest.approx(scalar, rel=1e-12)
+    for dtype in (np.int32, np.uint32, np.int64, np.float16 if max(m, k, n) < 2048 else np.float32, np.float64):
+        typed = f8.speedup(
+            np.array([m], dtype=dtype), np.array([k], dtype=dtype), np.array([n], dtype=dtype), recipe, gpu
+        )
+        assert typed[0] == pytest.approx(scalar, rel=1e-12), dtype
 
 
 SYMBOLS = sp.symbols("M K N", positive=True, integer=True)

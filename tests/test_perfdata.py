@@ -64,8 +64,11 @@ def test_arrays_and_symbols():
     [
         (dict(time_s=0), "time_s must be a positive number"),
         (dict(time_s=-1.0), "time_s"),
-        (dict(flops=-1), "flops must be >= 0"),
-        (dict(bytes=float("nan")), "bytes must be >= 0"),
+        (dict(flops=-1), "flops must be a finite number >= 0"),
+        (dict(bytes=float("nan")), "bytes must be a finite number >= 0"),
+        (dict(flops=float("inf")), "flops must be a finite number >= 0"),
+        (dict(flops=True), "flops must be a finite number >= 0"),
+        (dict(bytes=np.array([1.0, -2.0])), "bytes must be finite numbers >= 0 everywhere"),
         (dict(source="guessed"), "source must be 'predicted' or 'measured'"),
         (dict(dtype="fp9"), "unknown number format 'fp9'"),
         (dict(gpu="Z80"), "unknown GPU 'Z80'"),

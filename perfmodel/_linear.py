@@ -1,0 +1,286 @@
+"""The fwd+bwd time of ``nn.Linear`` under a float8 recipe, kernel by kernel (public names: :mod:`perfmodel.float8`).
+
+``linear_time(M, K, N, recipe)`` adds up the three GEMMs of a Linear's forward and backward
+(see :mod:`perfmodel.recipes` for shapes and the casting kernels each recipe launches), each
+priced by the GPU's time model (:func:`perfmodel.registry.time_model`).
+
+Eligibility: float8 GEMMs (``torch._scaled_mm``) need ``K`` and ``N`` (in_features, out_features) to be
+multiples of 16 — torchao's own filter checks the same. A shape that is not is still priced (what it
+would cost), but :attr:`LinearTime.eligible` says it cannot run, and every decision function treats it
+as "keep bf16".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ._backend import check_flag, check_shapes, is_symbolic
+from ._counting import gemm_bytes, gemm_flops
+from .errors import UnsupportedFormatError
+from .formats import get_format
+from .hardware import GPULike, GPUSpec, get_gpu
+from .perfdata import PerfData
+from .recipes import RECIPES, CastOptions, Kernel, Recipe, get_recipe
+from .registry import ModelLike, resolve
+from .timemodel import Provenance
+
+__all__ = [
+    "FP8_ALIGN",
+    "GemmCall",
+    "KernelCall",
+    "LinearTime",
+    "eligible",
+    "linear_time",
+    "supported_recipes",
+]
+
+#: float8 GEMM kernels need in_features and out_features to be multiples of this
+#: (``torch._scaled_mm``: "both dimensions of mat2 must be divisible by 16"; torchao's filter checks K, N).
+FP8_ALIGN = 16
+
+
+def eligible(K: Any, N: Any) -> Any:
+    """True where float8 can run ``nn.Linear(K, N)``: both multiples of :data:`FP8_ALIGN` (bool or bool
+    array; sympy symbols are taken as eligible, sympy numbers are checked)."""
+    if is_symbolic(K) or is_symbolic(N):
+        numbers = [v for v in (K, N) if not is_symbolic(v) or v.is_number]
+        return all(int(v) % FP8_ALIGN == 0 for v in numbers)
+    if isinstance(K, np.ndarray) or isinstance(N, np.ndarray):
+        return (np.asarray(K) % FP8_ALIGN == 0) & (np.asarray(N) % FP8_ALIGN == 0)
+    return K % FP8_ALIGN == 0 and N % FP8_ALIGN == 0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GemmCall:
+    """One of the three GEMMs, with its predicted time (s)."""
+
+    name: str
+    M: Any
+    K: Any
+    N: Any
+    dtype: str
+    scaling: str | None
+    time_s: Any
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KernelCall:
+    """A casting kernel with its predicted time (s)."""
+
+    kernel: Kernel
+    time_s: Any
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LinearTime:
+    """Predicted fwd+bwd time of ``nn.Linear(K, N)`` on ``M`` tokens under one recipe.
+
+    ``total_s = gemm_s + cast_s + launch_s``: the three GEMMs, the memory-bound cast kernels and
+    the tiny launch-only kernels, all in seconds. ``provenance`` says where the time model comes
+    from (measured, transferred, estimated, roofline) and its expected error. ``eligible`` is False
+    (or False entries) where the recipe's float8 GEMMs cannot run the shape (K or N not a multiple
+    of 16): the times are then what it would cost, not something torchao can run.
+    """
+
+    M: Any
+    K: Any
+    N: Any
+    recipe: Recipe
+    gpu: GPUSpec
+    model: str
+    gemms: tuple[GemmCall, ...]
+    kernels: tuple[KernelCall, ...]
+    gemm_s: Any
+    cast_s: Any
+    launch_s: Any
+    total_s: Any
+    provenance: Provenance | None = None
+    eligible: Any = True
+
+    @property
+    def ineligible_reason(self) -> str:
+        """Why float8 cannot run this shape ('' where it can)."""
+        if self.recipe.name == "bf16" or bool(np.all(self.eligible)):
+            return ""
+        return (
+            f"float8 GEMMs (torch._scaled_mm) need K and N multiples of {FP8_ALIGN}; "
+            f"nn.Linear(K={self.K}, N={self.N}) is not: keep it in bf16"
+        )
+
+    @property
+    def cast_bytes(self) -> Any:
+        """Bytes moved by the cast kernels."""
+        return sum((k.kernel.bytes for k in self.kernels), 0)
+
+    def perfdata(self, label: str = "") -> PerfData:
+        """The whole step as one roofline point (FLOPs of the 3 GEMMs; GEMM + cast bytes)."""
+        flops = sum((gemm_flops(g.M, g.K, g.N) for g in self.gemms), 0)
+        nbytes = (
+            sum((gemm_bytes(g.M, g.K, g.N, g.dtype, "bf16", scaling=g.scaling) for g in self.gemms), 0)
+            + self.cast_bytes
+        )
+        return PerfData(
+            time_s=self.total_s,
+            flops=flops,
+            bytes=nbytes,
+            dtype=self.recipe.output_dtype,
+            gpu=self.gpu,
+            label=label or f"linear {self.recipe.name}",
+            source="predicted",
+            meta={
+                "M": self.M,
+                "K": self.K,
+                "N": self.N,
+                "recipe": self.recipe.name,
+                "provenance": self.provenance,
+            },
+        )
+
+    def table(self) -> str:
+        """A readable per-kernel breakdown (numeric shapes only)."""
+        rows = [f"{self.recipe.name} on {self.gpu.name}, M={self.M} K={self.K} N={self.N} ({self.model} model)"]
+        for g in self.gemms:
+            rows.append(f"  gemm   {g.name:<28} {g.dtype:<9} {float(g.time_s) * 1e6:10.2f} us")
+        for k in self.kernels:
+            kind = "launch" if k.kernel.launch_only else f"{float(k.kernel.bytes) / 1e6:8.1f} MB"
+            rows.append(f"  cast   {k.kernel.name:<28} {kind:<9} {float(k.time_s) * 1e6:10.2f} us")
+        rows.append(
+            f"  total  gemm {float(self.gemm_s) * 1e6:.2f} + cast {float(self.cast_s) * 1e6:.2f}"
+            f" + launch {float(self.launch_s) * 1e6:.2f} = {float(self.total_s) * 1e6:.2f} us"
+        )
+        return "\n".join(rows)
+
+
+def _options(
+    fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes
+) -> CastOptions:
+    return CastOptions(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        torch_compile_limitations=torch_compile_limitations,
+        dynamic_shapes=dynamic_shapes,
+    )
+
+
+def supported_recipes(gpu: GPULike = "H100") -> list[str]:
+    """Recipes whose GEMM formats all have a peak on ``gpu`` (mxfp8 needs Blackwell-class MX units)."""
+    spec = get_gpu(gpu)
+    return [r.name for r in RECIPES.values() if all(spec.supports(d) for d in r.gemm_dtypes())]
+
+
+def linear_time(
+    M: Any,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe | None = None,
+    gpu: GPULike = "H100",
+    *,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    torch_compile_limitations: bool = False,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
+) -> LinearTime:
+    """Predicted fwd+bwd time of ``nn.Linear(K, N, bias=False)`` on ``M`` tokens, seconds, by kernel.
+
+    ``recipe`` is a name of :data:`RECIPES` (``None``: the bf16 baseline). The cast options are
+    described in :class:`CastOptions`. ``model`` overrides the GPU's time model.
+
+    Raises:
+        UnknownRecipeError, UnsupportedFormatError (recipe's format has no peak on ``gpu``),
+        InvalidShapeError.
+    """
+    M, K, N = check_shapes(M, K, N)
+    return _linear_time(
+        M,
+        K,
+        N,
+        recipe,
+        gpu,
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        torch_compile_limitations=torch_compile_limitations,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
+
+
+def _linear_time(
+    M,
+    K,
+    N,
+    recipe,
+    gpu,
+    *,
+    fuse_input_with_prev=False,
+    fuse_grad_output_with_prev=False,
+    cache_weight_cast=False,
+    torch_compile_limitations=False,
+    dynamic_shapes=False,
+    model=None,
+) -> LinearTime:
+    """:func:`linear_time` without the shape checks (callers have checked them once)."""
+    rec, spec = get_recipe(recipe), get_gpu(gpu)
+    for flag, value in (
+        ("fuse_input_with_prev", fuse_input_with_prev),
+        ("fuse_grad_output_with_prev", fuse_grad_output_with_prev),
+        ("cache_weight_cast", cache_weight_cast),
+        ("torch_compile_limitations", torch_compile_limitations),
+        ("dynamic_shapes", dynamic_shapes),
+    ):
+        check_flag(flag, value)
+    tm, prov = resolve(spec, model)
+    for d in rec.gemm_dtypes():
+        if not spec.supports(d):
+            raise UnsupportedFormatError(
+                f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for. "
+                f"Recipes on {spec.name}: {', '.join(supported_recipes(spec))}."
+            )
+    shapes = (("output", M, K, N), ("grad_input", M, N, K), ("grad_weight", K, M, N))
+    gemms = []
+    for (name, m, k, n), dtype in zip(shapes, rec.gemm_dtypes(), strict=True):
+        fmt = get_format(dtype)
+        scaling = None if fmt.bits >= 16 else rec.scaling
+        # every operand of a Linear's GEMMs is contiguous along K or N (x, W, grad_output), never M
+        t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec, lead_dims=(K, N))
+        factor = tm.step_gemm_factor(fmt, scaling)  # GEMMs inside a step vs timed alone (calibrated)
+        if factor != 1.0:
+            t = t * factor
+        gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, time_s=t))
+    opts = _options(
+        fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes
+    )
+    kernels = []
+    cast_s: Any = 0
+    launch_s: Any = 0
+    for k in rec.cast_kernels(M, K, N, opts):
+        if k.launch_only:
+            t = tm.launch_time_s(gpu=spec)
+            launch_s = launch_s + t
+        else:
+            t = tm.memory_kernel_time_s(k.bytes, gpu=spec, recipe=opts.cast_key(rec.name), tensor=k.tensor)
+            cast_s = cast_s + t
+        kernels.append(KernelCall(kernel=k, time_s=t))
+    gemm_s = gemms[0].time_s + gemms[1].time_s + gemms[2].time_s
+    return LinearTime(
+        M=M,
+        K=K,
+        N=N,
+        recipe=rec,
+        gpu=spec,
+        model=tm.name,
+        gemms=tuple(gemms),
+        kernels=tuple(kernels),
+        gemm_s=gemm_s,
+        cast_s=cast_s,
+        launch_s=launch_s,
+        total_s=gemm_s + cast_s + launch_s,
+        provenance=prov,
+        eligible=True if rec.name == "bf16" else eligible(K, N),
+    )
