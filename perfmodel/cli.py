@@ -3,18 +3,20 @@
 Subcommands::
 
     perfmodel gpus [--json]
-    perfmodel gemm M K N [--dtype bf16] [--gpu h100] [--scaling tensorwise] [--time-model roofline] [--json]
+    perfmodel gemm M K N [--dtype bf16] [--gpu h100] [--scaling tensorwise] [--time-model roofline]
+                   [--calibration FIT.json] [--json]
     perfmodel float8 --gpu h100 --tokens 8192 (--model llama3-8b | --shapes 4096x14336,14336x4096)
-                     [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--kernels] [--json]
-    perfmodel break-even KxN [KxN ...] [--recipe tensorwise] [--gpu h100] [--json]
+                     [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--calibration FIT.json] [--kernels] [--json]
+    perfmodel break-even KxN [KxN ...] [--recipe tensorwise] [--gpu h100] [--calibration FIT.json] [--json]
     perfmodel models [--json]
 
 plus subcommands other modules register (``roofline`` from :mod:`perfmodel.moe`, ``calibrate``
 from :mod:`perfmodel.calibrate`). Units at this edge: µs, ms, TFLOP/s, TB/s, GB.
 
-Errors from perfmodel print ``perfmodel: error: <message>`` on stderr and exit with status 2, as
-argparse does for bad arguments. Importing this module imports argparse and perfmodel's core only
-(numpy); sympy, torch and matplotlib are never imported here.
+Exit status: 0 ok; 2 a usage or input error (argparse's ``usage: ...`` or ``perfmodel: error: <message>``
+naming the bad value, on stderr); 3 an internal error (a bug: one line ``perfmodel: internal error:
+...``, never a traceback). Importing this module imports argparse and perfmodel's core only (numpy);
+sympy, torch and matplotlib are never imported here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -51,13 +54,40 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
     return value
 
 
 def _split(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def _list(flag: str, text: str | None, example: str) -> list[str] | None:
+    """A comma-separated option: ``None`` when not given; an empty list is an error naming the flag."""
+    if text is None:
+        return None
+    items = _split(text)
+    if not items:
+        raise PerfModelError(f"{flag} {text!r} is empty: pass e.g. {flag} {example}")
+    return items
+
+
+def _gpu(args: argparse.Namespace) -> Any:
+    """``--gpu``, with ``--calibration FILE`` attached (``dataclasses.replace(gpu, calibration=...)``)."""
+    from .hardware import get_gpu
+
+    spec = get_gpu(args.gpu)
+    if args.calibration is None:
+        return spec
+    if args.time_model in ("roofline", "original"):
+        raise PerfModelError(
+            f"--calibration uses your fit, --time-model {args.time_model} ignores it: pass one of them "
+            "(or --time-model calibrated)"
+        )
+    from .calibrated_model import load_calibration  # only here: the CLI's import stays light
+
+    return dataclasses.replace(spec, calibration=load_calibration(args.calibration))
 
 
 def _print_json(obj: Any) -> None:
@@ -155,7 +185,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
 def _cmd_gemm(args: argparse.Namespace) -> int:
     from .gemm import gemm_perfdata
 
-    pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, args.gpu, args.scaling, model=args.time_model)
+    pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, _gpu(args), args.scaling, model=args.time_model)
     record = {
         "M": args.M,
         "K": args.K,
@@ -203,21 +233,8 @@ def _cmd_float8(args: argparse.Namespace) -> int:
         raise PerfModelError("pass either --model or --shapes, not both")
     if args.model is None and args.shapes is None:
         raise PerfModelError("pass --model PRESET (see `perfmodel models`) or --shapes KxN[,KxN...]")
-    what: Any = args.model if args.model is not None else [parse_shape(s) for s in _split(args.shapes)]
-    if args.shapes is not None and not what:
-        raise PerfModelError("--shapes is empty: pass e.g. --shapes 4096x14336,14336x4096")
-    rep = report(
-        what,
-        tokens=args.tokens,
-        gpu=args.gpu,
-        recipes=_split(args.recipes) or None,
-        min_speedup=args.min_speedup,
-        model=args.time_model,
-        cache_weight_cast=args.cache_weight_cast,
-        fuse_input_with_prev=args.fuse_with_prev,
-        fuse_grad_output_with_prev=args.fuse_with_prev,
-        dynamic_shapes=args.dynamic_shapes,
-    )
+    shapes = _list("--shapes", args.shapes, "4096x14336,14336x4096")
+    what: Any = args.model if shapes is None else [parse_shape(s) for s in shapes]
     opts = dict(
         cache_weight_cast=args.cache_weight_cast,
         fuse_input_with_prev=args.fuse_with_prev,
@@ -225,11 +242,22 @@ def _cmd_float8(args: argparse.Namespace) -> int:
         dynamic_shapes=args.dynamic_shapes,
         model=args.time_model,
     )
+    spec = _gpu(args)
+    rep = report(
+        what,
+        tokens=args.tokens,
+        gpu=spec,
+        recipes=_list("--recipes", args.recipes, "tensorwise,rowwise"),
+        min_speedup=args.min_speedup,
+        **opts,
+    )
+    if args.calibration is not None:
+        rep = dataclasses.replace(rep, calibration_file=args.calibration)
     if args.json:
         out = rep.to_dict()
         if args.kernels:
             out["kernels"] = [
-                _kernels_dict(float8.linear_time(row.M, row.K, row.N, r, rep.gpu, **opts))
+                _kernels_dict(float8.linear_time(row.M, row.K, row.N, r, spec, **opts))
                 for row in rep.rows
                 for r in ("bf16", *rep.recipes)
             ]
@@ -242,7 +270,7 @@ def _cmd_float8(args: argparse.Namespace) -> int:
         for row in rep.rows:
             for r in ("bf16", *rep.recipes):
                 print()
-                print(float8.linear_time(row.M, row.K, row.N, r, rep.gpu, **opts).table())
+                print(float8.linear_time(row.M, row.K, row.N, r, spec, **opts).table())
     return 0
 
 
@@ -293,20 +321,31 @@ def _cmd_models(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------
 def _cmd_break_even(args: argparse.Namespace) -> int:
     from . import float8
-    from .hardware import get_gpu
     from .registry import provenance
     from .report import parse_shape
 
-    spec = get_gpu(args.gpu)
+    spec = _gpu(args)
     recipe = float8.get_recipe(args.recipe).name
+    if recipe == "bf16":
+        others = [r for r in float8.supported_recipes(spec) if r != "bf16"]
+        raise PerfModelError(
+            "--recipe bf16 is the baseline: pass a float8 recipe to compare with it"
+            + (f" ({', '.join(others)})" if others else f"; {spec.name} has none (no float8 GEMMs)")
+        )
     records = []
     for text in args.shapes:
         k, n = parse_shape(text)
-        m = float8.break_even_tokens(
-            k, n, recipe, spec, min_speedup=args.min_speedup, model=args.time_model, max_tokens=args.max_tokens
+        ok = bool(float8.eligible(k, n))
+        m = (
+            float8.break_even_tokens(
+                k, n, recipe, spec, min_speedup=args.min_speedup, model=args.time_model, max_tokens=args.max_tokens
+            )
+            if ok
+            else None
         )
         s_at = {
-            p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model)) for p in (1024, 4096, 16384, 65536)
+            p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model)) if ok else None
+            for p in (1024, 4096, 16384, 65536)
         }
         records.append(
             {
@@ -315,6 +354,8 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
                 "recipe": recipe,
                 "gpu": spec.name,
                 "min_speedup": args.min_speedup,
+                "eligible": ok,
+                "ineligible_reason": "" if ok else f"K and N must be multiples of {float8.FP8_ALIGN}: keep bf16",
                 "break_even_tokens": m,
                 "speedup_at": s_at,
                 "provenance": provenance(spec, args.time_model).to_dict(),
@@ -327,13 +368,14 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
         f"Smallest tokens per step (M) from which {recipe} is >= {args.min_speedup:g}x faster than bf16 "
         f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}:"
     )
+
+    def when(r: dict[str, Any]) -> str:
+        if not r["eligible"]:
+            return f"no: not /{float8.FP8_ALIGN}"
+        return str(r["break_even_tokens"]) if r["break_even_tokens"] is not None else f"never (<= {args.max_tokens})"
+
     rows = [
-        (
-            r["K"],
-            r["N"],
-            r["break_even_tokens"] if r["break_even_tokens"] is not None else f"never (<= {args.max_tokens})",
-            *(f"{v:.2f}x" for v in r["speedup_at"].values()),
-        )
+        (r["K"], r["N"], when(r), *("-" if v is None else f"{v:.2f}x" for v in r["speedup_at"].values()))
         for r in records
     ]
     print(_table(("K", "N", "break-even M", "at M=1024", "4096", "16384", "65536"), rows, ">>>>>>>"))
@@ -346,6 +388,15 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------
 def _add_gpu(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", default="H100", help="GPU name or alias (default: H100 = H100-SXM); see `perfmodel gpus`")
+
+
+def _add_calibration(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--calibration",
+        metavar="FIT.json",
+        default=None,
+        help="your own calibration (written by `perfmodel calibrate`) attached to --gpu; same architecture only",
+    )
 
 
 def _add_time_model(p: argparse.ArgumentParser, *flags: str) -> None:
@@ -415,6 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gpu(p)
     p.add_argument("--scaling", default=None, help="tensorwise | rowwise | blockwise | mx (low-precision formats)")
     _add_time_model(p, "--time-model", "--model")
+    _add_calibration(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_gemm)
 
@@ -433,6 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the step is compiled with a dynamic token dimension (slower casts on calibrated GPUs)",
     )
     _add_time_model(p)
+    _add_calibration(p)
     p.add_argument("--kernels", action="store_true", help="also print the per-kernel breakdown of each shape")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_float8)
@@ -448,6 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-speedup", type=_positive_float, default=1.0, help="required speedup (default 1)")
     p.add_argument("--max-tokens", type=_positive_int, default=1 << 24, help="search limit (default 2^24)")
     _add_time_model(p)
+    _add_calibration(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_break_even)
 
@@ -459,16 +513,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 2 usage or perfmodel error)."""
-    parser = build_parser()
+    """Run the CLI; returns the exit status: 0 ok, 2 a usage or input error, 3 an internal error.
+
+    Input errors print ``perfmodel: error: <message>`` (the message names the bad value and the valid
+    choices); anything else is a bug and prints one line ``perfmodel: internal error: ...``: never a
+    traceback.
+    """
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help, --version (0) and usage errors (2)
-        return exc.code if isinstance(exc.code, int) else 2
-    if getattr(args, "func", None) is None:
-        parser.print_help(sys.stderr)
-        return 2
-    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse: --help, --version (0) and usage errors (2)
+            return exc.code if isinstance(exc.code, int) else 2
+        if getattr(args, "func", None) is None:
+            parser.print_help(sys.stderr)
+            return 2
         with warnings.catch_warnings():
             # the CLI prints each answer's provenance (and a caveat for roofline answers) itself
             warnings.simplefilter("ignore", PerfModelWarning)
@@ -479,6 +538,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `perfmodel gpus | head`
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print("perfmodel: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line, no traceback
+        print(
+            f"perfmodel: internal error: {type(exc).__name__}: {exc} (a bug in perfmodel {__version__}: please "
+            "report it with the command line that shows it)",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

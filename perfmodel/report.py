@@ -23,14 +23,26 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import check_size
+from ._backend import check_flag, check_ratio, check_size
+from ._specs import attached_time_model
+from ._torchao_code import TORCHAO_VERSION, torchao_code, torchao_missing_reason
+from .calibrations.estimates import ESTIMATES
 from .errors import InvalidShapeError, PerfModelError
-from .hardware import GPULike, get_gpu
+from .hardware import GPUS, GPULike, GPUSpec, get_gpu
 from .presets import ModelPreset, get_preset
 from .registry import ModelLike
 from .timemodel import Provenance
 
-__all__ = ["Report", "ReportRow", "ReportTotals", "parse_shape", "report"]
+__all__ = [
+    "TORCHAO_VERSION",
+    "Report",
+    "ReportRow",
+    "ReportTotals",
+    "parse_shape",
+    "report",
+    "torchao_code",
+    "torchao_missing_reason",
+]
 
 _ALIGN = 16  # float8 GEMM kernels (torch._scaled_mm) need K and N to be multiples of 16
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX×,]\s*(\d+)\s*$")
@@ -116,8 +128,9 @@ class ReportTotals:
 
     @property
     def best_recipe(self) -> str:
-        """The single recipe with the shortest filtered step (ties: the earlier recipe)."""
-        return min(self.filtered_s, key=lambda r: self.filtered_s[r])
+        """The single recipe with the shortest filtered step (ties: the earlier recipe); ``"bf16"`` when
+        no recipe was compared (a GPU without float8)."""
+        return min(self.filtered_s, key=lambda r: self.filtered_s[r], default="bf16")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only; seconds."""
@@ -142,8 +155,20 @@ class Report:
         recipes: the candidate recipes (the bf16 baseline is implicit).
         min_speedup: a recipe is enabled only from this speedup on.
         rows, totals: see :class:`ReportRow`, :class:`ReportTotals`.
-        dynamic_shapes: priced for a dynamic token dimension (see :class:`perfmodel.recipes.CastOptions`).
+        dynamic_shapes, fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast: the cast
+            options priced (see :class:`perfmodel.recipes.CastOptions`).
         provenance: where the time model comes from and its expected error (:class:`~perfmodel.timemodel.Provenance`).
+        no_float8_reason: why no recipe was compared (the GPU has no float8 GEMMs, e.g. an A100); the
+            answer is then bf16 everywhere. Empty otherwise.
+        time_model_arg: the time model name ``report`` was given (``model="roofline"``), ``None`` for
+            the GPU's default (or a model object); the printed ``module_filter`` passes it on.
+        calibration_attached: the GPU carried a calibration you attached (``dataclasses.replace(gpu,
+            calibration=...)``).
+        calibration_file: the JSON that calibration was read from, when known (the CLI's ``--calibration``);
+            the printed code loads it.
+        gpu_modified: the GPU was a :class:`~perfmodel.hardware.GPUSpec` that differs from the table's
+            entry of that name (``dataclasses.replace`` of peaks, bandwidth, ...), which the printed
+            code, naming the GPU, cannot carry.
     """
 
     title: str
@@ -155,7 +180,56 @@ class Report:
     rows: tuple[ReportRow, ...]
     totals: ReportTotals
     dynamic_shapes: bool = False
+    fuse_input_with_prev: bool = False
+    fuse_grad_output_with_prev: bool = False
+    cache_weight_cast: bool = False
     provenance: Provenance | None = None
+    no_float8_reason: str = ""
+    time_model_arg: str | None = None
+    calibration_attached: bool = False
+    calibration_file: str | None = None
+    gpu_modified: bool = False
+
+    @property
+    def speedup(self) -> float:
+        """Step speedup of the Linears under :attr:`recommendation` (1.0 for bf16)."""
+        rec = self.recommendation
+        return 1.0 if rec == "bf16" else self.totals.bf16_s / self.totals.filtered_s[rec]
+
+    @property
+    def recommendation(self) -> str:
+        """The one recipe to enable where it pays (:attr:`ReportTotals.best_recipe`), or ``"bf16"`` when
+        no recipe makes these Linears faster."""
+        best = self.totals.best_recipe
+        return best if best != "bf16" and self.totals.bf16_s > self.totals.filtered_s[best] else "bf16"
+
+    @property
+    def reason(self) -> str:
+        """Why bf16 is recommended (empty when a recipe is)."""
+        if self.recommendation != "bf16":
+            return ""
+        if self.no_float8_reason:
+            return self.no_float8_reason
+        return f"no recipe reaches {self.min_speedup:g}x on any Linear at {self.tokens} tokens on {self.gpu}"
+
+    def filter_options(self) -> dict[str, Any]:
+        """The keywords of :func:`perfmodel.float8.module_filter` that reproduce this table's decisions."""
+        return {
+            "min_speedup": self.min_speedup,
+            "dynamic_shapes": self.dynamic_shapes,
+            "fuse_input_with_prev": self.fuse_input_with_prev,
+            "fuse_grad_output_with_prev": self.fuse_grad_output_with_prev,
+            "cache_weight_cast": self.cache_weight_cast,
+            "model": self.time_model_arg,
+        }
+
+    def torchao_code(self) -> str | None:
+        """The torchao code enabling :attr:`recommendation` (see :func:`torchao_code`); ``None`` for bf16
+        or a recipe torchao does not offer."""
+        rec = self.recommendation
+        if rec == "bf16":
+            return None
+        return torchao_code(rec, self.gpu, self.tokens, self.filter_options(), calibration_file=self.calibration_file)
 
     def enabled(self) -> dict[str, list[str]]:
         """decision -> the Linear names it applies to (``"bf16"``: kept in bf16)."""
@@ -174,10 +248,28 @@ class Report:
             "recipes": list(self.recipes),
             "min_speedup": self.min_speedup,
             "dynamic_shapes": self.dynamic_shapes,
+            "fuse_input_with_prev": self.fuse_input_with_prev,
+            "fuse_grad_output_with_prev": self.fuse_grad_output_with_prev,
+            "cache_weight_cast": self.cache_weight_cast,
             "rows": [r.to_dict() for r in self.rows],
             "totals": self.totals.to_dict(),
+            "recommendation": {
+                "recipe": self.recommendation,
+                "speedup": self.speedup,
+                "reason": self.reason,
+                "keep_bf16": [] if self.recommendation == "bf16" else self._kept(),
+                "torchao_version": TORCHAO_VERSION,
+                "torchao_code": self.torchao_code(),
+                "torchao_missing": "" if self.recommendation == "bf16" else torchao_missing_reason(self.recommendation),
+            },
             "provenance": None if self.provenance is None else self.provenance.to_dict(),
         }
+
+    def _kept(self) -> list[str]:
+        """The Linears :attr:`recommendation` leaves in bf16 (where it does not reach ``min_speedup``)."""
+        rec = self.recommendation
+        pays = [row.eligible and rec != "bf16" and row.speedups[rec] >= self.min_speedup for row in self.rows]
+        return [n for row, p in zip(self.rows, pays, strict=True) if not p for n in row.names]
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text."""
@@ -313,29 +405,39 @@ def report(
     from . import float8  # here, not at the top: float8 re-exports report (no import cycle either way)
 
     tokens = int(check_size("tokens", tokens))
-    if isinstance(min_speedup, bool) or not isinstance(min_speedup, (int, float)) or not min_speedup > 0:
-        raise PerfModelError(f"min_speedup must be a number > 0, got {min_speedup!r}")
+    min_speedup = check_ratio("min_speedup", min_speedup)
+    flags = {
+        name: check_flag(name, value)
+        for name, value in (
+            ("fuse_input_with_prev", fuse_input_with_prev),
+            ("fuse_grad_output_with_prev", fuse_grad_output_with_prev),
+            ("cache_weight_cast", cache_weight_cast),
+            ("dynamic_shapes", dynamic_shapes),
+        )
+    }
     spec = get_gpu(gpu)
+    no_float8 = ""
     if recipes is None:
         names = [r for r in float8.supported_recipes(spec) if float8.RECIPES[r].torchao_name]
+        if not names:
+            no_float8 = _no_float8_reason(spec)
     else:
         names = [float8.get_recipe(r).name for r in ([recipes] if isinstance(recipes, str) else recipes)]
     names = list(dict.fromkeys(r for r in names if r != "bf16"))
-    if not names:
-        raise PerfModelError(f"no float8 recipe to compare with bf16 on {spec.name}; pass recipes=[...]")
+    if not names and not no_float8:
+        candidates = [r for r in float8.supported_recipes(spec) if r != "bf16"]
+        raise PerfModelError(
+            f"recipes {list(recipes or [])!r} leave no float8 recipe to compare with bf16; pass some of "
+            f"{', '.join(candidates) or '(none: ' + spec.name + ' has no float8)'}, or leave recipes out for the "
+            "default"
+        )
     title, entries = _entries(model_or_shapes, tokens)
     grouped = _group(entries)
     M = np.array([g[3] for g in grouped], dtype=np.int64)
     K = np.array([g[1] for g in grouped], dtype=np.int64)
     N = np.array([g[2] for g in grouped], dtype=np.int64)
     counts = np.array([g[4] for g in grouped], dtype=np.int64)
-    opts = dict(
-        fuse_input_with_prev=fuse_input_with_prev,
-        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
-        cache_weight_cast=cache_weight_cast,
-        dynamic_shapes=dynamic_shapes,
-        model=model,
-    )
+    opts = dict(flags, model=model)
     base = float8.linear_time(M, K, N, None, spec, model=model)
     times = {"bf16": np.broadcast_to(np.asarray(base.total_s, dtype=float), M.shape)}
     for r in names:
@@ -346,8 +448,10 @@ def report(
 
     rows = []
     for i, (row_names, k, n, m, count) in enumerate(grouped):
-        best = min(names, key=lambda r: times[r][i])  # ties: the earlier recipe
-        if not eligible[i]:
+        best = min(names, key=lambda r: times[r][i], default="bf16")  # ties: the earlier recipe
+        if not names:
+            decision, reason = "bf16", f"no float8 GEMMs on {spec.name}"
+        elif not eligible[i]:
             decision, reason = "bf16", f"K, N not multiples of {_ALIGN}"
         elif pays[best][i]:
             decision, reason = best, ""
@@ -382,11 +486,28 @@ def report(
         tokens=tokens,
         time_model=base.model,
         recipes=tuple(names),
-        min_speedup=float(min_speedup),
+        min_speedup=min_speedup,
         rows=tuple(rows),
         totals=totals,
-        dynamic_shapes=dynamic_shapes,
+        **flags,
         provenance=base.provenance,
+        no_float8_reason=no_float8,
+        time_model_arg=model if isinstance(model, str) else None,
+        calibration_attached=attached_time_model(spec) is not None,
+        gpu_modified=spec != GPUS.get(spec.name),
+    )
+
+
+def _no_float8_reason(spec: GPUSpec) -> str:
+    """Why no torchao float8 recipe runs on ``spec``: it has no float8 GEMMs."""
+    if spec.supports("fp8_e4m3"):
+        return f"no torchao float8 recipe runs on {spec.name}, so every Linear stays in bf16"
+    est = ESTIMATES.get(spec.arch)
+    family = f"{est.family.split(' (')[0]}, " if est is not None else ""
+    return (
+        f"{spec.name} ({family}arch {spec.arch}) has no float8 tensor cores: torchao's float8 training needs "
+        "fp8 GEMMs (NVIDIA sm89 and newer: Ada, Hopper, Blackwell; AMD MI300 and newer), so every Linear "
+        "stays in bf16"
     )
 
 
@@ -399,7 +520,7 @@ def _names(names: tuple[str, ...], width: int) -> str:
 
 
 def _format(rep: Report) -> str:
-    """The aligned table of ``str(report)``: µs per Linear, ms per step."""
+    """The aligned table of ``str(report)``: µs per Linear, ms per step; then the recommendation."""
     tot = rep.totals
     n_linears = sum(r.count for r in rep.rows)
     lines = [
@@ -408,28 +529,32 @@ def _format(rep: Report) -> str:
         "Per Linear: fwd+bwd time in µs (speedup over bf16). Per step: saved = (bf16 - chosen) x count, ms.",
         "",
     ]
+    cells = [[f"{row.times_s[r] * 1e6:.1f} ({row.speedups[r]:.2f}x)" for r in rep.recipes] for row in rep.rows]
     name_w = min(34, max(len("linear"), *(len(", ".join(r.names)) for r in rep.rows)))
-    rec_w = {r: max(len(r), 17) for r in rep.recipes}
+    dim_w = max(6, *(len(str(v)) for r in rep.rows for v in (r.K, r.N, r.M)))
+    count_w = max(5, *(len(str(r.count)) for r in rep.rows))
+    bf16_w = max(9, *(len(f"{r.bf16_s * 1e6:.1f}") for r in rep.rows))
+    rec_w = {r: max(len(r), 17, *(len(c[i]) for c in cells)) for i, r in enumerate(rep.recipes)}
     head = (
-        f"{'linear':<{name_w}} {'K':>6} {'N':>6} {'M':>6} {'count':>5} {'bf16':>9} "
-        + " ".join(f"{r:>{rec_w[r]}}" for r in rep.recipes)
-        + f"  {'decision':<18} {'saved ms':>9}"
+        f"{'linear':<{name_w}} {'K':>{dim_w}} {'N':>{dim_w}} {'M':>{dim_w}} {'count':>{count_w}} {'bf16':>{bf16_w}} "
+        + "".join(f"{r:>{rec_w[r]}} " for r in rep.recipes)
+        + f" {'decision':<18} {'saved ms':>9}"
     )
     lines += [head, "-" * len(head)]
-    for row in rep.rows:
-        cells = []
-        for r in rep.recipes:
-            t, s = row.times_s[r], row.speedups[r]
-            cells.append(f"{f'{t * 1e6:.1f} ({s:.2f}x)':>{rec_w[r]}}")
+    for row, row_cells in zip(rep.rows, cells, strict=True):
         if not row.reason:
             decision = row.decision
+        elif not rep.recipes:
+            decision = "bf16 (no float8)"
         elif not row.eligible:
             decision = "bf16 (not /16)"
         else:
             decision = "bf16 (slower)" if max(row.speedups.values()) < 1 else f"bf16 (<{rep.min_speedup:g}x)"
         lines.append(
-            f"{_names(row.names, name_w):<{name_w}} {row.K:>6} {row.N:>6} {row.M:>6} {row.count:>5} "
-            f"{row.bf16_s * 1e6:>9.1f} " + " ".join(cells) + f"  {decision:<18} {row.saved_s * 1e3:>9.2f}"
+            f"{_names(row.names, name_w):<{name_w}} {row.K:>{dim_w}} {row.N:>{dim_w}} {row.M:>{dim_w}} "
+            f"{row.count:>{count_w}} {row.bf16_s * 1e6:>{bf16_w}.1f} "
+            + "".join(f"{c:>{rec_w[r]}} " for r, c in zip(rep.recipes, row_cells, strict=True))
+            + f" {decision:<18} {row.saved_s * 1e3:>9.2f}"
         )
     policies = [("bf16 everywhere", tot.bf16_s), ("best recipe per shape (the decisions)", tot.best_s)]
     for r in rep.recipes:
@@ -447,33 +572,38 @@ def _format(rep: Report) -> str:
             f"  {label:<{label_w}} {seconds * 1e3:>10.2f} {tot.bf16_s / seconds:>7.2f}x "
             f"{(tot.bf16_s - seconds) * 1e3:>10.2f}"
         )
-    best = tot.best_recipe
-    kept = [n for row in rep.rows if row.decision == "bf16" for n in row.names]
-    lines.append("")
-    gain = tot.bf16_s / tot.filtered_s[best]
-    if gain > 1.0:
-        extra = f", min_speedup={rep.min_speedup:g}" if rep.min_speedup != 1.0 else ""
-        extra += ", dynamic_shapes=True" if rep.dynamic_shapes else ""
-        marginal = " — marginal (< 5 %), measure before switching" if gain < 1.05 else ""
-        lines.append(
-            f"Recommendation: {best} where it pays, {gain:.2f}x on these Linears{marginal}; "
-            f"keep bf16 for: {', '.join(kept) or 'none'}."
-        )
-        lines.append(f"  convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name({best!r}),")
-        lines.append(
-            f"      module_filter_fn=perfmodel.float8.module_filter(gpu={rep.gpu!r}, tokens={rep.tokens}, "
-            f"recipe={best!r}{extra}))"
-        )
-        if any(row.M != rep.tokens for row in rep.rows):
-            lines.append(
-                f"  note: module_filter prices every Linear at M={rep.tokens}; routed experts see fewer "
-                "tokens (column M) — exclude those the table keeps in bf16."
-            )
-    else:
-        lines.append(
-            f"Recommendation: keep bf16 — no recipe reaches {rep.min_speedup:g}x on any Linear at "
-            f"{rep.tokens} tokens on {rep.gpu}."
-        )
+    lines += ["", *_recommendation_lines(rep)]
     if rep.provenance is not None:
         lines.append(f"provenance: {rep.provenance.line()}")
     return "\n".join(lines)
+
+
+def _recommendation_lines(rep: Report) -> list[str]:
+    """The recommendation, and the torchao code that applies it (indented four spaces) or why there is none."""
+    rec = rep.recommendation
+    if rec == "bf16":
+        return [f"Recommendation: keep bf16 — {rep.reason}."]
+    marginal = " — marginal (< 5 %), measure before switching" if rep.speedup < 1.05 else ""
+    lines = [
+        f"Recommendation: {rec} where it pays, {rep.speedup:.2f}x on these Linears{marginal}; "
+        f"keep bf16 for: {', '.join(rep._kept()) or 'none'}."
+    ]
+    code = rep.torchao_code()
+    if code is None:
+        lines.append(f"  no torchao code: {torchao_missing_reason(rec)}.")
+        return lines
+    api, caveat = ("torchao", "") if rec != "mxfp8" else ("torchao's MX training prototype", ", whose names change")
+    lines.append(f"Apply it with {api} (code for torchao {TORCHAO_VERSION}{caveat}; `model` is your nn.Module):")
+    lines += [f"    {line}" if line else "" for line in code.splitlines()]
+    if rep.gpu_modified or (rep.calibration_attached and rep.calibration_file is None):
+        what = "GPUSpec you built" if rep.gpu_modified else "calibration attached to your GPUSpec"
+        lines.append(f"  note: the table used the {what}: pass that GPUSpec as gpu=.")
+    moe = [row for row in rep.rows if row.M != rep.tokens]
+    if moe:
+        example = ", ".join(f"{row.names[0]!r}: {row.M}" for row in moe[:2])
+        lines.append(
+            f"  note: the filter prices every Linear at tokens={rep.tokens}; routed experts see fewer (column M): "
+            f"give module_filter per-layer tokens with your model's module names, e.g. tokens={{{example}, "
+            f"'*': {rep.tokens}}}, or exclude them."
+        )
+    return lines

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import perfmodel.float8 as f8
-from perfmodel import cli
+from perfmodel import __version__, cli
 from perfmodel.gemm import gemm_perfdata
 from perfmodel.hardware import GPUS, get_gpu
 from perfmodel.report import report
@@ -216,13 +221,28 @@ def test_a_broken_optional_module_does_not_break_the_cli(capsys, monkeypatch):
     assert code == 2 and "importing perfmodel.moe failed" in err and "grouped_gemm" in err
 
 
-def test_bugs_in_a_hook_are_not_swallowed(monkeypatch):
+def test_bugs_in_a_hook_are_not_swallowed(capsys, monkeypatch):
     def add_roofline_cli(subparsers):
         raise RuntimeError("bug in the hook")
 
     monkeypatch.setitem(sys.modules, "perfmodel.moe", types.SimpleNamespace(add_roofline_cli=add_roofline_cli))
-    with pytest.raises(RuntimeError, match="bug in the hook"):
-        cli.main(["gpus"])
+    code, out, err = run(capsys, "gpus")
+    assert code == 3 and not out
+    assert err.startswith("perfmodel: internal error: RuntimeError: bug in the hook (a bug in perfmodel")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_internal_error_is_one_line_with_exit_status_3(capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("perfmodel.gemm.gemm_perfdata", broken)
+    code, out, err = run(capsys, "gemm", "16", "16", "16")
+    assert code == 3 and not out
+    assert (
+        err == f"perfmodel: internal error: ZeroDivisionError: division by zero (a bug in perfmodel {__version__}: "
+        "please report it with the command line that shows it)\n"
+    )
 
 
 def test_import_is_light_and_module_entry_point_works():
@@ -245,3 +265,177 @@ def test_import_is_light_and_module_entry_point_works():
     )
     assert bad.returncode == 2 and bad.stderr.startswith("perfmodel: error: unknown GPU 'nope'")
     assert "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# GPUs without float8, your own calibration
+# ------------------------------------------------------------------------------------------------
+def test_a_gpu_without_float8_keeps_bf16_and_says_why(capsys):
+    code, out, err = run(capsys, "float8", "--gpu", "a100", "--model", "llama3-8b")
+    assert code == 0 and not err
+    rep = report("llama3-8b", tokens=8192, gpu="A100")
+    assert out.strip() == str(rep).strip()
+    assert rep.recipes == () and rep.recommendation == "bf16" and "Ampere" in rep.reason
+    line = next(line for line in out.splitlines() if line.startswith("Recommendation:"))
+    assert line.startswith("Recommendation: keep bf16 — A100-SXM-80GB (Ampere, arch 80) has no float8 tensor cores")
+    assert f"{f8.linear_time(8192, 4096, 14336, None, 'A100').total_s * 1e6:.1f}" in out  # the bf16 table
+    assert "Apply it with torchao" not in out
+    code, out, _ = run(capsys, "float8", "--gpu", "a100", "--shapes", "4096x4096", "--json", "--kernels")
+    data = json.loads(out)
+    assert code == 0 and data["recipes"] == [] and data["rows"][0]["decision"] == "bf16"
+    assert data["recommendation"]["recipe"] == "bf16" and "no float8 tensor cores" in data["recommendation"]["reason"]
+    assert data["recommendation"]["torchao_code"] is None and [k["recipe"] for k in data["kernels"]] == ["bf16"]
+
+
+def test_json_carries_the_recommendation_and_its_code(capsys):
+    _, out, _ = run(capsys, "float8", "--shapes", "4096x14336,1024x1024", "--json")
+    rec = json.loads(out)["recommendation"]
+    rep = report(["4096x14336", "1024x1024"], tokens=8192)
+    assert rec["recipe"] == rep.recommendation == "tensorwise" and rec["keep_bf16"] == ["1024x1024"]
+    assert rec["speedup"] == pytest.approx(rep.totals.bf16_s / rep.totals.filtered_s["tensorwise"])
+    assert rec["torchao_code"] == rep.torchao_code() and "convert_to_float8_training(" in rec["torchao_code"]
+    assert rec["torchao_version"] == "0.18" and rec["torchao_missing"] == ""
+
+
+CALIBRATION = str(Path(__file__).resolve().parent.parent / "perfmodel" / "calibrations" / "h200.json")
+
+
+def test_calibration_file_is_used_and_named_in_the_provenance(capsys):
+    code, out, _ = run(capsys, "gemm", "4096", "4096", "4096", "--gpu", "h100", "--calibration", CALIBRATION, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["provenance"]["kind"] == "transferred" and "your" in data["provenance"]["summary"]
+    code, out, _ = run(capsys, "gemm", "4096", "4096", "4096", "--gpu", "h200", "--calibration", CALIBRATION)
+    assert out.splitlines()[-1].startswith("provenance: measured — your H200 calibration")
+    code, out, _ = run(capsys, "break-even", "4096x4096", "--gpu", "h200", "--calibration", CALIBRATION)
+    assert code == 0 and "provenance: measured — your H200 calibration" in out
+    code, out, _ = run(capsys, "float8", "--gpu", "h100", "--shapes", "4096x4096", "--calibration", CALIBRATION)
+    assert code == 0 and "provenance: transferred — your H200 calibration" in out
+
+
+@pytest.mark.parametrize(
+    "command", [("gemm", "16", "16", "16"), ("float8", "--model", "gpt2"), ("break-even", "64x64")]
+)
+def test_calibration_errors_are_named(capsys, tmp_path, command):
+    code, _, err = run(capsys, *command, "--gpu", "b200", "--calibration", CALIBRATION)
+    assert code == 2 and err.startswith("perfmodel: error: the calibration attached to B200 (arch 100) was fitted")
+    bad = tmp_path / "fit.json"
+    bad.write_text("{")
+    code, _, err = run(capsys, *command, "--calibration", str(bad))
+    assert code == 2 and err.startswith(f"perfmodel: error: {bad}: ") and "Traceback" not in err
+    code, _, err = run(capsys, *command, "--calibration", str(tmp_path / "missing.json"))
+    assert code == 2 and err.startswith("perfmodel: error: ") and "missing.json" in err
+    code, _, err = run(capsys, *command, "--calibration", CALIBRATION, "--time-model", "roofline")
+    assert code == 2 and "--time-model roofline ignores it" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# No traceback, whatever the input
+# ------------------------------------------------------------------------------------------------
+def test_break_even_marks_shapes_float8_cannot_run(capsys):
+    code, out, _ = run(capsys, "break-even", "15x17", "4096x4096")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("15"))
+    assert "no: not /16" in row
+    code, out, _ = run(capsys, "break-even", "15x17", "--json")
+    rec = json.loads(out)[0]
+    assert rec["eligible"] is False and "multiples of 16" in rec["ineligible_reason"]
+    assert rec["break_even_tokens"] is None
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("float8", "--model", "gpt2", "--tokens", "1" + "0" * 13), "tokens must be a positive integer up to"),
+        (("float8", "--shapes", "4096x4096", "--tokens", "1" + "0" * 30), "tokens must be a positive integer up to"),
+        (("float8", "--shapes", "10000000000000x16"), "must be a positive integer up to"),
+        (("float8", "--shapes", ","), "--shapes ',' is empty"),
+        (("float8", "--shapes", "4096x4096", "--recipes", ","), "--recipes ',' is empty"),
+        (("float8", "--shapes", "4096x4096", "--recipes", "bf16"), "leave no float8 recipe to compare"),
+        (("float8", "--shapes", "4096x4096", "--gpu", "a100", "--recipes", "tensorwise"), "A100-SXM-80GB has no"),
+        (("float8", "--shapes", "4096x4096", "--gpu", ""), "unknown GPU ''"),
+        (("gemm", "1" + "0" * 13, "16", "16"), "M must be a positive integer up to"),
+        (("gemm", "16", "16", "16", "--dtype", "fp8", "--gpu", "a100"), "A100-SXM-80GB has no fp8_e4m3 peak"),
+        (("gemm", "16", "16", "16", "--dtype", "bf16", "--scaling", "rowwise"), "scaling must be None"),
+        (("break-even", "4096x4096", "--recipe", "bf16"), "--recipe bf16 is the baseline"),
+        (("break-even", "4096x4096", "--gpu", "a100"), "A100-SXM-80GB has no peak"),
+        (("break-even", "4096x4096", "--max-tokens", "1" + "0" * 20), "max_tokens must be a positive integer"),
+    ],
+)
+def test_bad_inputs_are_named_errors(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and not out and "Traceback" not in err
+    assert err.startswith("perfmodel: error: ") and needle in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (("float8", "--model", "gpt2", "--min-speedup", "inf"), "expected a positive finite number, got 'inf'"),
+        (("float8", "--model", "gpt2", "--min-speedup", "nan"), "got 'nan'"),
+        (("break-even", "64x64", "--min-speedup", "1e400"), "got '1e400'"),
+        (("gemm", "16", "16", "1" * 5000), "expected a positive integer"),
+    ],
+)
+def test_bad_numbers_are_usage_errors(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and needle in err and "Traceback" not in err
+
+
+_VALUES = [
+    "0", "-1", "1", "15", "16", "4096", "14336", "50257", "100000000000", "1" + "0" * 13, "1" + "0" * 40, "1.5", "1e3",
+    "nan", "inf", "", " ", "abc", "4096x4096", "4096x14336,14336x4096", "4096x0", "x", ",", "4096y4096", "64x64,",
+    "h100", "H200", "a100", "b200", "mi355x", "l40s", "NVIDIA H100 80GB HBM3", "z100", "bf16", "fp8", "mxfp8", "nvfp4",
+    "int8", "fp7", "tensorwise", "rowwise", "rowwise_with_gw_hp", "dynamic", "delayed", "blockwise", "mx", "colwise",
+    "llama3-8b", "mixtral-8x7b", "deepseek-v3", "gpt2", "llama9", "roofline", "original", "calibrated",
+    CALIBRATION, "/nonexistent/fit.json", "/dev/null", "--json",
+]  # fmt: skip
+_FLAGS = {
+    "gpus": ["--json"],
+    "models": ["--json"],
+    "gemm": ["--dtype", "--gpu", "--scaling", "--time-model", "--model", "--calibration", "--json"],
+    "float8": [
+        "--gpu", "--tokens", "--model", "--shapes", "--recipes", "--min-speedup", "--cache-weight-cast",
+        "--fuse-with-prev", "--dynamic-shapes", "--time-model", "--calibration", "--kernels", "--json",
+    ],
+    "break-even": ["--recipe", "--gpu", "--min-speedup", "--max-tokens", "--time-model", "--calibration", "--json"],
+}  # fmt: skip
+_SWITCHES = {"--json", "--cache-weight-cast", "--fuse-with-prev", "--dynamic-shapes", "--kernels"}
+
+
+@st.composite
+def _argv(draw) -> list[str]:
+    command = draw(st.sampled_from(sorted(_FLAGS)))
+    values = st.sampled_from(_VALUES)
+    argv = [command, *draw(st.lists(values, max_size=4))] if command in ("gemm", "break-even") else [command]
+    for flag in draw(st.lists(st.sampled_from(_FLAGS[command]), max_size=5)):
+        argv += [flag] if flag in _SWITCHES else [flag, draw(values)]
+    return argv
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(argv=_argv())
+def test_no_input_shows_a_traceback(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    text = err.getvalue()
+    assert "Traceback" not in text and "internal error" not in text, (argv, text)
+    if code == 0:
+        assert out.getvalue()
+    else:
+        assert code == 2, (argv, code, text)
+        last = text.strip().splitlines()[-1]
+        assert last.startswith("perfmodel: error: ") or (last.startswith("perfmodel ") and ": error: " in last), text
+
+
+def test_python_m_perfmodel_exit_codes():
+    ok = subprocess.run([sys.executable, "-m", "perfmodel", "models"], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "perfmodel", "gemm", "1", "2"], capture_output=True, text=True)
+    huge = subprocess.run(
+        [sys.executable, "-m", "perfmodel", "float8", "--model", "gpt2", "--tokens", "1" + "0" * 30],
+        capture_output=True,
+        text=True,
+    )
+    assert (ok.returncode, bad.returncode, huge.returncode) == (0, 2, 2)
+    assert "Traceback" not in bad.stderr + huge.stderr
+    assert huge.stderr.startswith("perfmodel: error: tokens must be a positive integer")

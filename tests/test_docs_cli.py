@@ -13,3 +13,20 @@ def test_cli_doc_is_current():
     text = gen.DOC.read_text()
     assert gen.BLOCK.search(text), "docs/cli.md has no $ perfmodel examples"
     assert gen.render(text) == text, "docs/cli.md is stale: run python tools/gen_cli_doc.py"
+
+
+def test_cli_doc_names_every_option_and_the_exit_statuses():
+    from perfmodel import cli
+
+    text = (ROOT / "docs" / "cli.md").read_text()
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for command in ("gpus", "gemm", "float8", "break-even", "models"):
+        assert f"## `perfmodel {command}`" in text, command
+        for action in sub.choices[command]._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"{flag}" in text, f"docs/cli.md does not mention {command} {flag}"
+    assert "**Exit status.** `0`" in text and "`2`: a usage or input error" in text and "`3`: an internal" in text
+    assert 'echo "exit status $?"' in text and "\nexit status 2\n" in text
+    assert "**`--json`.**" in text

@@ -16,7 +16,7 @@ from perfmodel.errors import (
     UnsupportedFormatError,
 )
 from perfmodel.presets import UnknownPresetError, get_preset
-from perfmodel.report import Report, parse_shape, report
+from perfmodel.report import Report, parse_shape, report, torchao_code
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -111,7 +111,8 @@ def test_str_is_a_table_with_units_and_the_context(tiny):
     assert f"{row.bf16_s * 1e6:.1f}" in text
     assert f"{row.times_s['tensorwise'] * 1e6:.1f} ({row.speedups['tensorwise']:.2f}x)" in text
     assert "bf16 (not /16)" in text
-    assert "module_filter(gpu='H100-SXM', tokens=8192, recipe='tensorwise')" in text
+    assert 'module_filter(gpu="H100-SXM", tokens=8192, recipe="tensorwise")' in text
+    assert text.splitlines()[-1].startswith("provenance: transferred")
 
 
 def test_json_round_trip(tiny):
@@ -211,12 +212,16 @@ def test_errors_name_the_bad_value():
         report(["4096x4096"], tokens=TOKENS, recipes=["mxfp8"])
     with pytest.raises(UnknownPresetError, match="unknown model preset 'llama9'"):
         report("llama9", tokens=TOKENS)
-    with pytest.raises(InvalidShapeError, match="tokens must be a positive integer, got 0"):
+    with pytest.raises(InvalidShapeError, match=r"tokens must be a positive integer.*, got 0"):
         report(["4096x4096"], tokens=0)
-    with pytest.raises(PerfModelError, match="min_speedup must be a number > 0, got 0"):
+    with pytest.raises(PerfModelError, match="min_speedup must be a positive finite number, got 0"):
         report(["4096x4096"], tokens=TOKENS, min_speedup=0)
-    with pytest.raises(PerfModelError, match="no float8 recipe to compare"):
+    with pytest.raises(PerfModelError, match="min_speedup must be a positive finite number, got inf"):
+        report(["4096x4096"], tokens=TOKENS, min_speedup=float("inf"))
+    with pytest.raises(PerfModelError, match=r"recipes \['bf16'\] leave no float8 recipe to compare.*tensorwise"):
         report(["4096x4096"], tokens=TOKENS, recipes=["bf16"])
+    with pytest.raises(PerfModelError, match="cache_weight_cast must be True or False, got str 'yes'"):
+        report(["4096x4096"], tokens=TOKENS, cache_weight_cast="yes")
     with pytest.raises(PerfModelError, match="cannot analyse int"):
         report(3, tokens=TOKENS)
     with pytest.raises(PerfModelError, match=r"has no nn\.Linear"):
@@ -244,3 +249,109 @@ def test_dynamic_shapes_reach_report_and_filter():
         in_features, out_features = 4096, 14336
 
     assert fn(Lin(), "mlp.up") is should_use(2048, 4096, 14336, "rowwise", "H200", dynamic_shapes=True)
+
+
+def test_a_gpu_without_float8_answers_bf16_with_the_reason():
+    rep = report("llama3-8b", tokens=TOKENS, gpu="A100")
+    assert rep.recipes == () and rep.gpu == "A100-SXM-80GB"
+    assert rep.recommendation == "bf16" and rep.speedup == 1.0 and rep.torchao_code() is None
+    assert rep.reason == rep.no_float8_reason and rep.reason.startswith(
+        "A100-SXM-80GB (Ampere, arch 80) has no float8 tensor cores"
+    )
+    assert all(r.decision == "bf16" and r.reason == "no float8 GEMMs on A100-SXM-80GB" for r in rep.rows)
+    assert rep.totals.best_recipe == "bf16" and rep.totals.best_s == rep.totals.bf16_s
+    up = next(r for r in rep.rows if (r.K, r.N) == (4096, 14336))
+    assert up.bf16_s == pytest.approx(total_on(TOKENS, 4096, 14336, None, "A100"))
+    text = str(rep)
+    assert f"{up.bf16_s * 1e6:.1f}" in text and "bf16 (no float8)" in text
+    assert f"Recommendation: keep bf16 — {rep.reason}." in text
+    data = rep.to_dict()
+    assert data["recommendation"]["recipe"] == "bf16" and data["recommendation"]["reason"] == rep.reason
+    with pytest.raises(UnsupportedFormatError, match="recipe 'tensorwise' needs fp8_e4m3"):
+        report("llama3-8b", tokens=TOKENS, gpu="A100", recipes=["tensorwise"])
+
+
+def total_on(M, K, N, recipe, gpu):
+    return float(f8.linear_time(M, K, N, recipe, gpu).total_s)
+
+
+def test_recommendation_keep_list_and_code_follow_the_filter():
+    rep = report(["4096x14336", "4096x1024", "4096x50257"], tokens=TOKENS, gpu="H100")
+    assert rep.recommendation == rep.totals.best_recipe == "tensorwise"
+    assert rep.speedup == pytest.approx(rep.totals.bf16_s / rep.totals.filtered_s["tensorwise"])
+    assert rep.to_dict()["recommendation"]["keep_bf16"] == ["4096x1024", "4096x50257"]
+    assert "keep bf16 for: 4096x1024, 4096x50257." in str(rep)
+    code = rep.torchao_code()
+    assert code == torchao_code("tensorwise", "H100-SXM", TOKENS)
+    assert f"    {code.splitlines()[-2]}" in str(rep)
+    slow = report(["1024x1024"], tokens=1024, gpu="H100")
+    assert slow.recommendation == "bf16" and slow.torchao_code() is None
+    assert slow.reason == "no recipe reaches 1x on any Linear at 1024 tokens on H100-SXM"
+    assert f"Recommendation: keep bf16 — {slow.reason}." in str(slow)
+
+
+def test_the_options_of_the_table_are_the_filters():
+    rep = report(
+        ["4096x14336"],
+        tokens=TOKENS,
+        gpu="H200",
+        min_speedup=1.1,
+        cache_weight_cast=True,
+        fuse_input_with_prev=True,
+        dynamic_shapes=True,
+        model="roofline",
+    )
+    opts = rep.filter_options()
+    assert opts == {
+        "min_speedup": 1.1,
+        "dynamic_shapes": True,
+        "fuse_input_with_prev": True,
+        "fuse_grad_output_with_prev": False,
+        "cache_weight_cast": True,
+        "model": "roofline",
+    }
+    filt = f8.module_filter(gpu="H200", tokens=TOKENS, recipe=rep.recommendation, **opts)
+
+    class Lin:
+        in_features, out_features = 4096, 14336
+
+    assert filt(Lin(), "up") == (rep.rows[0].decision == rep.recommendation)
+    code = rep.torchao_code()
+    for text in ("min_speedup=1.1", "dynamic_shapes=True", "fuse_input_with_prev=True", "cache_weight_cast=True"):
+        assert text in code
+    assert 'model="roofline"' in code and "fuse_grad_output_with_prev" not in code
+    data = rep.to_dict()
+    assert data["cache_weight_cast"] is True and data["fuse_grad_output_with_prev"] is False
+
+
+def test_an_attached_calibration_is_noted():
+    import dataclasses
+    from pathlib import Path
+
+    from perfmodel.calibrated_model import load_calibration
+    from perfmodel.hardware import get_gpu
+
+    path = Path(f8.__file__).parent / "calibrations" / "h200.json"
+    gpu = dataclasses.replace(get_gpu("H100"), calibration=load_calibration(path))
+    rep = report(["4096x14336"], tokens=TOKENS, gpu=gpu)
+    assert rep.calibration_attached and rep.calibration_file is None
+    assert "note: the table used the calibration attached to your GPUSpec" in str(rep)
+    with_file = dataclasses.replace(rep, calibration_file="fit.json")
+    assert 'calibration=load_calibration("fit.json")' in with_file.torchao_code()
+    assert "attached to your GPUSpec" not in str(with_file)
+    faster = dataclasses.replace(get_gpu("H100"), mem_bw_bytes_per_s=4.0e12)
+    built = report(["4096x14336"], tokens=TOKENS, gpu=faster)
+    assert built.gpu_modified and not rep.gpu_modified
+    assert "note: the table used the GPUSpec you built: pass that GPUSpec as gpu=." in str(built)
+
+
+def test_moe_rows_get_a_per_layer_tokens_hint():
+    text = str(report("mixtral-8x7b", tokens=TOKENS, gpu="H100"))
+    assert "routed experts see fewer (column M)" in text and f"'*': {TOKENS}" in text
+
+
+def test_wide_numbers_keep_the_columns_aligned():
+    rep = report(["4096x14336"], tokens=10**11, gpu="H100")
+    head, rule, row = str(rep).splitlines()[3:6]
+    assert len(head) == len(rule) and row.split()[3] == str(10**11)
+    assert head.index("decision") == row.index("tensorwise", len(row) - 40)

@@ -1,7 +1,9 @@
 """Re-run every ``$ perfmodel ...`` example in docs/cli.md and paste its real output.
 
 Each ```console block that starts with ``$ perfmodel`` is replaced by the command and what it prints
-(stdout, then stderr) when run from the repository root. ``--check`` exits 1 if the file is stale.
+(stdout and stderr, interleaved as a terminal shows them) when run from the repository root through
+the shell, so ``; echo "exit status $?"`` documents the exit status. ``--check`` exits 1 if the file
+is stale.
 
     python tools/gen_cli_doc.py [--check]
 """
@@ -26,11 +28,12 @@ def run(command: str) -> str:
         shell,
         shell=True,
         cwd=ROOT,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one stream, in the order printed (unbuffered below)
         text=True,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
     )
-    return (done.stdout + done.stderr).rstrip("\n")
+    return done.stdout.rstrip("\n")
 
 
 def render(text: str) -> str:
