@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ._specs import AMD_DEFAULT_EFFICIENCY, NVIDIA_DEFAULT_EFFICIENCY, Efficiency, default_efficiency
+from ._specs import AMD_DEFAULT_EFFICIENCY, NVIDIA_DEFAULT_EFFICIENCY, Efficiency, Interconnect, default_efficiency
 
 # -- vendor documents -------------------------------------------------------------------------------
 _H100_DS = "NVIDIA H100 Tensor Core GPU datasheet, https://www.nvidia.com/en-us/data-center/h100/"
@@ -78,3 +78,66 @@ def _nv(name: str) -> Efficiency:
 
 def _amd(name: str) -> Efficiency:
     return default_efficiency(name, AMD_DEFAULT_EFFICIENCY)
+
+
+# -- interconnects (per GPU; vendor figures are bidirectional and halved here to one direction) -------
+_MLE_NET = (
+    "S. Bekman, Machine Learning Engineering, network/README.md intra-node tables, "
+    "https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/network/README.md"
+)
+NVLINK4_HGX = Interconnect(
+    kind="nvswitch",
+    bw_bytes_per_s=900e9 / 2,  # "NVLink: 900GB/s" is both directions
+    gpus_per_node=8,
+    pcie_bw_bytes_per_s=128e9 / 2,  # PCIe Gen5 x16, both directions
+    source=f"{_H100_DS}, SXM column: NVLink 900 GB/s, PCIe Gen5 128 GB/s; {_MLPERF_INF}: HGX H100/H200 "
+    "'18x 4th Gen NVLink, 900GB/s', 8 GPUs on NVSwitch",
+)
+NVLINK4_H800 = Interconnect(
+    kind="nvswitch",
+    bw_bytes_per_s=400e9 / 2,
+    gpus_per_node=8,
+    pcie_bw_bytes_per_s=128e9 / 2,
+    source="no public NVIDIA datasheet: 400 GB/s NVLink (about half the H100's, per NVIDIA to Reuters, 2023-03-21, "
+    "and channel reprints of NVIDIA's H800 table); HGX H800 8-GPU boards in NVIDIA's supported-platform list; "
+    "low confidence",
+)
+NVLINK3_HGX = Interconnect(
+    kind="nvswitch",
+    bw_bytes_per_s=600e9 / 2,
+    gpus_per_node=8,
+    pcie_bw_bytes_per_s=64e9 / 2,
+    source=f"{_A100_DS}: NVLink 600 GB/s, PCIe Gen4 64 GB/s; HGX A100: 8 GPUs on NVSwitch ({_MLE_NET})",
+)
+NVLINK5_HGX = Interconnect(
+    kind="nvswitch",
+    bw_bytes_per_s=1800e9 / 2,
+    gpus_per_node=8,
+    pcie_bw_bytes_per_s=128e9 / 2,
+    source=f"{_BW_DS}: 5th Gen NVLink 1.8 TB/s, PCIe Gen5 128 GB/s; {_MLPERF_INF}: HGX B200 8 GPUs, "
+    "'18x 5th Gen NVLink'",
+)
+
+
+def bridge(bw_bidir: float, group: int, pcie_bidir: float, source: str) -> Interconnect:
+    """NVLink bridges joining ``group`` PCIe cards; bidirectional vendor figures in, one direction stored."""
+    return Interconnect(
+        kind="bridge",
+        bw_bytes_per_s=bw_bidir / 2,
+        gpus_per_node=8,
+        domain_gpus=group,
+        pcie_bw_bytes_per_s=pcie_bidir / 2,
+        source=source,
+    )
+
+
+def xgmi_mesh(link_unidir: float, source: str) -> Interconnect:
+    """AMD Infinity Fabric: 7 point-to-point links per GPU in an 8-GPU node, no switch."""
+    return Interconnect(
+        kind="mesh",
+        bw_bytes_per_s=7 * link_unidir,
+        peer_bw_bytes_per_s=link_unidir,
+        gpus_per_node=8,
+        pcie_bw_bytes_per_s=128e9 / 2,
+        source=source,
+    )

@@ -17,7 +17,10 @@ from ._gpu_docs import (
     _MLPERF_INF,
     _OUR_H200,
     _TRITON_SPECS,
+    NVLINK4_H800,
+    NVLINK4_HGX,
     _nv,
+    bridge,
 )
 from ._specs import ORIGINAL_EFFICIENCY, Efficiency, GPUSpec, Peaks
 
@@ -111,6 +114,7 @@ HOPPER: tuple[GPUSpec, ...] = (
         bus_width_bits=5120,
         mem_clock_hz=2.619e9,
         power_w=700.0,
+        interconnect=NVLINK4_HGX,
         efficiency=ORIGINAL_EFFICIENCY,
         sources={
             "power_w": f"{_H100_DS}: max TDP up to 700 W (configurable)",
@@ -136,6 +140,14 @@ HOPPER: tuple[GPUSpec, ...] = (
         l2_bytes=50 * 2**20,
         bus_width_bits=5120,
         power_w=350.0,
+        interconnect=bridge(
+            600e9,
+            2,
+            128e9,
+            "H100 PCIe datasheet (as reprinted at "
+            "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html): NVLink bridge 600 GB/s, "
+            "PCIe Gen5 128 GB/s; low confidence",
+        ),
         efficiency=ORIGINAL_EFFICIENCY,
         sources={
             "power_w": "NVIDIA H100 PCIe product brief PB-11133-001_v02: max TDP 350 W",
@@ -169,6 +181,7 @@ HOPPER: tuple[GPUSpec, ...] = (
         boost_clock_hz=1.98e9,
         l2_bytes=50 * 2**20,
         power_w=500.0,
+        interconnect=NVLINK4_HGX,
         efficiency=ORIGINAL_EFFICIENCY,
         sources={
             "power_w": "torchtitan benchmark pages describe Meta's H100s as 96 GB HBM2e, 2.4 TB/s, 500 W "
@@ -198,6 +211,7 @@ HOPPER: tuple[GPUSpec, ...] = (
         bus_width_bits=6016,
         mem_clock_hz=3.201e9,
         power_w=700.0,
+        interconnect=NVLINK4_HGX,
         efficiency=H200_EFFICIENCY,
         sources={
             "power_w": f"{_H200_DS}: up to 700 W; power.limit 700 W read by nvidia-smi on our H200 "
@@ -223,6 +237,13 @@ HOPPER: tuple[GPUSpec, ...] = (
         num_sms=132,
         boost_clock_hz=1785e6,
         power_w=600.0,
+        interconnect=bridge(
+            900e9,
+            4,
+            128e9,
+            f"{_H200_DS}, H200 NVL column: 2- or 4-way NVLink bridge 900 GB/s per GPU, "
+            f"PCIe Gen5 128 GB/s (a 4-way group here)",
+        ),
         efficiency=_nv("H200-NVL"),
         sources={
             "power_w": f"{_H200_DS}, H200 NVL column: up to 600 W (configurable); {_MLPERF_INF}: 'H200-NVL TGP 600W'",
@@ -247,6 +268,9 @@ HOPPER: tuple[GPUSpec, ...] = (
         boost_clock_hz=1785e6,
         l2_bytes=60 * 2**20,
         power_w=400.0,
+        interconnect=bridge(
+            600e9, 2, 128e9, f"{_H100_DS}, H100 NVL column: NVLink 600 GB/s (2-card bridge), PCIe Gen5 128 GB/s"
+        ),
         efficiency=_nv("H100-NVL"),
         sources={
             "mem_bw_bytes_per_s": f"{_H100_DS}, H100 NVL column: 3.9 TB/s",
@@ -274,6 +298,7 @@ HOPPER: tuple[GPUSpec, ...] = (
         boost_clock_hz=1.98e9,
         l2_bytes=50 * 2**20,
         power_w=700.0,
+        interconnect=NVLINK4_H800,
         efficiency=_nv("H800"),
         sources={
             "mem_bw_bytes_per_s": "no public NVIDIA datasheet: 3352 GB/s in the LMSYS / Ant Group table",
@@ -300,6 +325,12 @@ HOPPER: tuple[GPUSpec, ...] = (
         boost_clock_hz=1755e6,
         l2_bytes=50 * 2**20,
         power_w=350.0,
+        interconnect=bridge(
+            400e9,
+            2,
+            128e9,
+            "reprint of NVIDIA's H800 PCIe table (afox-corp.com): NVLink 400 GB/s, PCIe Gen5 128 GB/s; low confidence",
+        ),
         efficiency=_nv("H800-PCIe"),
         sources={
             "mem_bw_bytes_per_s": "reprint of NVIDIA's H800 PCIe table (afox-corp.com): 2.0 TB/s",
@@ -321,6 +352,11 @@ HOPPER: tuple[GPUSpec, ...] = (
         num_sms=78,
         boost_clock_hz=1.98e9,
         power_w=400.0,
+        interconnect=dataclasses.replace(
+            NVLINK4_HGX,
+            source="no public NVIDIA datasheet: full-rate NVLink 4 (900 GB/s) and HGX 8-GPU "
+            "boards in press reports; low confidence",
+        ),
         efficiency=_nv("H20"),
         sources={
             "mem_bw_bytes_per_s": "no public NVIDIA datasheet: 4.0 TB/s in press reports and the LMSYS / Ant Group "

@@ -28,10 +28,14 @@ from ._gpu_docs import (
     _MLE,
     _MLPERF_INF,
     _ROCM_SPECS,
+    NVLINK3_HGX,
+    NVLINK5_HGX,
     _amd,
     _nv,
+    bridge,
+    xgmi_mesh,
 )
-from ._specs import GPUSpec, Peaks
+from ._specs import GPUSpec, Interconnect, Peaks
 
 __all__ = ["OTHERS", "OTHER_ALIASES"]
 
@@ -124,7 +128,7 @@ _L40S_PEAKS = Peaks(
 )
 
 
-def _a100(name: str, *, mem_gb: float, bw: float, mem_src: str, power_w: float) -> GPUSpec:
+def _a100(name: str, *, mem_gb: float, bw: float, mem_src: str, power_w: float, sxm: bool) -> GPUSpec:
     return GPUSpec(
         name=name,
         vendor="NVIDIA",
@@ -139,6 +143,9 @@ def _a100(name: str, *, mem_gb: float, bw: float, mem_src: str, power_w: float) 
         bus_width_bits=5120,
         mem_clock_hz=bw * 8 / (2 * 5120),
         power_w=power_w,
+        interconnect=NVLINK3_HGX
+        if sxm
+        else bridge(600e9, 2, 64e9, f"{_A100_DS}: NVLink bridge for 2 GPUs 600 GB/s, PCIe Gen4 64 GB/s"),
         efficiency=_nv(name),
         sources={
             "mem_bw_bytes_per_s": mem_src,
@@ -169,6 +176,7 @@ OTHERS: tuple[GPUSpec, ...] = (
         bw=1555e9,
         mem_src=f"{_A100_DS}, A100 40GB SXM: 40 GB HBM2, 1,555 GB/s",
         power_w=400.0,
+        sxm=True,
     ),
     _a100(
         "A100-SXM-80GB",
@@ -176,6 +184,7 @@ OTHERS: tuple[GPUSpec, ...] = (
         bw=2039e9,
         mem_src=f"{_A100_DS}, A100 80GB SXM: 80 GB HBM2e, 2,039 GB/s",
         power_w=400.0,
+        sxm=True,
     ),
     _a100(
         "A100-PCIe-40GB",
@@ -183,6 +192,7 @@ OTHERS: tuple[GPUSpec, ...] = (
         bw=1555e9,
         mem_src=f"{_A100_DS}, A100 40GB PCIe: 40 GB HBM2, 1,555 GB/s",
         power_w=250.0,
+        sxm=False,
     ),
     _a100(
         "A100-PCIe-80GB",
@@ -190,6 +200,7 @@ OTHERS: tuple[GPUSpec, ...] = (
         bw=1935e9,
         mem_src=f"{_A100_DS}, A100 80GB PCIe: 80 GB HBM2e, 1,935 GB/s",
         power_w=300.0,
+        sxm=False,
     ),
     GPUSpec(
         name="B200",
@@ -203,6 +214,7 @@ OTHERS: tuple[GPUSpec, ...] = (
         boost_clock_hz=1965e6,
         l2_bytes=126 * 2**20,
         power_w=1000.0,
+        interconnect=NVLINK5_HGX,
         efficiency=_nv("B200"),
         sources={
             "mem_bw_bytes_per_s": f"{_BW_DS}, HGX B200: 7.7 TB/s per GPU (the older {_HGX} says 64 TB/s per 8 GPUs)",
@@ -226,6 +238,11 @@ OTHERS: tuple[GPUSpec, ...] = (
         num_sms=148,
         boost_clock_hz=36e15 / 8 / 2 / (148 * 8192),
         power_w=1100.0,
+        interconnect=dataclasses.replace(
+            NVLINK5_HGX,
+            pcie_bw_bytes_per_s=256e9 / 2,
+            source=f"{_BU_DS}: 5th Gen NVLink 1.8 TB/s, PCIe Gen6 256 GB/s; HGX B300: 8 GPUs",
+        ),
         efficiency=_nv("B300"),
         sources={
             "mem_bw_bytes_per_s": f"{_BU_DS}, HGX B300: 7.7 TB/s per GPU (the older {_HGX} says 8 TB/s)",
@@ -248,6 +265,13 @@ OTHERS: tuple[GPUSpec, ...] = (
         boost_clock_hz=10e15 / 2 / 2 / (152 * 8192),
         l2_bytes=126 * 2**20,
         power_w=1200.0,
+        interconnect=dataclasses.replace(
+            NVLINK5_HGX,
+            gpus_per_node=4,
+            domain_gpus=72,
+            source=f"{_BW_DS}: 5th Gen NVLink 1.8 TB/s; GB200 NVL72: 4 GPUs per compute tray, 72 "
+            f"in one NVLink domain ({_MLPERF_INF})",
+        ),
         efficiency=_nv("GB200"),
         sources={
             "mem_bw_bytes_per_s": f"{_GB200}: 16 TB/s per superchip; {_BW_DS}: 8 TB/s per GPU",
@@ -272,6 +296,13 @@ OTHERS: tuple[GPUSpec, ...] = (
         num_sms=142,
         boost_clock_hz=2520e6,
         power_w=350.0,
+        interconnect=Interconnect(
+            kind="pcie",
+            bw_bytes_per_s=64e9 / 2,
+            gpus_per_node=8,
+            pcie_bw_bytes_per_s=64e9 / 2,
+            source=f"{_L40S_DS}: no NVLink, PCIe Gen4 x16 64 GB/s bidirectional",
+        ),
         efficiency=_nv("L40S"),
         sources={
             "power_w": f"{_L40S_DS}: max power consumption 350 W; {_MLPERF_INF}: 'L40S TGP 350W'",
@@ -295,6 +326,11 @@ OTHERS: tuple[GPUSpec, ...] = (
         l2_bytes=32 * 2**20,
         bus_width_bits=8192,
         power_w=750.0,
+        interconnect=xgmi_mesh(
+            64e9,
+            f"{_MI300X} platform page via {_MLE}: 7 Infinity Fabric links of 128 GB/s (64 GB/s each "
+            f"way) to the 7 peers of an 8-GPU node, no switch",
+        ),
         efficiency=_amd("MI300X"),
         sources={
             "power_w": f"{_MI300X}: 750 W typical board power (peak); MLPerf system name "
@@ -322,6 +358,9 @@ OTHERS: tuple[GPUSpec, ...] = (
         l2_bytes=32 * 2**20,
         bus_width_bits=8192,
         power_w=1000.0,
+        interconnect=xgmi_mesh(
+            64e9, f"{_MI325X}: the MI300X platform's Infinity Fabric (7 links of 128 GB/s, 64 each way), 8 GPUs"
+        ),
         efficiency=_amd("MI325X"),
         sources={
             "power_w": f"{_MI325X}: 1000 W typical board power (peak)",
@@ -346,6 +385,9 @@ OTHERS: tuple[GPUSpec, ...] = (
         l2_bytes=32 * 2**20,
         bus_width_bits=8192,
         power_w=1400.0,
+        interconnect=xgmi_mesh(
+            76.8e9, f"{_MI355X} via {_MLE}: 7 Infinity Fabric links of 153.6 GB/s (76.8 each way), 8 GPUs"
+        ),
         efficiency=_amd("MI355X"),
         sources={
             "power_w": f"{_MI355X}: 1400 W total board power; {_MLPERF_INF}: 'MI355X TGP 1400W'",

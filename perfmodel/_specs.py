@@ -30,6 +30,7 @@ __all__ = [
     "ORIGINAL_EFFICIENCY",
     "Efficiency",
     "GPUSpec",
+    "Interconnect",
     "Peaks",
     "attached_time_model",
     "default_efficiency",
@@ -169,6 +170,52 @@ def attached_time_model(spec: GPUSpec) -> Any:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Interconnect:
+    """The GPU-to-GPU links inside one node (or one NVLink domain), per GPU.
+
+    Attributes:
+        kind: ``"nvswitch"`` (every GPU reaches every other at full rate through switches),
+            ``"mesh"`` (point-to-point links to each peer, no switch: AMD Infinity Fabric),
+            ``"bridge"`` (NVLink bridges join groups of ``domain_gpus`` GPUs; other traffic crosses PCIe),
+            ``"pcie"`` (no GPU-to-GPU fabric).
+        bw_bytes_per_s: one direction, from one GPU to all its peers together, B/s (vendor "bidirectional"
+            figures are halved, as arithmetic, where the rows are written).
+        peer_bw_bytes_per_s: one direction, to one peer (``mesh``: one link), B/s; ``None``: as ``bw``.
+        gpus_per_node: GPUs on this fabric in the usual server (HGX: 8).
+        domain_gpus: GPUs one fabric joins when it is not the node (NVL72: 72; a bridge: 2 or 4).
+        pcie_bw_bytes_per_s: one direction, the PCIe link of one GPU (``bridge`` and ``pcie`` traffic), B/s.
+        source: where these come from.
+    """
+
+    kind: Literal["nvswitch", "mesh", "bridge", "pcie"]
+    bw_bytes_per_s: float
+    peer_bw_bytes_per_s: float | None = None
+    gpus_per_node: int
+    domain_gpus: int | None = None
+    pcie_bw_bytes_per_s: float | None = None
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("nvswitch", "mesh", "bridge", "pcie"):
+            raise ValueError(f"Interconnect.kind must be nvswitch, mesh, bridge or pcie, got {self.kind!r}")
+        for name in ("bw_bytes_per_s", "peer_bw_bytes_per_s", "pcie_bw_bytes_per_s"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"Interconnect.{name} must be positive B/s, got {value!r}")
+        for name in ("gpus_per_node", "domain_gpus"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int) and value > 0):
+                raise ValueError(f"Interconnect.{name} must be a positive int, got {value!r}")
+        if not self.source:
+            raise ValueError("Interconnect.source is required")
+
+    @property
+    def fabric_gpus(self) -> int:
+        """GPUs that reach each other over the fast fabric (a node, an NVL domain, or a bridged group)."""
+        return self.domain_gpus or self.gpus_per_node
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class GPUSpec:
     """One GPU: peaks, memory, SMs, clocks, efficiency, and the source of every number.
 
@@ -190,6 +237,7 @@ class GPUSpec:
         bus_width_bits, mem_clock_hz: memory interface, as Proton reports it (``None`` when unknown).
         efficiency: achievable fractions and launch cost.
         sources: field name -> where its number comes from.
+        interconnect: the GPU-to-GPU fabric inside a node (:class:`Interconnect`), ``None`` when unknown.
         power_w: the board's power limit (TDP), watts (``None`` when unknown). Long GEMMs slow down
             as clocks drop under it; a transferred calibration scales its throttle term with it.
         calibration: a time model *you* attach (your own ``perfmodel calibrate`` fit, or any object
@@ -212,6 +260,7 @@ class GPUSpec:
     bus_width_bits: int | None = None
     mem_clock_hz: float | None = None
     power_w: float | None = None
+    interconnect: Interconnect | None = None
     efficiency: Efficiency
     sources: Mapping[str, str]
     calibration: Any = dataclasses.field(default=_AttachedTimeModel(), compare=False, repr=False)

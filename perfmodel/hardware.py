@@ -21,6 +21,7 @@ from ._specs import (
     ORIGINAL_EFFICIENCY,
     Efficiency,
     GPUSpec,
+    Interconnect,
     Peaks,
     default_efficiency,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "Efficiency",
     "GPULike",
     "GPUSpec",
+    "Interconnect",
     "Peaks",
     "default_efficiency",
     "get_gpu",

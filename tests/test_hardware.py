@@ -400,3 +400,23 @@ def test_doc_examples_run():
 
 def test_every_format_is_a_peaks_field():
     assert set(FORMATS) == {f.name for f in dataclasses.fields(pm.Peaks)} - {"source"}
+
+
+def test_interconnects_are_sourced_and_one_directional():
+    from perfmodel.hardware import Interconnect
+
+    for gpu in GPUS.values():
+        ic = gpu.interconnect
+        if ic is None:  # GH200: the datasheet gives no GPU-to-GPU fabric for a node
+            assert gpu.name.startswith("GH200")
+            continue
+        assert ic.source and ic.bw_bytes_per_s > 0 and ic.fabric_gpus >= 2 or ic.kind == "pcie"
+    h100 = GPUS["H100-SXM"].interconnect
+    assert (h100.kind, h100.bw_bytes_per_s, h100.fabric_gpus) == ("nvswitch", 900e9 / 2, 8)  # 900 GB/s both ways
+    mi300 = GPUS["MI300X"].interconnect
+    assert mi300.kind == "mesh" and mi300.peer_bw_bytes_per_s == 64e9 and mi300.bw_bytes_per_s == 7 * 64e9
+    assert GPUS["GB200"].interconnect.fabric_gpus == 72 and GPUS["GB200"].interconnect.gpus_per_node == 4
+    with pytest.raises(ValueError, match="kind must be"):
+        Interconnect(kind="ring", bw_bytes_per_s=1e9, gpus_per_node=8, source="x")
+    with pytest.raises(ValueError, match="positive B/s"):
+        Interconnect(kind="nvswitch", bw_bytes_per_s=-1.0, gpus_per_node=8, source="x")

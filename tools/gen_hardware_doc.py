@@ -59,6 +59,21 @@ def render_table() -> str:
             f"{eff.mem_bw_fraction:.0%} | {_num(eff.launch_overhead_s, 1e-6)} | {ref(gpu.peaks.source)} | "
             f"{ref(gpu.sources['mem_bw_bytes_per_s'])} | {power} | {ref(eff.source)} |"
         )
+    lines += ["", "### GPU-to-GPU fabric inside a node (one direction, per GPU)", ""]
+    lines.append(
+        "| GPU | kind | GB/s to all peers | GB/s to one peer | GPUs on the fabric | per node | PCIe GB/s | source |"
+    )
+    lines.append("|---|---|---:|---:|---:|---:|---:|---|")
+    for gpu in GPUS.values():
+        ic = gpu.interconnect
+        if ic is None:
+            lines.append(f"| {gpu.name} | unknown | — | — | — | — | — | — |")
+            continue
+        lines.append(
+            f"| {gpu.name} | {ic.kind} | {_num(ic.bw_bytes_per_s, 1e9, 1)} | "
+            f"{_num(ic.peer_bw_bytes_per_s or ic.bw_bytes_per_s, 1e9, 1)} | {ic.fabric_gpus} | {ic.gpus_per_node} | "
+            f"{_num(ic.pcie_bw_bytes_per_s, 1e9, 1)} | {ref(ic.source)} |"
+        )
     lines += ["", "### Time model of each GPU (see validation.md for the expected errors)", ""]
     lines.append("| GPU | provenance | from |")
     lines.append("|---|---|---|")
