@@ -5,7 +5,8 @@ Subcommands::
     perfmodel gpus [--json]
     perfmodel gemm M K N [--dtype bf16] [--gpu h100] [--scaling tensorwise] [--time-model roofline]
                    [--calibration FIT.json] [--json]
-    perfmodel float8 --gpu h100 --tokens 8192 (--model llama3-8b | --shapes 4096x14336,14336x4096)
+    perfmodel float8 --gpu h100 (--tokens 8192 | --seq-len 8192 [--batch 1])
+                     (--model llama3-8b | --shapes 4096x14336,14336x4096)
                      [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--calibration FIT.json] [--kernels] [--json]
     perfmodel break-even KxN [KxN ...] [--recipe tensorwise] [--gpu h100] [--calibration FIT.json] [--json]
     perfmodel models [--json]
@@ -245,7 +246,9 @@ def _cmd_float8(args: argparse.Namespace) -> int:
     spec = _gpu(args)
     rep = report(
         what,
-        tokens=args.tokens,
+        tokens=args.tokens if args.tokens is not None or args.seq_len is not None else 8192,
+        seq_len=args.seq_len,
+        batch=args.batch,
         gpu=spec,
         recipes=_list("--recipes", args.recipes, "tensorwise,rowwise"),
         min_speedup=args.min_speedup,
@@ -472,7 +475,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("float8", help="which Linear layers to train in float8 (the decision table)")
     _add_gpu(p)
-    p.add_argument("--tokens", type=_positive_int, default=8192, help="tokens per step, batch x seq (default 8192)")
+    p.add_argument(
+        "--tokens",
+        type=_positive_int,
+        default=None,
+        help="tokens per step, batch x seq (default 8192, or batch x seq-len)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=_positive_int,
+        default=None,
+        help="sequence length: also price the whole decoder layer (attention, norms, fused casts; dense presets)",
+    )
+    p.add_argument(
+        "--batch", type=_positive_int, default=1, help="sequences per step and GPU, with --seq-len (default 1)"
+    )
     p.add_argument("--model", default=None, help="model preset, e.g. llama3-8b (see `perfmodel models`)")
     p.add_argument("--shapes", default=None, help="Linear shapes in_features x out_features: 4096x14336,14336x4096")
     p.add_argument("--recipes", default=None, help="comma-separated (default: the torchao recipes the GPU supports)")

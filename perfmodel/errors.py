@@ -13,16 +13,22 @@ from collections.abc import Iterable
 __all__ = [
     "CalibrationError",
     "FileRefusedError",
+    "IneligibleLinearError",
     "IneligibleShapeError",
     "InvalidShapeError",
+    "ModuleShapeError",
     "NoClosedFormError",
     "PerfModelError",
     "PerfModelWarning",
     "ProfileError",
     "UnknownFormatError",
     "UnknownGPUError",
+    "UnknownLayerKindError",
+    "UnknownLinearError",
+    "UnknownPresetError",
     "UnknownRecipeError",
     "UnsupportedFormatError",
+    "UnsupportedLayerError",
     "choices_message",
 ]
 
@@ -61,6 +67,30 @@ class NoClosedFormError(PerfModelError, NotImplementedError):
 
 class ProfileError(PerfModelError, ValueError):
     """A profile file that cannot be read: bad JSON, wrong layout, missing or non-numeric metrics."""
+
+
+class UnsupportedLayerError(PerfModelError, ValueError):
+    """A layer the step model does not price (MoE routing, MLA attention), or not a layer at all."""
+
+
+class IneligibleLinearError(PerfModelError, ValueError):
+    """A Linear asked to run in float8 whose K or N is not a multiple of 16."""
+
+
+class ModuleShapeError(PerfModelError, ValueError):
+    """A module whose Linear shapes cannot be read, or do not match the layer the decision was made for."""
+
+
+class UnknownLinearError(PerfModelError, LookupError):
+    """A Linear or group name that is not one of the layer's (canonical, group, torchtitan or Hugging Face)."""
+
+
+class UnknownPresetError(PerfModelError, ValueError):
+    """A model preset name that is not in :data:`PRESETS`."""
+
+
+class UnknownLayerKindError(PerfModelError, ValueError):
+    """A norm or activation of a :class:`LayerShape` that the step model does not know."""
 
 
 class CalibrationError(PerfModelError, ValueError):

@@ -2,8 +2,12 @@
 
 Each :class:`ModelPreset` lists the linear layers of one transformer block (and the output head),
 derived from the model's published Hugging Face ``config.json`` by the arithmetic written next to
-each row. Fused projections are *not* assumed: q, k, v, o, gate, up and down are separate Linears,
-as in the Hugging Face implementations (GPT-2's fused ``c_attn`` is listed as its q, k, v parts).
+each row, and — for dense decoders — the whole block's shape as a :class:`LayerShape` (hidden size,
+FFN size, attention heads, KV heads, head dim, norm, activation), which the decoder-layer step model
+(:mod:`perfmodel.step`) prices. MoE and MLA presets have no :class:`LayerShape`; their
+:attr:`ModelPreset.layer_note` says what the step model does not cover. Fused projections are *not*
+assumed: q, k, v, o, gate, up and down are separate Linears, as in the Hugging Face implementations
+(GPT-2's fused ``c_attn`` is listed as its q, k, v parts).
 
 Counting rules:
 * ``in_features`` = ``K`` and ``out_features`` = ``N`` of ``nn.Linear(K, N)``; a Linear run on ``M``
@@ -21,20 +25,25 @@ import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .errors import PerfModelError, choices_message
+from .errors import InvalidShapeError, UnknownLayerKindError, UnknownPresetError, choices_message
 
 __all__ = [
+    "ACTIVATIONS",
+    "NORMS",
     "PRESETS",
+    "LayerShape",
     "LinearShape",
     "ModelPreset",
+    "UnknownLayerKindError",
     "UnknownPresetError",
     "get_preset",
     "list_presets",
 ]
 
-
-class UnknownPresetError(PerfModelError, ValueError):
-    """A model preset name that is not in :data:`PRESETS`."""
+#: norms the step model prices (both: one reduction over ``hidden`` per token, fwd and bwd)
+NORMS: tuple[str, ...] = ("rmsnorm", "layernorm")
+#: MLP activations: ``swiglu`` (gated: ``w2(silu(w1 x) * w3 x)``, Llama) or ``gelu`` (``w2(gelu(w1 x))``, GPT-2)
+ACTIVATIONS: tuple[str, ...] = ("swiglu", "gelu")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -74,6 +83,125 @@ class LinearShape:
         return max(1, round(tokens * self.token_fraction))
 
 
+def _positive_int(owner: str, field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidShapeError(f"{owner}: {field} must be a positive int, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LayerShape:
+    """One transformer decoder layer (attention block + MLP block, pre-norm), as the step model sees it.
+
+    Build one directly, or take a preset's (``get_preset("llama3-8b").layer``)::
+
+        LayerShape(name="my-1b", hidden=2048, ffn=8192, heads=16, kv_heads=8)
+
+    Attributes:
+        name: a label (presets: the preset name).
+        hidden: model width ``d`` (``hidden_size``).
+        ffn: MLP width (``intermediate_size``).
+        heads: query heads (``num_attention_heads``).
+        kv_heads: key/value heads (``num_key_value_heads``; ``None``: ``heads``, plain multi-head attention).
+        head_dim: per-head width (``None``: ``hidden / heads``, which must then divide exactly).
+        norm: ``"rmsnorm"`` or ``"layernorm"`` (:data:`NORMS`).
+        activation: ``"swiglu"`` (three MLP Linears: w1, w3, w2) or ``"gelu"`` (two: w1, w2) (:data:`ACTIVATIONS`).
+        rope: rotary position embeddings applied to q and k inside the layer (GPT-2: ``False``).
+        source: where the numbers come from (a ``config.json`` URL for presets).
+
+    The Linears (bias-free ``nn.Linear(in, out)``), canonical names and the groups that share an input::
+
+        group qkv: wq (hidden -> heads*head_dim), wk, wv (hidden -> kv_heads*head_dim)   input: attention-norm output
+        group o:   wo (heads*head_dim -> hidden)                                          input: attention output
+        group w13: w1, w3 (hidden -> ffn) [swiglu] | group w1: w1 (hidden -> ffn) [gelu]   input: ffn-norm output
+        group w2:  w2 (ffn -> hidden)                                                       input: activation output
+
+    Raises:
+        InvalidShapeError: a size that is not a positive int, ``heads`` not a multiple of ``kv_heads``,
+            ``hidden`` not divisible by ``heads`` without an explicit ``head_dim``, an odd ``head_dim`` with RoPE.
+        UnknownLayerKindError: a norm or activation not in :data:`NORMS` / :data:`ACTIVATIONS`.
+    """
+
+    name: str
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    norm: str = "rmsnorm"
+    activation: str = "swiglu"
+    rope: bool = True
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        who = f"LayerShape {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidShapeError(f"LayerShape needs a name (a non-empty string), got {self.name!r}")
+        for field in ("hidden", "ffn", "heads"):
+            _positive_int(who, field, getattr(self, field))
+        kv = self.heads if self.kv_heads is None else _positive_int(who, "kv_heads", self.kv_heads)
+        if self.heads % kv:
+            raise InvalidShapeError(
+                f"{who}: heads ({self.heads}) must be a multiple of kv_heads ({kv}); each KV head serves "
+                "heads / kv_heads query heads"
+            )
+        if self.head_dim is None:
+            if self.hidden % self.heads:
+                raise InvalidShapeError(
+                    f"{who}: heads ({self.heads}) does not divide hidden ({self.hidden}); pass head_dim= "
+                    "explicitly (config.json 'head_dim') if the model's heads are not hidden / heads wide"
+                )
+            hd = self.hidden // self.heads
+        else:
+            hd = _positive_int(who, "head_dim", self.head_dim)
+        if not isinstance(self.rope, bool):
+            raise InvalidShapeError(f"{who}: rope must be True or False, got {self.rope!r}")
+        if self.rope and hd % 2:
+            raise InvalidShapeError(f"{who}: RoPE rotates pairs of channels, so head_dim must be even, got {hd}")
+        for field, choices in (("norm", NORMS), ("activation", ACTIVATIONS)):
+            value = getattr(self, field)
+            key = value.strip().lower() if isinstance(value, str) else value
+            if key not in choices:
+                raise UnknownLayerKindError(
+                    choices_message(
+                        f"{field} kind",
+                        value,
+                        choices,
+                        "MoE and MLA blocks are not decoder layers the step model prices (see ModelPreset.layer_note).",
+                    )
+                )
+            object.__setattr__(self, field, key)
+        object.__setattr__(self, "kv_heads", kv)
+        object.__setattr__(self, "head_dim", hd)
+
+    @property
+    def q_dim(self) -> int:
+        """``heads · head_dim``: width of the query projection (and of the attention output)."""
+        return self.heads * self.head_dim  # type: ignore[operator]
+
+    @property
+    def kv_dim(self) -> int:
+        """``kv_heads · head_dim``: width of the key and of the value projection."""
+        return self.kv_heads * self.head_dim  # type: ignore[operator]
+
+    @property
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Group name -> the canonical names of its Linears (Linears of a group share one input)."""
+        mlp_in = ("w13", ("w1", "w3")) if self.activation == "swiglu" else ("w1", ("w1",))
+        return {"qkv": ("wq", "wk", "wv"), "o": ("wo",), mlp_in[0]: mlp_in[1], "w2": ("w2",)}
+
+    def linears(self) -> tuple[LinearShape, ...]:
+        """The layer's Linears in execution order, canonical names (``wq`` ... ``w2``), ``(in, out)`` features."""
+        d, q, kv, f = self.hidden, self.q_dim, self.kv_dim, self.ffn
+        shapes = {"wq": (d, q), "wk": (d, kv), "wv": (d, kv), "wo": (q, d), "w1": (d, f), "w3": (d, f), "w2": (f, d)}
+        names = [n for g in self.groups.values() for n in g]
+        return tuple(LinearShape(name=n, in_features=shapes[n][0], out_features=shapes[n][1]) for n in names)
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain types (JSON-ready)."""
+        return dataclasses.asdict(self)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelPreset:
     """The Linear layers of a model architecture.
@@ -84,6 +212,9 @@ class ModelPreset:
         linears: the Linear kinds, see :class:`LinearShape`.
         source: the ``config.json`` the numbers come from.
         notes: what is left out or assumed.
+        layer: the decoder block as a :class:`LayerShape` (``None``: not a dense decoder the step model
+            prices — MoE, MLA).
+        layer_note: what the step model assumes for this model, or why it has no ``layer``.
     """
 
     name: str
@@ -91,6 +222,8 @@ class ModelPreset:
     linears: tuple[LinearShape, ...]
     source: str
     notes: str = ""
+    layer: LayerShape | None = None
+    layer_note: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.layers, int) or self.layers <= 0:
@@ -99,6 +232,8 @@ class ModelPreset:
             raise ValueError(f"ModelPreset {self.name!r}: no linears")
         if not self.source:
             raise ValueError(f"ModelPreset {self.name!r}: source is required (cite the config.json)")
+        if self.layer is not None and not isinstance(self.layer, LayerShape):
+            raise ValueError(f"ModelPreset {self.name!r}: layer must be a LayerShape or None, got {self.layer!r}")
         object.__setattr__(self, "linears", tuple(self.linears))
 
     def total_count(self, linear: LinearShape) -> int:
@@ -126,14 +261,31 @@ def _llama_like(
     vocab: int,
     head_dim: int | None = None,
     notes: str = "",
+    layer_note: str = "",
 ) -> ModelPreset:
-    """Llama-style block: GQA attention (q, k, v, o) and a SwiGLU MLP (gate, up, down), plus lm_head."""
+    """Llama-style block: GQA attention (q, k, v, o) and a SwiGLU MLP (gate, up, down), plus lm_head.
+
+    The block is pre-norm RMSNorm -> attention with RoPE on q and k -> residual add -> RMSNorm -> SwiGLU
+    -> residual add (config.json: ``hidden_act`` "silu", ``rms_norm_eps``, ``rope_theta``)."""
     hd = head_dim if head_dim is not None else hidden // heads  # config head_dim, else hidden / heads
     return ModelPreset(
         name=name,
         layers=layers,
         source=_hf(repo),
         notes=notes,
+        layer=LayerShape(
+            name=name,
+            hidden=hidden,
+            ffn=intermediate,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=hd,
+            norm="rmsnorm",
+            activation="swiglu",
+            rope=True,
+            source=_hf(repo),
+        ),
+        layer_note=layer_note or "torchtitan/Hugging Face Llama block: RMSNorm, RoPE, GQA causal SDPA, SwiGLU",
         linears=(
             LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
             LinearShape(name="k_proj", in_features=hidden, out_features=kv_heads * hd),
@@ -157,6 +309,11 @@ def _mixtral() -> ModelPreset:
         layers=32,
         source=_hf("mistralai/Mixtral-8x7B-v0.1"),
         notes="experts see tokens * 2 / 8 each (balanced top-2 routing); the router is a Linear(4096, 8)",
+        layer_note=(
+            "MoE block (8 experts, top-2): the step model does not price routing (router softmax/top-k, token "
+            "permutation and its all-to-all), per-expert token imbalance or grouped expert GEMMs; the attention "
+            "half is a Llama block (32 heads, 8 KV heads, head_dim 128). float8.report prices the per-expert Linears"
+        ),
         linears=(
             LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
             LinearShape(name="k_proj", in_features=hidden, out_features=kv * hd),
@@ -194,6 +351,11 @@ def _deepseek_v3() -> ModelPreset:
         notes=(
             "MLA attention; 3 dense layers then 58 MoE layers; routed experts see tokens * 8 / 256 each; "
             "the router (a bare matmul, not an nn.Linear) and the MTP module are left out"
+        ),
+        layer_note=(
+            "MLA attention (low-rank q and kv projections, decoupled RoPE) and MoE blocks (256 routed experts, "
+            "top-8, 1 shared): the step model prices neither MLA attention nor routing; float8.report prices "
+            "the Linears one by one"
         ),
         linears=(
             LinearShape(name="q_a_proj", in_features=hidden, out_features=q_rank),
@@ -249,6 +411,23 @@ def _gpt2() -> ModelPreset:
         layers=12,
         source=_hf("openai-community/gpt2"),
         notes="Conv1D layers counted as Linears; lm_head is tied to wte but still a 768 x 50257 GEMM",
+        # n_head 12 -> head_dim 768 / 12 = 64; MHA (no GQA); LayerNorm; gelu_new MLP; learned positions (no RoPE)
+        layer=LayerShape(
+            name="gpt2",
+            hidden=d,
+            ffn=4 * d,
+            heads=12,
+            kv_heads=12,
+            head_dim=d // 12,
+            norm="layernorm",
+            activation="gelu",
+            rope=False,
+            source=_hf("openai-community/gpt2"),
+        ),
+        layer_note=(
+            "LayerNorm, GeLU MLP, learned absolute positions (no RoPE), 12 heads of 64; Hugging Face runs q, k, v "
+            "as one fused Conv1D (not an nn.Linear: torchao converts nn.Linear only)"
+        ),
         linears=(
             LinearShape(name="attn.q", in_features=d, out_features=d),
             LinearShape(name="attn.k", in_features=d, out_features=d),
@@ -307,6 +486,8 @@ _ALL = (
         kv_heads=8,
         layers=32,
         vocab=32000,
+        layer_note="Llama block; config sliding_window 4096: attention beyond 4096 tokens is priced as full "
+        "causal attention (an over-estimate)",
     ),
     _mixtral(),
     # Qwen/Qwen2.5-7B: hidden 3584, intermediate 18944, 28 heads, 4 KV heads, 28 layers, vocab 152064

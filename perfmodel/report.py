@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import check_flag, check_ratio, check_size
+from ._report_text import format_report
 from ._specs import attached_time_model
 from ._torchao_code import TORCHAO_VERSION, torchao_code, torchao_missing_reason
 from .calibrations.estimates import ESTIMATES
@@ -169,6 +170,11 @@ class Report:
         gpu_modified: the GPU was a :class:`~perfmodel.hardware.GPUSpec` that differs from the table's
             entry of that name (``dataclasses.replace`` of peaks, bandwidth, ...), which the printed
             code, naming the GPU, cannot carry.
+        seq_len, batch: the step's sequence length and batch (``tokens = batch × seq_len``) when given.
+        step: with ``seq_len``, the whole decoder layer priced by the step model
+            (:class:`perfmodel.step.StepReport`) for the recipe whose chosen groups give the fastest layer;
+            ``step_by_recipe`` holds it for every candidate recipe. ``None`` without ``seq_len`` or where the
+            step model does not cover the model (``step_note`` says why: MoE, MLA, shapes only).
     """
 
     title: str
@@ -189,6 +195,12 @@ class Report:
     calibration_attached: bool = False
     calibration_file: str | None = None
     gpu_modified: bool = False
+    seq_len: int | None = None
+    batch: int = 1
+    step: Any = None
+    step_by_recipe: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    step_note: str = ""
+    step_layer_arg: str | None = None
 
     @property
     def speedup(self) -> float:
@@ -263,6 +275,15 @@ class Report:
                 "torchao_missing": "" if self.recommendation == "bf16" else torchao_missing_reason(self.recommendation),
             },
             "provenance": None if self.provenance is None else self.provenance.to_dict(),
+            "seq_len": self.seq_len,
+            "batch": self.batch,
+            "step": None
+            if self.step is None
+            else {
+                "best": self.step.to_dict(),
+                "by_recipe": {r: st.to_dict() for r, st in self.step_by_recipe.items()},
+            },
+            "step_note": self.step_note,
         }
 
     def _kept(self) -> list[str]:
@@ -276,7 +297,7 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent)
 
     def __str__(self) -> str:
-        return _format(self)
+        return format_report(self)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -373,7 +394,7 @@ def _group(entries: list[tuple[str, int, int, int, int]]) -> list[tuple[tuple[st
 def report(
     model_or_shapes: Any,
     *,
-    tokens: int,
+    tokens: int | None = None,
     gpu: GPULike = "H100",
     recipes: Iterable[str] | None = None,
     min_speedup: float = 1.0,
@@ -382,6 +403,8 @@ def report(
     fuse_grad_output_with_prev: bool = False,
     cache_weight_cast: bool = False,
     dynamic_shapes: bool = False,
+    seq_len: int | None = None,
+    batch: int = 1,
 ) -> Report:
     """Predict, per distinct Linear shape, whether a float8 recipe beats bf16, and by how much per step.
 
@@ -397,6 +420,10 @@ def report(
         model: time model override (``"roofline"``, ``"original"``, ``"calibrated"`` or an object).
         fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, dynamic_shapes: see
             :class:`perfmodel.recipes.CastOptions`.
+        seq_len, batch: the step's sequence length and batch size per GPU: ``tokens`` defaults to
+            ``batch × seq_len``, and a dense preset (or a :class:`~perfmodel.presets.LayerShape`) is also priced as
+            a whole decoder layer by :mod:`perfmodel.step` (attention, norms, casts that fuse or share an
+            input), with the groups of Linears to convert (:attr:`Report.step`).
 
     Raises:
         UnknownGPUError, UnknownRecipeError, UnsupportedFormatError (recipe not on ``gpu``),
@@ -404,6 +431,16 @@ def report(
     """
     from . import float8  # here, not at the top: float8 re-exports report (no import cycle either way)
 
+    if seq_len is not None:
+        seq_len, batch = int(check_size("seq_len", seq_len)), int(check_size("batch", batch))
+        if tokens is None:
+            tokens = seq_len * batch
+        elif int(check_size("tokens", tokens)) != seq_len * batch:
+            raise PerfModelError(
+                f"tokens={tokens} but batch x seq_len = {batch} x {seq_len} = {batch * seq_len}: give one or the other"
+            )
+    elif tokens is None:
+        raise PerfModelError("report needs tokens= (tokens per step) or seq_len= (and batch=, default 1)")
     tokens = int(check_size("tokens", tokens))
     min_speedup = check_ratio("min_speedup", min_speedup)
     flags = {
@@ -495,6 +532,44 @@ def report(
         time_model_arg=model if isinstance(model, str) else None,
         calibration_attached=attached_time_model(spec) is not None,
         gpu_modified=spec != GPUS.get(spec.name),
+        seq_len=seq_len,
+        batch=batch if seq_len is not None else 1,
+        **(_steps(model_or_shapes, spec, names, seq_len, batch, model) if seq_len is not None else {}),
+    )
+
+
+def _steps(obj: Any, spec: GPUSpec, recipes: list[str], seq_len: int, batch: int, model: ModelLike) -> dict[str, Any]:
+    """The step-model fields of :class:`Report` for a dense preset or a LayerShape (a note otherwise)."""
+    from . import step as step_model  # floor 3 beside this module; imported when a step is asked for
+    from .presets import LayerShape
+
+    if isinstance(obj, (str, ModelPreset)) and not _SHAPE.match(obj if isinstance(obj, str) else ""):
+        preset = get_preset(obj)
+        if preset.layer is None:
+            return {"step_note": _moe_note(preset)}
+        arg: Any = preset.name
+    elif isinstance(obj, LayerShape):
+        arg = obj
+    else:
+        return {"step_note": "the step model needs a dense preset (--model) or a LayerShape, not Linear shapes alone"}
+    if not recipes:
+        return {"step_note": "no float8 recipe to compare on this GPU"}
+    by = {
+        r: step_model.step_report(arg, gpu=spec, seq_len=seq_len, batch=batch, recipe=r, time_model=model)
+        for r in recipes
+    }
+    best = max(by.values(), key=lambda st: st.speedup_best)
+    return {
+        "step": best,
+        "step_by_recipe": MappingProxyType(by),
+        "step_layer_arg": arg if isinstance(arg, str) else None,
+    }
+
+
+def _moe_note(preset: ModelPreset) -> str:
+    return (
+        f"{preset.name} is not a dense decoder: the step model does not price MoE routing, token permutation, "
+        "grouped expert GEMMs or MLA attention; its Linears are priced one by one above"
     )
 
 
@@ -509,101 +584,3 @@ def _no_float8_reason(spec: GPUSpec) -> str:
         "fp8 GEMMs (NVIDIA sm89 and newer: Ada, Hopper, Blackwell; AMD MI300 and newer), so every Linear "
         "stays in bf16"
     )
-
-
-# ------------------------------------------------------------------------------------------------
-# Text
-# ------------------------------------------------------------------------------------------------
-def _names(names: tuple[str, ...], width: int) -> str:
-    text = ", ".join(names)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _format(rep: Report) -> str:
-    """The aligned table of ``str(report)``: µs per Linear, ms per step; then the recommendation."""
-    tot = rep.totals
-    n_linears = sum(r.count for r in rep.rows)
-    lines = [
-        f"float8 training of the Linear layers of {rep.title} on {rep.gpu}: {rep.tokens} tokens per step, "
-        f"{rep.time_model} model, enable from {rep.min_speedup:g}x",
-        "Per Linear: fwd+bwd time in µs (speedup over bf16). Per step: saved = (bf16 - chosen) x count, ms.",
-        "",
-    ]
-    cells = [[f"{row.times_s[r] * 1e6:.1f} ({row.speedups[r]:.2f}x)" for r in rep.recipes] for row in rep.rows]
-    name_w = min(34, max(len("linear"), *(len(", ".join(r.names)) for r in rep.rows)))
-    dim_w = max(6, *(len(str(v)) for r in rep.rows for v in (r.K, r.N, r.M)))
-    count_w = max(5, *(len(str(r.count)) for r in rep.rows))
-    bf16_w = max(9, *(len(f"{r.bf16_s * 1e6:.1f}") for r in rep.rows))
-    rec_w = {r: max(len(r), 17, *(len(c[i]) for c in cells)) for i, r in enumerate(rep.recipes)}
-    head = (
-        f"{'linear':<{name_w}} {'K':>{dim_w}} {'N':>{dim_w}} {'M':>{dim_w}} {'count':>{count_w}} {'bf16':>{bf16_w}} "
-        + "".join(f"{r:>{rec_w[r]}} " for r in rep.recipes)
-        + f" {'decision':<18} {'saved ms':>9}"
-    )
-    lines += [head, "-" * len(head)]
-    for row, row_cells in zip(rep.rows, cells, strict=True):
-        if not row.reason:
-            decision = row.decision
-        elif not rep.recipes:
-            decision = "bf16 (no float8)"
-        elif not row.eligible:
-            decision = "bf16 (not /16)"
-        else:
-            decision = "bf16 (slower)" if max(row.speedups.values()) < 1 else f"bf16 (<{rep.min_speedup:g}x)"
-        lines.append(
-            f"{_names(row.names, name_w):<{name_w}} {row.K:>{dim_w}} {row.N:>{dim_w}} {row.M:>{dim_w}} "
-            f"{row.count:>{count_w}} {row.bf16_s * 1e6:>{bf16_w}.1f} "
-            + "".join(f"{c:>{rec_w[r]}} " for r, c in zip(rep.recipes, row_cells, strict=True))
-            + f" {decision:<18} {row.saved_s * 1e3:>9.2f}"
-        )
-    policies = [("bf16 everywhere", tot.bf16_s), ("best recipe per shape (the decisions)", tot.best_s)]
-    for r in rep.recipes:
-        policies.append((f"{r} on every Linear it can run", tot.everywhere_s[r]))
-        policies.append((f"{r} only where it pays", tot.filtered_s[r]))
-    label_w = max(len(label) for label, _ in policies)
-    what = "this Linear" if n_linears == 1 else f"these {n_linears} Linears"
-    lines += [
-        "",
-        f"Step time of {what} (fwd+bwd):",
-        f"  {'policy':<{label_w}} {'ms':>10} {'speedup':>8} {'saved ms':>10}",
-    ]
-    for label, seconds in policies:
-        lines.append(
-            f"  {label:<{label_w}} {seconds * 1e3:>10.2f} {tot.bf16_s / seconds:>7.2f}x "
-            f"{(tot.bf16_s - seconds) * 1e3:>10.2f}"
-        )
-    lines += ["", *_recommendation_lines(rep)]
-    if rep.provenance is not None:
-        lines.append(f"provenance: {rep.provenance.line()}")
-    return "\n".join(lines)
-
-
-def _recommendation_lines(rep: Report) -> list[str]:
-    """The recommendation, and the torchao code that applies it (indented four spaces) or why there is none."""
-    rec = rep.recommendation
-    if rec == "bf16":
-        return [f"Recommendation: keep bf16 — {rep.reason}."]
-    marginal = " — marginal (< 5 %), measure before switching" if rep.speedup < 1.05 else ""
-    lines = [
-        f"Recommendation: {rec} where it pays, {rep.speedup:.2f}x on these Linears{marginal}; "
-        f"keep bf16 for: {', '.join(rep._kept()) or 'none'}."
-    ]
-    code = rep.torchao_code()
-    if code is None:
-        lines.append(f"  no torchao code: {torchao_missing_reason(rec)}.")
-        return lines
-    api, caveat = ("torchao", "") if rec != "mxfp8" else ("torchao's MX training prototype", ", whose names change")
-    lines.append(f"Apply it with {api} (code for torchao {TORCHAO_VERSION}{caveat}; `model` is your nn.Module):")
-    lines += [f"    {line}" if line else "" for line in code.splitlines()]
-    if rep.gpu_modified or (rep.calibration_attached and rep.calibration_file is None):
-        what = "GPUSpec you built" if rep.gpu_modified else "calibration attached to your GPUSpec"
-        lines.append(f"  note: the table used the {what}: pass that GPUSpec as gpu=.")
-    moe = [row for row in rep.rows if row.M != rep.tokens]
-    if moe:
-        example = ", ".join(f"{row.names[0]!r}: {row.M}" for row in moe[:2])
-        lines.append(
-            f"  note: the filter prices every Linear at tokens={rep.tokens}; routed experts see fewer (column M): "
-            f"give module_filter per-layer tokens with your model's module names, e.g. tokens={{{example}, "
-            f"'*': {rep.tokens}}}, or exclude them."
-        )
-    return lines

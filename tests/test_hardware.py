@@ -410,7 +410,7 @@ def test_interconnects_are_sourced_and_one_directional():
         if ic is None:  # GH200: the datasheet gives no GPU-to-GPU fabric for a node
             assert gpu.name.startswith("GH200")
             continue
-        assert ic.source and ic.bw_bytes_per_s > 0 and ic.fabric_gpus >= 2 or ic.kind == "pcie"
+        assert (ic.source and ic.bw_bytes_per_s > 0 and ic.fabric_gpus >= 2) or ic.kind == "pcie"
     h100 = GPUS["H100-SXM"].interconnect
     assert (h100.kind, h100.bw_bytes_per_s, h100.fabric_gpus) == ("nvswitch", 900e9 / 2, 8)  # 900 GB/s both ways
     mi300 = GPUS["MI300X"].interconnect

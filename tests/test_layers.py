@@ -41,6 +41,7 @@ FLOORS: dict[str, int] = {
     "float8": 3,
     "presets": 3,
     "report": 3,
+    "_report_text": 3,
     "_torchao_code": 3,
     "compat": 3,
     "compat.roofline_utils": 3,

@@ -111,3 +111,50 @@ def test_validation_and_frozen():
         ModelPreset(name="m", layers=1, linears=(LinearShape(name="x", in_features=4, out_features=4),), source="")
     with pytest.raises(dataclasses.FrozenInstanceError):
         get_preset("gpt2").layers = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "name, hidden, ffn, heads, kv_heads, head_dim",
+    [
+        ("llama3-8b", 4096, 14336, 32, 8, 128),
+        ("llama3-70b", 8192, 28672, 64, 8, 128),
+        ("llama3-405b", 16384, 53248, 128, 8, 128),
+        ("mistral-7b", 4096, 14336, 32, 8, 128),
+        ("qwen2.5-7b", 3584, 18944, 28, 4, 128),
+    ],
+)
+def test_dense_presets_carry_their_layer_shape(name, hidden, ffn, heads, kv_heads, head_dim):
+    p = get_preset(name)
+    lay = p.layer
+    assert (lay.hidden, lay.ffn, lay.heads, lay.kv_heads, lay.head_dim) == (hidden, ffn, heads, kv_heads, head_dim)
+    assert (lay.norm, lay.activation, lay.rope) == ("rmsnorm", "swiglu", True)
+    assert lay.source == p.source and "config.json" in lay.source and lay.name == name
+    # the layer's Linears are the preset's, by the HF names
+    hf = {"wq": "q_proj", "wk": "k_proj", "wv": "v_proj", "wo": "o_proj", "w1": "gate_proj", "w3": "up_proj"}
+    hf["w2"] = "down_proj"
+    assert {hf[lin.name]: (lin.in_features, lin.out_features) for lin in lay.linears()} == {
+        k: v for k, v in shapes(p).items() if k != "lm_head"
+    }
+    assert lay.groups == {"qkv": ("wq", "wk", "wv"), "o": ("wo",), "w13": ("w1", "w3"), "w2": ("w2",)}
+
+
+def test_gpt2_layer_is_layernorm_gelu_mha_without_rope():
+    lay = get_preset("gpt2").layer
+    assert (lay.hidden, lay.ffn, lay.heads, lay.kv_heads, lay.head_dim) == (768, 3072, 12, 12, 64)
+    assert (lay.norm, lay.activation, lay.rope) == ("layernorm", "gelu", False)
+    assert [lin.name for lin in lay.linears()] == ["wq", "wk", "wv", "wo", "w1", "w2"]
+    assert "Conv1D" in get_preset("gpt2").layer_note
+
+
+@pytest.mark.parametrize("name, says", [("mixtral-8x7b", "routing"), ("deepseek-v3", "MLA attention")])
+def test_moe_presets_have_no_layer_but_say_why(name, says):
+    p = get_preset(name)
+    assert p.layer is None and says in p.layer_note
+    assert p.linears  # the per-expert Linear report still works from these
+
+
+def test_layer_must_be_a_layer_shape():
+    lin = (LinearShape(name="x", in_features=4, out_features=4),)
+    with pytest.raises(ValueError, match="layer must be a LayerShape"):
+        ModelPreset(name="m", layers=1, linears=lin, source="s", layer="llama")
+    assert ModelPreset(name="m", layers=1, linears=lin, source="s").layer is None  # still optional

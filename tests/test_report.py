@@ -355,3 +355,33 @@ def test_wide_numbers_keep_the_columns_aligned():
     head, rule, row = str(rep).splitlines()[3:6]
     assert len(head) == len(rule) and row.split()[3] == str(10**11)
     assert head.index("decision") == row.index("tensorwise", len(row) - 40)
+
+
+def test_seq_len_prices_the_whole_decoder_layer():
+    from perfmodel import step
+
+    rep = report("llama3-8b", gpu="H200", seq_len=8192, batch=1)
+    assert rep.tokens == 8192 and rep.step is not None and set(rep.step_by_recipe) == set(rep.recipes)
+    for recipe, st in rep.step_by_recipe.items():
+        direct = step.step_report("llama3-8b", gpu="H200", seq_len=8192, batch=1, recipe=recipe)
+        assert st.speedup_best == pytest.approx(direct.speedup_best) and st.chosen == direct.chosen
+    assert rep.step.speedup_best == max(st.speedup_best for st in rep.step_by_recipe.values())
+    text = str(rep)
+    assert "Whole decoder layer" in text and "perfmodel.step.module_filter('llama3-8b'" in text
+    d = rep.to_dict()
+    assert d["seq_len"] == 8192 and d["step"]["best"]["recipe"] == rep.step.recipe
+    # the printed group-aware filter call runs and is the layer's decision
+    filt = step.module_filter("llama3-8b", gpu="H200", seq_len=8192, batch=1, recipe=rep.step.recipe)
+    assert filt.groups == rep.step.chosen and filt.recipe == rep.step.recipe
+
+
+def test_seq_len_and_tokens_must_agree_and_moe_is_said():
+    with pytest.raises(PerfModelError, match="batch x seq_len"):
+        report("llama3-8b", gpu="H200", tokens=100, seq_len=8192)
+    with pytest.raises(PerfModelError, match="tokens="):
+        report("llama3-8b", gpu="H200")
+    assert report("llama3-8b", gpu="H200", tokens=16384, seq_len=4096, batch=4).tokens == 16384
+    moe = report("mixtral-8x7b", gpu="H200", seq_len=4096)
+    assert moe.step is None and "not a dense decoder" in moe.step_note and "not priced" in str(moe)
+    shapes = report(["4096x4096"], gpu="H200", seq_len=4096)
+    assert shapes.step is None and "preset" in shapes.step_note

@@ -1,0 +1,466 @@
+"""Score the decoder-layer step model (perfmodel.step) on the committed H200 layer data, held out by layer size.
+
+    python benchmarks/validate_step.py            # prints the tables of docs/step.md
+    python benchmarks/validate_step.py --write    # rewrites them in docs/step.md and docs/validation.md
+
+Every number comes from ``benchmarks/data/h200_2026-12-01/`` (layer sweep and one-GPU FSDP steps) and the
+step model: for each layer size (dim 2048, 4096, 8192) the layer parameters are refitted on the other two
+(``perfmodel.calibrate_layer.fit(..., exclude_dims=(dim,))``) and the held-out size is predicted. Measured
+step time is the CUDA-event median of 20 back-to-back steps (``step_time_s``); kernel time is the profiled
+per-step kernel sum (``step_kernel_time_s``). ``tests/test_validation_step.py`` checks that the docs are
+what this script gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perfmodel import calibrate_layer as cl  # noqa: E402
+from perfmodel._step_params import load_layer_params  # noqa: E402
+from perfmodel.presets import LayerShape  # noqa: E402
+from perfmodel.step import best_convert, layer_time  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
+LAYER_FILE = DATA / "h200_layer_2026-12-01.json"
+FSDP_FILE = DATA / "h200_train_fsdp_1gpu_2026-12-01.json"
+STEP_DOC = ROOT / "docs" / "step.md"
+VALIDATION_DOC = ROOT / "docs" / "validation.md"
+BEGIN, END = "<!-- step:begin -->", "<!-- step:end -->"
+TABLES_BEGIN, TABLES_END = "<!-- step-tables:begin -->", "<!-- step-tables:end -->"
+DIMS = (2048, 4096, 8192)
+RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
+#: kernels of an FSDP2 step that are not the layers' own compute (optimizer, FSDP copies, memsets)
+NOT_LAYER = ("multi_tensor_apply", "chunk_cat", "Memcpy", "bfloat16_copy", "Memset", "vectorized_elementwise_kernel")
+
+
+def torchao_auto_convert(layer: LayerShape, recipe: str) -> tuple[str, ...] | None:
+    """The Linears torchao 0.18's ``torchao.float8._auto_filter_for_recipe(recipe, [])`` converts, by shape
+    (``float8_linear_utils._auto_filter_for_tensorwise`` / ``_for_rowwise``); None where it refuses the recipe."""
+    out = []
+    for lin in layer.linears():
+        K, N = lin.in_features, lin.out_features
+        if K % 16 or N % 16:
+            continue
+        if recipe == "tensorwise":
+            if K <= 4096 and N <= 1024:
+                continue
+        elif recipe == "rowwise":
+            if N <= 2048 or K <= 1024 or (N <= 4096 and K <= 2048):
+                continue
+        else:
+            return None  # rowwise_with_gw_hp: NotImplementedError in torchao
+        out.append(lin.name)
+    return tuple(out)
+
+
+def _ms(t: float) -> str:
+    return f"{t * 1e3:.3f}"
+
+
+def _groups_label(groups: tuple[str, ...]) -> str:
+    return "+".join(groups) if groups else "none (bf16)"
+
+
+def evaluate() -> dict[str, Any]:
+    records = cl.load_records(LAYER_FILE)
+    shipped = load_layer_params(ROOT / "perfmodel" / "calibrations" / "h200_layer.json")
+    rows, choices, rotation = [], [], {}
+    for dim in DIMS:
+        params = cl.fit(records, exclude_dims=(dim,))
+        test = [r for r in records if int(r["dim"]) == dim]
+        pred = {r["id"]: cl.LayerCase(r).predict(params) for r in test}
+        step_ape, kern_ape, speed_ape, save_err, save_err_k = [], [], [], [], []
+        for case in sorted({r["case"] for r in test}, key=lambda c: (len(c), c)):
+            rs = [r for r in test if r["case"] == case]
+            b = next(r for r in rs if r["recipe"] == "bf16")
+            bcase = cl.LayerCase(b)
+            pb, mb, kb = float(pred[b["id"]].step_s), b["step_time_s"], b["step_kernel_time_s"]
+            pkb = float(pred[b["id"]].kernel_s)
+            for r in rs:
+                step_ape.append(abs(float(pred[r["id"]].step_s) / r["step_time_s"] - 1) * 100)
+                kern_ape.append(abs(float(pred[r["id"]].kernel_s) / r["step_kernel_time_s"] - 1) * 100)
+                if r["recipe"] != "bf16":
+                    speed_ape.append(abs((pb / float(pred[r["id"]].step_s)) / (mb / r["step_time_s"]) - 1) * 100)
+            rows.append(
+                dict(held=dim, case=case, tokens=b["tokens"], recipe="bf16", meas=mb, pred=pb, kmeas=kb, kpred=pkb)
+            )
+            for recipe in RECIPES:
+                sub = [r for r in rs if r["recipe"] == recipe]
+                a = next(r for r in sub if r["subset"] == "all")
+                pa, ma, ka, pka = (
+                    float(pred[a["id"]].step_s),
+                    a["step_time_s"],
+                    a["step_kernel_time_s"],
+                    float(pred[a["id"]].kernel_s),
+                )
+                err = ((pb - pa) - (mb - ma)) / mb * 100
+                err_k = ((pkb - pka) - (kb - ka)) / kb * 100
+                save_err.append(err)
+                save_err_k.append(err_k)
+                rows.append(
+                    dict(
+                        held=dim,
+                        case=case,
+                        tokens=b["tokens"],
+                        recipe=recipe,
+                        meas=ma,
+                        pred=pa,
+                        kmeas=ka,
+                        kpred=pka,
+                        speedup_meas=mb / ma,
+                        speedup_pred=pb / pa,
+                        save_meas=(mb - ma) / mb * 100,
+                        save_pred=(pb - pa) / mb * 100,
+                        save_err=err,
+                        save_err_kernel=err_k,
+                    )
+                )
+                measured = {tuple(r["groups"]): r for r in sub if r["subset"] not in ("q",)}
+                measured[()] = b
+                opts = dict(gpu="H200", seq_len=bcase.seq_len, batch=bcase.batch, recipe=recipe, layer_params=params)
+                chosen = best_convert(bcase.layer, candidates=list(measured), **opts)
+                free = best_convert(bcase.layer, **opts)
+                best = min(measured.values(), key=lambda r: r["step_time_s"])
+                best_k = min(measured.values(), key=lambda r: r["step_kernel_time_s"])
+                ch = measured[chosen]
+                ao = torchao_auto_convert(bcase.layer, recipe)
+                ao_meas = None
+                if ao is not None:
+                    hit = [r for r in sub if {cl.canonical(n) for n in r["converted"]} == set(ao)]
+                    ao_meas = hit[0]["step_time_s"] if hit else (mb if not ao else None)
+                    ao_pred = float(
+                        layer_time(
+                            bcase.layer,
+                            recipe=recipe if ao else "bf16",
+                            convert=ao or None,
+                            **{k: v for k, v in opts.items() if k != "recipe"},
+                        ).step_s
+                    )
+                choices.append(
+                    dict(
+                        held=dim,
+                        case=case,
+                        recipe=recipe,
+                        chosen=chosen,
+                        free=free,
+                        chosen_meas=ch["step_time_s"],
+                        chosen_kmeas=ch["step_kernel_time_s"],
+                        best=tuple(best["groups"]),
+                        best_meas=best["step_time_s"],
+                        best_k=tuple(best_k["groups"]),
+                        best_kmeas=best_k["step_kernel_time_s"],
+                        bf16_meas=mb,
+                        bf16_kmeas=kb,
+                        regret=(ch["step_time_s"] / best["step_time_s"] - 1) * 100,
+                        regret_kernel=(ch["step_kernel_time_s"] / best_k["step_kernel_time_s"] - 1) * 100,
+                        vs_bf16=(ch["step_time_s"] / mb - 1) * 100,
+                        vs_bf16_kernel=(ch["step_kernel_time_s"] / kb - 1) * 100,
+                        all_meas=a["step_time_s"],
+                        torchao=ao,
+                        torchao_meas=ao_meas,
+                        torchao_pred=ao_pred if ao is not None else None,
+                        n_measured=len(measured),
+                    )
+                )
+        rotation[dim] = dict(
+            n=len(test),
+            step_mdape=float(np.median(step_ape)),
+            kernel_mdape=float(np.median(kern_ape)),
+            speedup_mdape=float(np.median(speed_ape)),
+            max_save_err=float(max(save_err, key=abs)),
+            max_save_err_kernel=float(max(save_err_k, key=abs)),
+            params=params,
+        )
+    return dict(
+        rows=rows,
+        choices=choices,
+        rotation=rotation,
+        fsdp=score_fsdp(shipped),
+        shipped=shipped,
+        refit=cl.fit_with_residuals(records, source=shipped.source),
+        kernels=kernel_counts(records),
+    )
+
+
+def score_fsdp(params: Any) -> list[dict[str, Any]]:
+    """The one-GPU FSDP2 steps (seq 8192, never fitted): the layers' own kernel time against the prediction."""
+    data = json.loads(FSDP_FILE.read_text())
+    out = []
+    for r in data["records"]:
+        lay = LayerShape(
+            name=r["layer"],
+            hidden=r["dim"],
+            ffn=r["ffn"],
+            heads=r["heads"],
+            kv_heads=r["kv_heads"],
+            head_dim=r["head_dim"],
+        )
+        lt = layer_time(
+            lay, gpu="H200", seq_len=r["seq"], batch=r["batch"], recipe=r["recipe"], ac=r["ac"], layer_params=params
+        )
+        layer_k = sum(k["time_s"] for k in r["kernels"] if not any(x in k["name"] for x in NOT_LAYER))
+        n = int(r["n_layers"])
+        out.append(
+            dict(
+                config=r["config"],
+                layers=n,
+                seq=r["seq"],
+                recipe=r["recipe"],
+                ac=r["ac"],
+                meas=layer_k,
+                pred=float(lt.kernel_s) * n,
+                recompute_pred=float(lt.recompute_s / lt.in_step_factor) * n,
+                step=r["step_time_s"],
+                rest=r["step_kernel_time_s"] - layer_k,
+            )
+        )
+    return out
+
+
+def kernel_counts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kernels per step and non-GEMM, non-SDPA kernel time, bf16 against every Linear converted."""
+    out = []
+    for case in sorted({r["case"] for r in records}, key=lambda c: (len(c), c)):
+        rs = {(r["recipe"], r["subset"]): r for r in records if r["case"] == case}
+        row = dict(case=case)
+        for key, (recipe, subset) in (
+            ("bf16", ("bf16", "none")),
+            ("tensorwise", ("tensorwise", "all")),
+            ("rowwise", ("rowwise", "all")),
+        ):
+            r = rs[recipe, subset]
+            row[key] = (int(r["kernels_per_step"]), cl.measured_parts(r)["other"])
+        out.append(row)
+    return out
+
+
+def _row(*cells: Any) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _pm(x: float) -> str:
+    return f"{x:+.1f}"
+
+
+def tables(rep: dict[str, Any]) -> str:
+    """The generated part of docs/step.md."""
+    out = []
+    out.append(
+        "**Held-out step time and float8 speedup** — each layer size predicted by parameters fitted on the other two; "
+        "step time in ms (CUDA events; kernel sum in brackets), speedup = bf16 step / float8 step, savings = "
+        "(bf16 − float8) / bf16 step, error in points of the bf16 step:\n"
+    )
+    out.append(
+        _row("held out", "tokens", "recipe (all Linears)", "measured ms", "predicted ms", "speedup meas / pred")[:-1]
+        + _row("savings meas / pred", "savings error (events)", "(kernels)")
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for r in rep["rows"]:
+        if r["recipe"] == "bf16":
+            out.append(
+                _row(r["case"].split("-")[0], r["tokens"], "bf16", f"{_ms(r['meas'])} ({_ms(r['kmeas'])})")[:-1]
+                + _row(f"{_ms(r['pred'])} ({_ms(r['kpred'])})", "", "", "", "")
+            )
+        else:
+            out.append(
+                f"| {r['case'].split('-')[0]} | {r['tokens']} | {r['recipe']} | {_ms(r['meas'])} ({_ms(r['kmeas'])}) | "
+                f"{_ms(r['pred'])} ({_ms(r['kpred'])}) | {r['speedup_meas']:.2f} / {r['speedup_pred']:.2f} | "
+                f"{r['save_meas']:.1f} / {r['save_pred']:.1f} % | {_pm(r['save_err'])} | {_pm(r['save_err_kernel'])} |"
+            )
+    out.append("")
+    out.append(
+        "**Per rotation** — MdAPE (%) of step time, kernel time and float8 speedup over every held-out config "
+        "(all subsets), and the largest savings error (points of the bf16 step):\n"
+    )
+    out.append(
+        "| held out | configs | step MdAPE | kernel MdAPE | speedup MdAPE | max savings error (events) | (kernels) |"
+    )
+    out.append("|---|---|---|---|---|---|---|")
+    for dim, v in rep["rotation"].items():
+        out.append(
+            f"| dim {dim} | {v['n']} | {v['step_mdape']:.1f} | {v['kernel_mdape']:.1f} | {v['speedup_mdape']:.1f} | "
+            f"{_pm(v['max_save_err'])} | {_pm(v['max_save_err_kernel'])} |"
+        )
+    out.append("")
+    out.append(
+        "**Which groups to convert** — the filter's choice (`best_convert` among the subsets measured for that "
+        "layer: all 16 for dim 2048 and 4096, none / one group / all for 8192, bf16 / all for rowwise_with_gw_hp), "
+        "its measured step, the best measured "
+        "subset, the regret (% slower than the best; by kernel time in brackets), next to torchao 0.18's "
+        "`_auto_filter_for_recipe` (its rules applied to the layer's Linears by shape; its measured step where that "
+        "exact "
+        "set was measured, else predicted, marked *pred*) and converting everything:\n"
+    )
+    out.append(
+        _row("held out", "recipe", "filter's choice", "measured ms", "best measured", "regret %", "vs bf16 %")[:-1]
+        + _row("torchao auto filter", "its step ms", "all converted ms")
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for c in rep["choices"]:
+        if c["torchao"] is None:
+            ao, ao_t = "refuses the recipe", "—"
+        else:
+            ao = ", ".join(c["torchao"]) or "nothing"
+            ao_t = _ms(c["torchao_meas"]) if c["torchao_meas"] is not None else f"{_ms(c['torchao_pred'])} *pred*"
+        free = "" if c["free"] == c["chosen"] else f" (any subset: {_groups_label(c['free'])})"
+        out.append(
+            f"| {c['case'].split('-')[0]} b{c['case'].split('-')[1][1]} | {c['recipe']} | "
+            f"{_groups_label(c['chosen'])}{free} | "
+            f"{_ms(c['chosen_meas'])} | {_groups_label(c['best'])} {_ms(c['best_meas'])} | "
+            f"{c['regret']:.1f} ({c['regret_kernel']:.1f}) | "
+            f"{_pm(c['vs_bf16'])} ({_pm(c['vs_bf16_kernel'])}) | {ao} | {ao_t} | {_ms(c['all_meas'])} |"
+        )
+    out.append("")
+    out.append(
+        "**Not fitted: one-GPU FSDP2 steps at sequence length 8192** (stacks of Llama 3 8B / 70B layers; the layers' "
+        "own kernels — the optimizer, FSDP copies and memsets taken out — against the predicted kernel time):\n"
+    )
+    out.append("| config | layers | recipe | AC | measured ms | predicted ms | error % |")
+    out.append("|---|---|---|---|---|---|---|")
+    for f in rep["fsdp"]:
+        out.append(
+            _row(
+                f["config"],
+                f["layers"],
+                f["recipe"],
+                f["ac"],
+                _ms(f["meas"]),
+                _ms(f["pred"]),
+                _pm(f["pred"] / f["meas"] * 100 - 100),
+            )
+        )
+    ac = {f["config"]: f for f in rep["fsdp"]}
+    if "fsdp_8b_bf16_ac" in ac and "fsdp_8b_bf16" in ac:
+        m = ac["fsdp_8b_bf16_ac"]["meas"] - ac["fsdp_8b_bf16"]["meas"]
+        p = ac["fsdp_8b_bf16_ac"]["pred"] - ac["fsdp_8b_bf16"]["pred"]
+        out.append(
+            f"\nFull activation checkpointing added {_ms(m)} ms of kernel time to the 4-layer 8B step; the model's "
+            f"re-run forward adds {_ms(p)} ms ({_pm((p / m - 1) * 100)} %)."
+        )
+    out.append("")
+    out.append("**Kernels per step** (count, and non-GEMM non-SDPA kernel ms) — bf16 against every Linear converted:\n")
+    out.append("| layer, tokens | bf16 | tensorwise all | rowwise all |")
+    out.append("|---|---|---|---|")
+    for k in rep["kernels"]:
+        cells = [f"{k[x][0]} ({_ms(k[x][1])})" for x in ("bf16", "tensorwise", "rowwise")]
+        out.append(f"| {k['case']} | " + " | ".join(cells) + " |")
+    out.append("")
+    p = rep["shipped"]
+    out.append("**Shipped parameters** (`perfmodel/calibrations/h200_layer.json`, fitted on all 164 configs):\n")
+    out.append("| parameter | value | unit |")
+    out.append("|---|---|---|")
+    out.append(f"| attention_fwd_fraction | {p.attention_fwd_fraction:.3f} | of the dense bf16 peak |")
+    out.append(f"| attention_bwd_fraction | {p.attention_bwd_fraction:.3f} | of the dense bf16 peak |")
+    out.append(f"| elementwise_bw_fraction | {p.elementwise_bw_fraction:.3f} | of the HBM bandwidth |")
+    out.append(f"| elementwise_latency_s | {p.elementwise_latency_s * 1e6:.2f} µs | per kernel |")
+    out.append(f"| fused_amax_cost | {p.fused_amax_cost:.2f} | HBM passes over the bytes a standalone amax reads |")
+    out.append(
+        _row(
+            "norm_bwd_cast_cost",
+            f"{p.norm_bwd_cast_cost:.2f}",
+            "HBM passes over 3·tokens·hidden bytes (tensorwise q/k/v)",
+        )
+    )
+    for k, v in p.gemm_factors.items():
+        out.append(f"| gemm_factors[{k}] | {v:.3f} | × calibrated GEMM time |")
+    for k, v in p.cast_factors.items():
+        out.append(f"| cast_factors[{k}] | {v:.3f} | × calibrated cast time |")
+    out.append(f"| in_step_factor | {p.in_step_factor:.3f} | event step / kernel sum |")
+    return "\n".join(out)
+
+
+def criteria(rep: dict[str, Any]) -> dict[str, Any]:
+    """The done criteria of the step issue, on events and on kernel time."""
+    ch = rep["choices"]
+    fl = [r for r in rep["rows"] if r["recipe"] != "bf16"]
+    return dict(
+        never_slower=sum(c["vs_bf16"] <= 0 for c in ch),
+        never_slower_kernel=sum(c["vs_bf16_kernel"] <= 0 for c in ch),
+        within2=sum(c["regret"] <= 2 for c in ch),
+        within2_kernel=sum(c["regret_kernel"] <= 2 for c in ch),
+        n_choices=len(ch),
+        save5=sum(abs(r["save_err"]) <= 5 for r in fl),
+        save5_kernel=sum(abs(r["save_err_kernel"]) <= 5 for r in fl),
+        n_rows=len(fl),
+    )
+
+
+def summary(rep: dict[str, Any]) -> str:
+    """The short section of docs/validation.md."""
+    c = criteria(rep)
+    rot = rep["rotation"]
+    lines = [
+        "## Decoder-layer steps",
+        "",
+        "The step model (`perfmodel.step`, [step.md](step.md)) scored on the H200 layer sweep, each layer size "
+        "predicted by parameters fitted on the other two (`python benchmarks/validate_step.py`):",
+        "",
+        "| held out | configs | step time MdAPE | float8 speedup MdAPE | max savings error (points of the bf16 step) |",
+        "|---|---|---|---|---|",
+    ]
+    for dim, v in rot.items():
+        lines.append(
+            _row(
+                f"dim {dim}", v["n"], f"{v['step_mdape']:.1f} %", f"{v['speedup_mdape']:.1f} %", _pm(v["max_save_err"])
+            )
+        )
+    lines += [
+        "",
+        f"Savings within 5 points of the bf16 step: {c['save5']}/{c['n_rows']} layer × recipe rows by CUDA-event step "
+        f"time, {c['save5_kernel']}/{c['n_rows']} by kernel time. The filter's choice is never slower than bf16 in "
+        f"{c['never_slower']}/{c['n_choices']} cases ({c['never_slower_kernel']}/{c['n_choices']} by kernel time) "
+        "and within 2 % "
+        f"of the best measured subset in {c['within2']}/{c['n_choices']} ({c['within2_kernel']}/{c['n_choices']}); "
+        "what misses and why: [step.md](step.md#against-the-criteria).",
+    ]
+    return "\n".join(lines)
+
+
+def _replace(text: str, begin: str, end: str, body: str) -> str:
+    """``text`` with what lies between the markers ``begin`` and ``end`` replaced by ``body``."""
+    if begin not in text or end not in text:
+        raise SystemExit(f"markers {begin} / {end} not found")
+    i = text.index(begin) + len(begin)
+    j = text.index(end, i)
+    return text[:i] + "\n" + body + "\n" + text[j:]
+
+
+def generated(text: str, begin: str, end: str) -> str:
+    """What lies between the markers (without the newlines next to them)."""
+    i = text.index(begin) + len(begin)
+    return text[i : text.index(end, i)].strip("\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--write", action="store_true", help="rewrite the generated sections of docs/step.md and docs/validation.md"
+    )
+    args = parser.parse_args()
+    rep = evaluate()
+    text, short = tables(rep), summary(rep)
+    print(text)
+    print()
+    print(short)
+    print(json.dumps(criteria(rep)))
+    if args.write:
+        STEP_DOC.write_text(_replace(STEP_DOC.read_text(), TABLES_BEGIN, TABLES_END, text))
+        VALIDATION_DOC.write_text(_replace(VALIDATION_DOC.read_text(), BEGIN, END, short))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["criteria", "evaluate", "statistics", "summary", "tables", "torchao_auto_convert"]

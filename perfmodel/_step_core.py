@@ -1,0 +1,355 @@
+"""The decoder-layer step model: :func:`layer_time`, :func:`best_convert` and their types (public face:
+:mod:`perfmodel.step`, whose module doc has the formulas)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable
+from typing import Any
+
+from ._backend import check_size, namespace
+from ._step_kernels import RawKernel, StepKernel, price, raw_kernels
+from ._step_names import resolve_convert
+from ._step_params import LAYER_ASSUMPTIONS, LayerParams, shipped
+from .errors import (
+    IneligibleLinearError,
+    ModuleShapeError,
+    PerfModelError,
+    UnknownLinearError,
+    UnsupportedFormatError,
+    UnsupportedLayerError,
+    choices_message,
+)
+from .hardware import GPULike, GPUSpec, get_gpu
+from .presets import LayerShape, ModelPreset, get_preset
+from .recipes import Recipe, get_recipe
+from .registry import ModelLike, resolve
+from .timemodel import ExpectedError, Provenance
+
+__all__ = [
+    "AC_MODES",
+    "FP8_ALIGN",
+    "IneligibleLinearError",
+    "LayerTime",
+    "ModuleShapeError",
+    "UnsupportedLayerError",
+    "best_convert",
+    "eligible_groups",
+    "layer_time",
+    "resolve_layer",
+]
+
+#: activation checkpointing modes
+AC_MODES: tuple[str, ...] = ("none", "selective", "full")
+#: float8 GEMMs need K and N multiples of 16 (torch._scaled_mm)
+FP8_ALIGN = 16
+
+
+def resolve_layer(layer: str | ModelPreset | LayerShape) -> tuple[LayerShape, int]:
+    """``(LayerShape, number of such layers in the model)`` from a preset name, a preset or a LayerShape (1).
+
+    Raises:
+        UnknownPresetError, UnsupportedLayerError (a preset without a dense decoder layer, or another type).
+    """
+    if isinstance(layer, LayerShape):
+        return layer, 1
+    if isinstance(layer, (str, ModelPreset)):
+        preset = get_preset(layer)
+        if preset.layer is None:
+            raise UnsupportedLayerError(
+                f"{preset.name} has no decoder layer the step model prices: {preset.layer_note or 'no LayerShape'}. "
+                f"Its Linears one by one: perfmodel.float8.report({preset.name!r}, ...)"
+            )
+        return preset.layer, preset.layers
+    raise UnsupportedLayerError(
+        f"layer must be a preset name, a ModelPreset or a perfmodel.presets.LayerShape, got {type(layer).__name__}"
+    )
+
+
+def eligible_groups(layer: LayerShape) -> tuple[str, ...]:
+    """Groups whose Linears all have K and N multiples of 16 (float8 GEMMs need it), in layer order."""
+    shapes = {lin.name: lin for lin in layer.linears()}
+    return tuple(
+        g
+        for g, names in layer.groups.items()
+        if all(shapes[n].in_features % FP8_ALIGN == 0 and shapes[n].out_features % FP8_ALIGN == 0 for n in names)
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LayerTime:
+    """Predicted fwd + bwd step of one decoder layer.
+
+    ``step_s = gemm_s + cast_s + attention_s + other_s`` (seconds of a step timed with CUDA events back to
+    back); ``kernel_s`` is the summed kernel time a profiler reports (``step_s / in_step_factor``);
+    ``recompute_s`` the part of ``step_s`` that activation checkpointing re-runs. ``kernels`` lists every
+    kernel with its (kernel) seconds.
+    """
+
+    layer: LayerShape
+    gpu: GPUSpec
+    seq_len: Any
+    batch: Any
+    tokens: Any
+    recipe: Recipe
+    converted: tuple[str, ...]
+    groups: tuple[str, ...]
+    ac: str
+    kernels: tuple[StepKernel, ...]
+    gemm_s: Any
+    cast_s: Any
+    attention_s: Any
+    other_s: Any
+    recompute_s: Any
+    kernel_s: Any
+    step_s: Any
+    in_step_factor: float
+    time_model: str
+    provenance: Provenance
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        """Part -> step seconds (they add up to ``step_s``)."""
+        return {"gemm": self.gemm_s, "cast": self.cast_s, "attention": self.attention_s, "other": self.other_s}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain types (JSON-ready; numeric shapes only)."""
+        return {
+            "layer": self.layer.to_dict(),
+            "gpu": self.gpu.name,
+            "seq_len": _plain(self.seq_len),
+            "batch": _plain(self.batch),
+            "tokens": _plain(self.tokens),
+            "recipe": self.recipe.name,
+            "converted": list(self.converted),
+            "groups": list(self.groups),
+            "ac": self.ac,
+            "step_s": _plain(self.step_s),
+            "kernel_s": _plain(self.kernel_s),
+            "parts_s": {k: _plain(v) for k, v in self.parts.items()},
+            "recompute_s": _plain(self.recompute_s),
+            "in_step_factor": self.in_step_factor,
+            "time_model": self.time_model,
+            "provenance": self.provenance.to_dict(),
+        }
+
+    def table(self) -> str:
+        """A readable breakdown by part and by kernel (numeric shapes only)."""
+        conv = ", ".join(self.converted) or "none"
+        rows = [
+            f"{self.layer.name} on {self.gpu.name}: batch {self.batch} x seq {self.seq_len}, {self.recipe.name} "
+            f"({conv}), ac {self.ac} — step {float(self.step_s) * 1e3:.3f} ms ({self.time_model} model)",
+        ]
+        for part, t in self.parts.items():
+            rows.append(f"  {part:<10} {float(t) * 1e3:9.3f} ms")
+        for k in self.kernels:
+            rows.append(f"    {k.part:<9} {k.phase:<9} {k.name:<46} {float(k.time_s) * 1e6:10.1f} us")
+        return "\n".join(rows)
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _check_ac(ac: str) -> str:
+    key = ac.strip().lower() if isinstance(ac, str) else ac
+    if key not in AC_MODES:
+        raise PerfModelError(choices_message("activation checkpointing mode", ac, AC_MODES))
+    return key
+
+
+def _recomputed(raw: list[RawKernel], layer: LayerShape, ac: str) -> list[RawKernel]:
+    """The forward kernels activation checkpointing re-runs in backward."""
+    if ac == "none":
+        return []
+    fwd = [k for k in raw if k.phase == "fwd"]
+    if ac == "full":
+        # the backward needs every forward output but the layer's last two: w2's output and the residual add
+        # that consumes it (AOT autograd's partitioner recomputes only what backward reads)
+        return [k for k in fwd if k.name not in ("w2.output", "residual")]
+    # selective (torchtitan op-SAC): SDPA and every other Linear output saved; the rest re-runs
+    order = [lin.name for lin in layer.linears()]
+    rerun_gemm = {f"{n}.output" for i, n in enumerate(order) if i % 2 == 1}
+    return [k for k in fwd if (k.kind != "gemm" or k.name in rerun_gemm) and not k.kind.startswith("attention")]
+
+
+def _provenance(prov: Provenance, params: LayerParams, spec: GPUSpec) -> Provenance:
+    held = dict(params.residuals).get("heldout", {})
+    layer_src = (
+        f"layer parameters (attention and elementwise rates, fused casts, in-layer and in-step factors) fitted on "
+        f"the same {params.reference.name} data: {params.source}"
+    )
+    if prov.kind == "measured" and held:
+        expected = ExpectedError(
+            speedup_pct=held.get("speedup_mdape_pct"),
+            basis=f"{params.reference.name} decoder layers held out by size, float8 step speedup (docs/step.md)",
+        )
+    else:
+        expected = dataclasses.replace(
+            prov.expected_error,
+            basis=f"{prov.expected_error.basis}; Linear steps — layer steps validated on the "
+            f"{params.reference.name} only (docs/step.md)",
+        )
+    same = params.reference.matches(spec)
+    return dataclasses.replace(
+        prov,
+        source=f"{prov.source}; {layer_src}",
+        summary=f"{prov.summary}; decoder-layer model fitted on {params.reference.name} layer steps",
+        assumptions=prov.assumptions if same else (*prov.assumptions, *LAYER_ASSUMPTIONS),
+        expected_error=expected,
+    )
+
+
+def layer_time(
+    layer: str | ModelPreset | LayerShape,
+    *,
+    gpu: GPULike,
+    seq_len: Any,
+    batch: Any = 1,
+    recipe: str | Recipe | None = "bf16",
+    convert: str | Iterable[str] | None = None,
+    ac: str = "none",
+    time_model: ModelLike = None,
+    layer_params: LayerParams | None = None,
+) -> LayerTime:
+    """Predicted fwd + bwd step of one decoder layer on ``batch · seq_len`` tokens, seconds, by part.
+
+    Args:
+        layer: a preset name (``"llama3-8b"``), a :class:`~perfmodel.presets.ModelPreset` or a
+            :class:`~perfmodel.presets.LayerShape`.
+        gpu: a GPU name or spec.
+        seq_len, batch: sequence length and sequences per step (int, float, numpy array or sympy).
+        recipe: ``"bf16"`` (or ``None``) or a float8 recipe of :data:`perfmodel.recipes.RECIPES`.
+        convert: the Linears in ``recipe``: group names (``"qkv"``, ``"o"``, ``"w13"``, ``"w2"``), canonical
+            (``"wq"``), torchtitan (``"attention.wq"``) or Hugging Face (``"q_proj"``) names; ``None``: every
+            eligible Linear (K and N multiples of 16). Ignored for bf16.
+        ac: activation checkpointing, one of :data:`AC_MODES`.
+        time_model: overrides the GPU's time model (``"roofline"``, ``"original"``, ``"calibrated"`` or a
+            model object), as ``model=`` does in :mod:`perfmodel.float8`.
+        layer_params: overrides the shipped layer parameters (:mod:`perfmodel.calibrate_layer` fits them).
+
+    Raises:
+        UnknownPresetError, UnsupportedLayerError, UnknownLinearError, IneligibleLinearError,
+        UnknownRecipeError, UnsupportedFormatError, InvalidShapeError, PerfModelError (bad ``ac``).
+    """
+    lay, _ = resolve_layer(layer)
+    seq_len, batch = check_size("seq_len", seq_len), check_size("batch", batch)
+    spec, rec, ac = get_gpu(gpu), get_recipe(recipe), _check_ac(ac)
+    for d in rec.gemm_dtypes():
+        if not spec.supports(d):
+            raise UnsupportedFormatError(f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for")
+    if rec.name == "bf16":
+        converted: frozenset[str] = frozenset()
+    else:
+        converted = resolve_convert(lay, convert)
+        shapes = {lin.name: lin for lin in lay.linears()}
+        bad = sorted(n for n in converted if shapes[n].in_features % FP8_ALIGN or shapes[n].out_features % FP8_ALIGN)
+        if convert is None:
+            converted = converted - set(bad)
+        elif bad:
+            raise IneligibleLinearError(
+                f"{lay.name}: {', '.join(f'{n} ({shapes[n].in_features}x{shapes[n].out_features})' for n in bad)} "
+                f"cannot run in float8: K and N must be multiples of {FP8_ALIGN}. Leave them out of convert="
+            )
+    tm, prov = resolve(spec, time_model)
+    params = layer_params if layer_params is not None else shipped()
+    calibrated = getattr(tm, "reference", None) is not None
+    raw = raw_kernels(lay, batch=batch, seq_len=seq_len, recipe=rec, converted=converted, spec=spec, time_model=tm)
+    again = _recomputed(raw, lay, ac)
+    kernels = [
+        StepKernel(
+            name=k.name,
+            part=k.part,
+            phase=k.phase if tag == "" else tag,
+            kind=k.kind,
+            time_s=price(k, params, spec, calibrated=calibrated),
+            group=k.group,
+            bytes=k.bytes,
+            flops=k.flops,
+        )
+        for tag, ks in (("", raw), ("recompute", again))
+        for k in ks
+    ]
+    f = params.in_step_factor
+    sums = {p: sum((k.time_s for k in kernels if k.part == p), 0) for p in ("gemm", "cast", "attention", "other")}
+    kernel_s = sums["gemm"] + sums["cast"] + sums["attention"] + sums["other"]
+    recompute = sum((k.time_s for k in kernels if k.phase == "recompute"), 0)
+    groups = tuple(g for g, names in lay.groups.items() if names and all(n in converted for n in names))
+    return LayerTime(
+        layer=lay,
+        gpu=spec,
+        seq_len=seq_len,
+        batch=batch,
+        tokens=batch * seq_len,
+        recipe=rec,
+        converted=tuple(lin.name for lin in lay.linears() if lin.name in converted),
+        groups=groups,
+        ac=ac,
+        kernels=tuple(kernels),
+        gemm_s=sums["gemm"] * f,
+        cast_s=sums["cast"] * f,
+        attention_s=sums["attention"] * f,
+        other_s=sums["other"] * f,
+        recompute_s=recompute * f,
+        kernel_s=kernel_s,
+        step_s=kernel_s * f,
+        in_step_factor=f,
+        time_model=str(getattr(tm, "name", type(tm).__name__)),
+        provenance=_provenance(prov, params, spec),
+    )
+
+
+def _subsets(groups: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return [c for n in range(len(groups) + 1) for c in itertools.combinations(groups, n)]
+
+
+def best_convert(
+    layer: str | ModelPreset | LayerShape,
+    *,
+    gpu: GPULike,
+    seq_len: Any,
+    batch: Any = 1,
+    recipe: str | Recipe = "tensorwise",
+    ac: str = "none",
+    min_gain: float = 0.0,
+    candidates: Iterable[Iterable[str]] | None = None,
+    time_model: ModelLike = None,
+    layer_params: LayerParams | None = None,
+) -> tuple[str, ...]:
+    """The groups of Linears to convert to ``recipe``: the subset of the eligible groups with the shortest
+    predicted step (every subset is priced as a whole, so shared casts and fusions count), or ``()`` when no
+    subset is at least ``min_gain`` (a fraction: 0.02 = 2 %) faster than bf16. Ties go to fewer groups.
+
+    ``candidates`` restricts the choice to the given subsets (each an iterable of group names), e.g. the
+    subsets that were measured. Needs numeric ``seq_len`` and ``batch``.
+    """
+    lay, _ = resolve_layer(layer)
+    if namespace(seq_len, batch).name == "sympy" or any(getattr(v, "ndim", 0) for v in (seq_len, batch)):
+        raise PerfModelError("best_convert needs one number each for seq_len and batch (no arrays or symbols)")
+    if not 0 <= min_gain < 1:
+        raise PerfModelError(f"min_gain must be a fraction in [0, 1), got {min_gain!r}")
+    opts = dict(gpu=gpu, seq_len=seq_len, batch=batch, ac=ac, time_model=time_model, layer_params=layer_params)
+    base = float(layer_time(lay, recipe="bf16", **opts).step_s)
+    elig = eligible_groups(lay)
+    if candidates is None:
+        subsets = _subsets(elig)
+    else:
+        subsets = []
+        for c in candidates:
+            sub = tuple(g for g in lay.groups if g in set(c))
+            unknown = set(c) - set(lay.groups)
+            if unknown:
+                raise UnknownLinearError(choices_message(f"group of {lay.name!r}", sorted(unknown)[0], lay.groups))
+            subsets.append(sub)
+    best, best_t = (), base
+    for sub in sorted(subsets, key=len):
+        if not sub or any(g not in elig for g in sub):
+            continue
+        t = float(layer_time(lay, recipe=recipe, convert=sub, **opts).step_s)
+        if t < best_t * (1 - 1e-9):
+            best, best_t = sub, t
+    return best if best and base / best_t >= 1 + min_gain else ()

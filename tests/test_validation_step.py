@@ -1,0 +1,111 @@
+"""docs/step.md and docs/validation.md's step section, and the shipped layer calibration, are what the committed
+data gives (benchmarks/validate_step.py); torchao's auto filter is applied as torchao applies it."""
+
+import importlib.util
+import pathlib
+import re
+
+import pytest
+
+from perfmodel._step_params import load_layer_params
+from perfmodel.presets import LayerShape, get_preset
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+REL = 1e-4  # refits differ across BLAS builds by ~1e-6 relative (see tests/test_validation.py)
+
+
+@pytest.fixture(scope="module")
+def validate():
+    spec = importlib.util.spec_from_file_location("validate_step", ROOT / "benchmarks" / "validate_step.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def report(validate):
+    return validate.evaluate()
+
+
+def assert_same_text_but_rounding(got: str, want: str) -> None:
+    """The same text, where every number may differ by one unit of its last printed digit."""
+    got_nums, want_nums = _NUMBER.findall(got), _NUMBER.findall(want)
+    assert _NUMBER.sub("#", got) == _NUMBER.sub("#", want)
+    for g, w in zip(got_nums, want_nums, strict=True):
+        ulp = 10.0 ** -len(w.partition(".")[2])
+        assert abs(float(g) - float(w)) <= ulp * 1.001, (g, w)
+
+
+def assert_close(got, want, path="params", *, abs_tol=1e-12):
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), path
+        for key in want:
+            assert_close(got[key], want[key], f"{path}.{key}", abs_tol=abs_tol)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=REL, abs=abs_tol), path
+    else:
+        assert got == want, path
+
+
+def test_rounding_comparison_can_fail():
+    assert_same_text_but_rounding("| 2.3 | -5.8 |", "| 2.4 | -5.8 |")
+    with pytest.raises(AssertionError):
+        assert_same_text_but_rounding("| 2.3 |", "| 2.5 |")
+
+
+def test_step_doc_tables_are_reproducible(validate, report):
+    doc = (ROOT / "docs" / "step.md").read_text()
+    shipped = validate.generated(doc, validate.TABLES_BEGIN, validate.TABLES_END)
+    assert shipped, "docs/step.md has no generated tables: run python benchmarks/validate_step.py --write"
+    assert_same_text_but_rounding(validate.tables(report), shipped)
+
+
+def test_validation_doc_section_is_reproducible(validate, report):
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    assert doc.rstrip().endswith(validate.END), "the step section closes docs/validation.md"
+    assert_same_text_but_rounding(validate.summary(report), validate.generated(doc, validate.BEGIN, validate.END))
+
+
+def test_shipped_layer_calibration_is_the_fit(report):
+    shipped = load_layer_params(ROOT / "perfmodel" / "calibrations" / "h200_layer.json")
+    got, want = report["refit"].to_dict(), shipped.to_dict()
+    assert_close(got["params"], want["params"])
+    assert_close(got["residuals"], want["residuals"], "residuals", abs_tol=0.011)  # rounded to 0.01 %
+    assert got["source"] == want["source"] and "h200_layer_2026-12-01.json" in want["source"]
+
+
+def test_heldout_figures_in_the_calibration_are_the_rotations(report):
+    held = report["shipped"].residuals["heldout"]["rotations"]
+    for dim, rot in report["rotation"].items():
+        assert held[str(dim)]["speedup_mdape_pct"] == pytest.approx(rot["speedup_mdape"], abs=0.006)
+        assert held[str(dim)]["step_mdape_pct"] == pytest.approx(rot["step_mdape"], abs=0.006)
+
+
+def test_every_held_out_layer_is_scored(report):
+    assert sorted(report["rotation"]) == [2048, 4096, 8192]
+    assert len(report["choices"]) == 3 * 2 * 3  # sizes x token counts x recipes
+    for c in report["choices"]:
+        if c["recipe"] == "rowwise_with_gw_hp":
+            assert c["n_measured"] == 2, c  # bf16 or every Linear
+        else:  # dim 8192: none, 4 single groups, all; else all 16 subsets
+            assert c["n_measured"] == (6 if c["case"].startswith("d8192") else 16), c
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
+@pytest.mark.parametrize("layer", ["llama3-8b", "llama3-70b", "d2048", "gpt2"])
+def test_torchao_auto_filter_replica_is_torchao(validate, recipe, layer):
+    torch = pytest.importorskip("torch")
+    float8 = pytest.importorskip("torchao.float8")
+    lay = (
+        LayerShape(name="d2048", hidden=2048, ffn=8192, heads=16, kv_heads=8)
+        if layer == "d2048"
+        else get_preset(layer).layer
+    )
+    auto = float8._auto_filter_for_recipe(recipe, [])
+    with torch.device("meta"):
+        real = {lin.name for lin in lay.linears() if auto(torch.nn.Linear(lin.in_features, lin.out_features), lin.name)}
+    assert set(validate.torchao_auto_convert(lay, recipe)) == real
+    assert validate.torchao_auto_convert(lay, "rowwise_with_gw_hp") is None
+    with pytest.raises(NotImplementedError):
+        float8._auto_filter_for_recipe("rowwise_with_gw_hp", [])
