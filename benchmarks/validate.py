@@ -40,6 +40,8 @@ from perfmodel.calibrate import (  # noqa: E402
     is_heldout,
     load_dataset,
 )
+from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
+from perfmodel.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
 from perfmodel.hardware import GPUS, Efficiency  # noqa: E402
 
 DATA = ROOT / "perfmodel" / "calibrations" / "data"
@@ -50,6 +52,12 @@ SHIPPED = ROOT / "perfmodel" / "calibrations" / "h200.json"
 BEGIN, END = "<!-- validation:begin -->", "<!-- validation:end -->"
 PUBLISHED_BEGIN, PUBLISHED_END = "<!-- published:begin -->", "<!-- published:end -->"
 PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored against, never fitted on
+LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
+LAYOUTS_BEGIN, LAYOUTS_END = "<!-- layouts:begin -->", "<!-- layouts:end -->"
+ERRORBARS_BEGIN, ERRORBARS_END = "<!-- errorbars:begin -->", "<!-- errorbars:end -->"
+ERROR_BARS = ROOT / "perfmodel" / "calibrations" / "error_bars.json"
+MIN_FAMILY_N = 20  # a family gets a bar of its own from this many measurements on (else it uses "all")
+FAMILIES = ("llm", "square", "small_m", "random", "odd")
 HELDOUT = 0.3
 GEMM_GROUPS = {
     "bf16": ("bf16", None),
@@ -149,12 +157,24 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
         )
     base = dataclasses.replace(cal.model_, casts={}, step_gemm_factors={})
     pairs: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    linear_times: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for (compile_, shape), times in sorted(by_shape.items()):
         rest = [r for r in lin_recs if (r["M"], r["K"], r["N"]) != shape]
         loo = dataclasses.replace(
             base, casts=_fit_casts(rest, base), step_gemm_factors=_fit_step_gemm(rest, base, ours)
         )
         specs = {"perfmodel calibrated": (dataclasses.replace(ours, calibration=loo), None), **baselines(ours)}
+        if compile_ == "static":  # Linear times (bf16 and every recipe): the linear_time error bars
+            for recipe in ("bf16", *RECIPES):
+                if recipe in times:
+                    # the roofline as users get it: the H200's own efficiency, not the 0.78 baseline's
+                    for name, spec, model in (
+                        ("perfmodel calibrated", specs["perfmodel calibrated"][0], None),
+                        ("roofline", ours, "roofline"),
+                    ):
+                        rec = None if recipe == "bf16" else recipe
+                        pred = float(float8.linear_time(*shape, rec, spec, model=model).total_s)
+                        linear_times[name].append((pred, float(np.median(times[recipe]))))
         for recipe in RECIPES:
             if "bf16" not in times or recipe not in times:
                 continue
@@ -184,6 +204,7 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
                 "agree_clear": int(np.sum(((pred >= 1) == (meas >= 1)) & clear)),
             }
             report["points"].setdefault(f"speedup {row}", {})[name] = (pred.tolist(), meas.tolist())
+    report["linear_time_points"] = {k: np.array(v).T.tolist() for k, v in linear_times.items()}
     report["fresh"] = score_fresh(models, cal.model_.kernels.event_overhead_s)
     report["calibration"] = cal.model_
     gemm = [r for r in recs if r["op"] == "gemm"]
@@ -379,6 +400,209 @@ def markdown_published(pub: dict[str, Any], gemm: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+# -------------------------------------------------------------------------------------------------
+# The 2026-12-01 layout sweep: every shape in bf16 rr / rc / cr and fp8 rc, event and kernel time,
+# cuBLAS kernel names. Measured a day after the fit and never fitted on: an independent sweep.
+# -------------------------------------------------------------------------------------------------
+def _gemm_pred(r: dict[str, Any], timing: str) -> float:
+    fmt = pm.get_format(r["dtype"])
+    layout = r.get("layout", "rc") if fmt.bits >= 16 else "rc"
+    return float(pm.gemm_time_s(r["M"], r["K"], r["N"], fmt, "H200", r.get("scaling"), layout=layout, timing=timing))
+
+
+def score_layout_sweep() -> dict[str, Any]:
+    """The shipped model on the layout sweep: kernel time per (format, layout, family), event time, the
+    run-to-run floor against the 2026-11-30 sweep, and which kernels cuBLAS chose."""
+    kern = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_kernels_2026-12-01.json").read_text())["records"]
+    event = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_time_2026-12-01.json").read_text())["records"]
+    out: dict[str, Any] = {"kernel": {}, "event": {}, "repeat": {}, "choice": {}}
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for r in kern:
+        group = r["dtype"] + (f"/{r['scaling']}" if r.get("scaling") else "")
+        groups[group, r["layout"], r["family"]].append((_gemm_pred(r, "kernel"), r["time_s"]))
+        groups[group, r["layout"], "all"].append((_gemm_pred(r, "kernel"), r["time_s"]))
+    for (group, layout, family), pairs in sorted(groups.items()):
+        pred, meas = np.array(pairs).T
+        out["kernel"].setdefault(f"{group} {layout}", {})[family] = ape_stats(pred, meas)
+    pred = np.array([_gemm_pred(r, "event") for r in event])
+    meas = np.array([r["time_s"] for r in event])
+    out["event"] = ape_stats(pred, meas)
+    by_id = {r["id"]: r["time_s"] for r in kern}
+    gaps = np.array([r["time_s"] - by_id[r["id"]] for r in event if r["id"] in by_id]) * 1e6
+    out["event"]["gap_us"] = {q: float(np.percentile(gaps, q)) for q in (20, 50, 80)}
+    # the same GEMM (shape, format, layout) timed on both days, both with CUDA events
+    old = {}
+    for r in load_dataset(sorted(DATA.glob("h200_gemm_*.json")))["records"]:
+        old[r["M"], r["K"], r["N"], r["dtype"], r.get("scaling"), r.get("layout", "rc")] = r["time_s"]
+    pairs = [
+        (r["time_s"], old[key])
+        for r in event
+        if (key := (r["M"], r["K"], r["N"], r["dtype"], r.get("scaling"), r.get("layout", "rc"))) in old
+    ]
+    if pairs:
+        a, b = np.array(pairs).T
+        out["repeat"] = ape_stats(a, b)
+    for r in kern:
+        if r["dtype"] != "bf16":
+            continue
+        a, b = (r["M"], r["N"]) if r["layout"] == "cr" else (r["K"], r["N"])
+        key = f"{r['layout']} {'aligned' if a % 8 == 0 and b % 8 == 0 else 'misaligned'}"
+        old_kernel = (r.get("main_kernel_sm") or 90) < 90
+        n, k = out["choice"].get(key, (0, 0))
+        out["choice"][key] = (n + 1, k + int(old_kernel))
+    return out
+
+
+def markdown_layouts(lay: dict[str, Any]) -> str:
+    """The layout-sweep tables as markdown."""
+    fams = [f for f in FAMILIES if any(f in v for v in lay["kernel"].values())]
+    out = [
+        "**Kernel time on the 2026-12-01 sweep** (945 shapes never fitted on, each in bf16 `rr`, `rc`, `cr` and "
+        "fp8 `rc`; profiled kernel time) — MdAPE / p90 (%), per family:",
+        "",
+        "| GEMM | " + " | ".join(fams) + " | all |",
+        "|---|" + "---|" * (len(fams) + 1),
+    ]
+    for name, by_family in lay["kernel"].items():
+        cells = [f"{by_family[f]['mdape']:.1f} / {by_family[f]['p90']:.0f}" if f in by_family else "-" for f in fams]
+        cells.append(f"{by_family['all']['mdape']:.1f} / {by_family['all']['p90']:.0f}")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    ev, gap = lay["event"], lay["event"]["gap_us"]
+    out += [
+        "",
+        f'**Event time** (`timing="event"`, the same GEMMs timed with `do_bench`): MdAPE {ev["mdape"]:.1f} %, p90 '
+        f"{ev['p90']:.0f} % over {ev['n']}. The measured gap, event minus kernel time: median {gap[50]:.2f} µs "
+        f"(p20 {gap[20]:.2f}, p80 {gap[80]:.2f}).",
+    ]
+    if lay["repeat"]:
+        rp = lay["repeat"]
+        out.append("")
+        out.append(
+            f"**Run to run**: {rp['n']} GEMMs timed on both days (same shape, format, layout; CUDA events) differ by "
+            f"{rp['mdape']:.1f} % (median), {rp['p90']:.1f} % (p90) — the floor no model can beat."
+        )
+    out += ["", "**cuBLAS's kernel choice** (bf16; share of GEMMs that ran a pre-Hopper sm75/sm80 kernel):", ""]
+    out += ["| layout, leading dimensions | GEMMs | pre-Hopper kernel |", "|---|---|---|"]
+    for key, (n, k) in sorted(lay["choice"].items()):
+        out.append(f"| {key} | {n} | {k} ({k / n:.0%}) |")
+    return "\n".join(out)
+
+
+# -------------------------------------------------------------------------------------------------
+# Error bars: p10-p90 of measured/predicted per provenance class, shape family and timing
+# -------------------------------------------------------------------------------------------------
+def _bar(quantity: str, kind: str, family: str, timing: str, ratio: np.ndarray, basis: str) -> dict[str, Any]:
+    lo, med, hi = (float(x) for x in np.percentile(ratio, [10, 50, 90]))
+    return dict(
+        quantity=quantity,
+        kind=kind,
+        family=family,
+        timing=timing,
+        low=lo,
+        high=hi,
+        median=med,
+        n=len(ratio),
+        basis=basis,
+    )
+
+
+def _sweep_ratios(records: list[dict[str, Any]], timing: str, model: str | None) -> tuple[np.ndarray, list[str]]:
+    """measured/predicted for every record of the layout sweep, and each one's shape family."""
+    ratio = np.empty(len(records))
+    groups: dict[tuple[str, str | None, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(records):
+        fmt = pm.get_format(r["dtype"])
+        groups[r["dtype"], r.get("scaling"), r.get("layout", "rc") if fmt.bits >= 16 else "rc"].append(i)
+    for (dtype, scaling, layout), idx in groups.items():
+        M, K, N = (np.array([records[i][d] for i in idx]) for d in ("M", "K", "N"))
+        pred = np.asarray(
+            pm.gemm_time_s(M, K, N, dtype, "H200", scaling, layout=layout, timing=timing, model=model), float
+        )
+        ratio[idx] = np.array([records[i]["time_s"] for i in idx]) / pred
+    fams = [shape_family(r["M"], r["K"], r["N"], r.get("layout", "rc")) for r in records]
+    return ratio, fams
+
+
+def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shipped error-bar table (perfmodel/calibrations/error_bars.json), recomputed from the data."""
+    kern = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_kernels_2026-12-01.json").read_text())["records"]
+    event = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_time_2026-12-01.json").read_text())["records"]
+    bars = []
+    sweep = "H200 layout sweep 2026-12-01 (measured after the fit)"
+    for kind, model, what in (("measured", None, "shipped H200 calibration"), ("roofline", "roofline", "roofline")):
+        for timing, recs in (("kernel", kern), ("event", event)):
+            ratio, fams = _sweep_ratios(recs, timing, model)
+            fams_arr = np.array(fams)
+            basis = f"{sweep}, {what}"
+            bars.append(_bar("gemm_time", kind, "all", timing, ratio, basis))
+            for fam in SHAPE_FAMILIES:
+                sel = fams_arr == fam
+                if sel.sum() >= MIN_FAMILY_N:
+                    bars.append(_bar("gemm_time", kind, fam, timing, ratio[sel], basis))
+    # estimated models: published GEMM throughput (timing not stated by the sources: "any")
+    pub = json.loads((PUBLISHED / "gemm_throughput.json").read_text())
+    ratios = []
+    for ds in pub["datasets"]:
+        rows = np.array(ds["rows"], dtype=float)
+        M, K, N = (rows[:, i].astype(np.int64) for i in range(3))
+        meas = 2.0 * M * K * N / (rows[:, 3] * 1e12)
+        ratios.append(meas / np.asarray(pm.gemm_time_s(M, K, N, ds["dtype"], ds["gpu"], ds["scaling"]), float))
+    bars.append(
+        _bar(
+            "gemm_time",
+            "estimated",
+            "all",
+            "any",
+            np.concatenate(ratios),
+            "published GEMM throughput of GB200, MI300X, A100, B200 (benchmarks/published/gemm_throughput.json)",
+        )
+    )
+    # float8 speedups: held-out H200 Linears (measured); torchao's H100 rowwise table (transferred, roofline)
+    pairs = [
+        np.array(by_model["perfmodel calibrated"])
+        for row, by_model in rep["points"].items()
+        if row.startswith("speedup") and row.endswith("(static)")
+    ]
+    pred, meas = np.concatenate(pairs, axis=1)
+    held_out = "H200 held-out Linears fwd+bwd (leave one shape out), static compiles"
+    bars.append(_bar("speedup", "measured", "all", "any", meas / pred, held_out))
+    for kind, name in (("measured", "perfmodel calibrated"), ("roofline", "roofline")):
+        pred, meas = np.array(rep["linear_time_points"][name])
+        bars.append(_bar("linear_time", kind, "all", "kernel", meas / pred, f"{held_out}, bf16 and every recipe"))
+    table = json.loads((PUBLISHED / "torchao_h100_float8.json").read_text())
+    ds = next(d for d in table["datasets"] if d["recipe"] == "rowwise")
+    rows = np.array(ds["rows"], dtype=float)
+    M, K, N = (rows[:, i].astype(np.int64) for i in range(3))
+    for kind, model in (("transferred", None), ("roofline", "roofline")):
+        pred = np.asarray(float8.speedup(M, K, N, "rowwise", "H100", model=model), dtype=float)
+        bars.append(
+            _bar("speedup", kind, "all", "any", rows[:, 3] / pred, "H100-SXM, torchao's published rowwise table")
+        )
+    return bars
+
+
+def markdown_error_bars(bars: list[dict[str, Any]]) -> str:
+    """The error-bar table as markdown."""
+    out = [
+        "| quantity | class | family | timing | p10 / median / p90 of measured/predicted | n |",
+        "|---|---|---|---|---|---|",
+    ]
+    for b in bars:
+        out.append(
+            f"| {b['quantity']} | {b['kind']} | {b['family']} | {b['timing']} | "
+            f"{b['low']:.3f} / {b['median']:.3f} / {b['high']:.3f} | {b['n']} |"
+        )
+    return "\n".join(out)
+
+
+def write_error_bars(bars: list[dict[str, Any]], path: Path = ERROR_BARS) -> None:
+    note = (
+        "p10/median/p90 of measured/predicted per quantity, provenance class, shape family and timing; "
+        "written by `python benchmarks/validate.py --write` from the committed data (docs/validation.md)"
+    )
+    path.write_text(json.dumps({"schema": ERRORBARS_SCHEMA, "note": note, "bars": bars}, indent=1) + "\n")
+
+
 def plot(rep: dict[str, Any], path: Path) -> None:
     """Predicted against measured, one panel per GEMM format and per recipe (log-log for times)."""
     import matplotlib
@@ -443,21 +667,34 @@ def main() -> int:
     rep = evaluate(files)
     text = markdown(rep)
     published = markdown_published(score_published_float8(), score_published_gemm())
+    layouts = markdown_layouts(score_layout_sweep())
+    bars = score_error_bars(rep)
+    errorbars = markdown_error_bars(bars)
     if args.json:
         print(json.dumps({k: rep[k] for k in ("gemm", "linear", "decisions", "counts", "fresh")}, indent=1))
     else:
         print(text)
         print()
         print(published)
+        print()
+        print(layouts)
+        print()
+        print(errorbars)
     if args.write:
         doc = DOC.read_text()
-        for begin, end, body in ((BEGIN, END, text), (PUBLISHED_BEGIN, PUBLISHED_END, published)):
+        for begin, end, body in (
+            (BEGIN, END, text),
+            (PUBLISHED_BEGIN, PUBLISHED_END, published),
+            (LAYOUTS_BEGIN, LAYOUTS_END, layouts),
+            (ERRORBARS_BEGIN, ERRORBARS_END, errorbars),
+        ):
             head, _, rest = doc.partition(begin)
             _, _, tail = rest.partition(end)
             doc = f"{head}{begin}\n{body}\n{end}{tail}"
         DOC.write_text(doc)
         plot(rep, PNG)
         rep["calibration"].save(SHIPPED, force=True)
+        write_error_bars(bars)
         print(f"wrote {DOC.relative_to(ROOT)}, {PNG.relative_to(ROOT)}, {SHIPPED.relative_to(ROOT)}")
     return 0
 

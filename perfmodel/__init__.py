@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .errorbars import ErrorBar
 from .errors import (
     CalibrationError,
     FileRefusedError,
@@ -29,7 +30,7 @@ from .errors import (
     UnsupportedLayerError,
 )
 from .formats import FORMATS, Format, get_format
-from .gemm import gemm_bytes, gemm_flops, gemm_perfdata, gemm_time_s
+from .gemm import gemm_bytes, gemm_error_bar, gemm_flops, gemm_perfdata, gemm_time_s
 from .hardware import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
 from .perfdata import PerfData
 from .registry import provenance, time_model
@@ -51,6 +52,7 @@ _LAZY = (
     "registry",
     "timemodel",
     "calibrated_model",
+    "errorbars",
 )
 
 
@@ -67,6 +69,7 @@ __all__ = [
     "GPUS",
     "CalibrationError",
     "Efficiency",
+    "ErrorBar",
     "ExpectedError",
     "FileRefusedError",
     "Format",
@@ -92,6 +95,7 @@ __all__ = [
     "UnsupportedLayerError",
     "__version__",
     "gemm_bytes",
+    "gemm_error_bar",
     "gemm_flops",
     "gemm_perfdata",
     "gemm_time_s",

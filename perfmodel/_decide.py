@@ -19,12 +19,20 @@ import numpy as np
 
 from ._backend import check_ratio, check_shapes, check_size, is_symbolic, namespace
 from ._linear import FP8_ALIGN, _linear_time, eligible, supported_recipes
+from .errorbars import ErrorBar
 from .errors import IneligibleShapeError, NoClosedFormError, PerfModelError
 from .hardware import GPULike, get_gpu
 from .recipes import RECIPES, Recipe, get_recipe
-from .registry import ModelLike, time_model
+from .registry import ModelLike, gpu_error_bar, time_model
 
-__all__ = ["BREAK_EVEN_EXACT_UP_TO", "best_recipe", "break_even_tokens", "should_use", "speedup"]
+__all__ = [
+    "BREAK_EVEN_EXACT_UP_TO",
+    "best_recipe",
+    "break_even_tokens",
+    "should_use",
+    "speedup",
+    "speedup_error_bar",
+]
 
 #: break_even_tokens checks every multiple of 16 tokens up to here, which is exact on perfmodel's time
 #: models (see the function's doc); above it, a geometric grid of 16 points per doubling.
@@ -51,6 +59,19 @@ def _speedup(M, K, N, rec: Recipe, gpu, opts: dict[str, Any]) -> tuple[Any, Any]
     base = _linear_time(M, K, N, None, gpu, model=opts["model"]).total_s
     lt = _linear_time(M, K, N, rec, gpu, **opts)
     return base / lt.total_s, lt.eligible
+
+
+def speedup_error_bar(gpu: GPULike = "H100", *, model: ModelLike = None) -> ErrorBar | None:
+    """p10–p90 of measured/predicted float8 speedup for ``gpu``'s provenance class (with ``model=``: that
+    model's), from :mod:`perfmodel.errorbars`; ``None`` where the class was never validated on speedups
+    (estimated architectures, models you supply). ``bar.straddles(s, min_speedup)`` says whether a
+    decision on speedup ``s`` is a close call.
+
+    >>> bar = speedup_error_bar("H100")
+    >>> bar.kind, bool(bar.straddles(1.03, 1.0)), bool(bar.straddles(1.5, 1.0))
+    ('transferred', True, False)
+    """
+    return gpu_error_bar(gpu, "speedup", model=model)
 
 
 def speedup(

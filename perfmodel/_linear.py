@@ -19,13 +19,14 @@ import numpy as np
 
 from ._backend import check_flag, check_shapes, is_symbolic
 from ._counting import gemm_bytes, gemm_flops
-from .errors import UnsupportedFormatError
+from .errorbars import ErrorBar, error_bar, shape_family
+from .errors import PerfModelError, UnsupportedFormatError
 from .formats import get_format
 from .hardware import GPULike, GPUSpec, get_gpu
 from .perfdata import PerfData
 from .recipes import RECIPES, CastOptions, Kernel, Recipe, get_recipe
 from .registry import ModelLike, resolve
-from .timemodel import Provenance
+from .timemodel import Provenance, gemm_kernel_time_s
 
 __all__ = [
     "FP8_ALIGN",
@@ -64,6 +65,7 @@ class GemmCall:
     dtype: str
     scaling: str | None
     time_s: Any
+    layout: str = "rc"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -111,6 +113,18 @@ class LinearTime:
         )
 
     @property
+    def error_bar(self) -> ErrorBar | None:
+        """p10–p90 of measured/predicted Linear (fwd+bwd) time for this answer's provenance class and the
+        forward GEMM's shape family (:mod:`perfmodel.errorbars`); ``None`` without a validated class."""
+        if self.provenance is None:
+            return None
+        try:
+            family = shape_family(self.M, self.K, self.N)
+        except PerfModelError:  # arrays, symbols
+            family = "all"
+        return error_bar("linear_time", self.provenance.kind, family, "kernel")
+
+    @property
     def cast_bytes(self) -> Any:
         """Bytes moved by the cast kernels."""
         return sum((k.kernel.bytes for k in self.kernels), 0)
@@ -136,6 +150,7 @@ class LinearTime:
                 "N": self.N,
                 "recipe": self.recipe.name,
                 "provenance": self.provenance,
+                "error_bar": self.error_bar,
             },
         )
 
@@ -242,17 +257,21 @@ def _linear_time(
                 f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for. "
                 f"Recipes on {spec.name}: {', '.join(supported_recipes(spec))}."
             )
-    shapes = (("output", M, K, N), ("grad_input", M, N, K), ("grad_weight", K, M, N))
+    # (name, M', K', N', the bf16 layout): y = x @ W.T is rc, gI = gO @ W is rr, gW^T = x^T @ gO is cr, whose
+    # leading dimensions are the features K, N (never the token count, which is the reduction dimension)
+    shapes = (("output", M, K, N, "rc"), ("grad_input", M, N, K, "rr"), ("grad_weight", K, M, N, "cr"))
     gemms = []
-    for (name, m, k, n), dtype in zip(shapes, rec.gemm_dtypes(), strict=True):
+    for (name, m, k, n, layout), dtype in zip(shapes, rec.gemm_dtypes(), strict=True):
         fmt = get_format(dtype)
         scaling = None if fmt.bits >= 16 else rec.scaling
-        # every operand of a Linear's GEMMs is contiguous along K or N (x, W, grad_output), never M
-        t = tm.gemm_time_s(m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec, lead_dims=(K, N))
+        layout = layout if fmt.bits >= 16 else "rc"  # torchao's casts produce _scaled_mm's rc operands
+        t = gemm_kernel_time_s(
+            tm, m, k, n, fmt=fmt, scaling=scaling, out_fmt=get_format("bf16"), gpu=spec, lead_dims=(K, N), layout=layout
+        )
         factor = tm.step_gemm_factor(fmt, scaling)  # GEMMs inside a step vs timed alone (calibrated)
         if factor != 1.0:
             t = t * factor
-        gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, time_s=t))
+        gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, layout=layout, time_s=t))
     opts = _options(
         fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes
     )

@@ -46,11 +46,19 @@ def format_report(rep: Any) -> str:
             decision = "bf16 (not /16)"
         else:
             decision = "bf16 (slower)" if max(row.speedups.values()) < 1 else f"bf16 (<{rep.min_speedup:g}x)"
+        if row.close_call:
+            decision += " ~"
         lines.append(
             f"{_names(row.names, name_w):<{name_w}} {row.K:>{dim_w}} {row.N:>{dim_w}} {row.M:>{dim_w}} "
             f"{row.count:>{count_w}} {row.bf16_s * 1e6:>{bf16_w}.1f} "
             + "".join(f"{c:>{rec_w[r]}} " for r, c in zip(rep.recipes, row_cells, strict=True))
             + f" {decision:<18} {row.saved_s * 1e3:>9.2f}"
+        )
+    bar = rep.speedup_error_bar
+    if any(row.close_call for row in rep.rows) and bar is not None:
+        lines.append(
+            f"~ close call: the measured spread of this model's speedups ({bar.short()}, p10-p90) "
+            f"straddles {rep.min_speedup:g}x; measure these Linears before relying on the decision."
         )
     policies = [("bf16 everywhere", tot.bf16_s), ("best recipe per shape (the decisions)", tot.best_s)]
     for r in rep.recipes:
@@ -73,6 +81,8 @@ def format_report(rep: Any) -> str:
         lines += ["", *_step_lines(rep)]
     if rep.provenance is not None:
         lines.append(f"provenance: {rep.provenance.line()}")
+    if rep.recipes:
+        lines.append(f"error bar: {bar}" if bar is not None else "error bar: not measured for this class of model")
     return "\n".join(lines)
 
 

@@ -263,18 +263,22 @@ def _params(x: np.ndarray, tile: tuple[int, int]) -> GemmParams:
     )
 
 
-def _fit_group(M, K, N, nbytes, t, sms: int, tiles: Sequence[tuple[int, int]], rate0: float) -> GemmParams:
-    """Best :class:`GemmParams` for one (format, scaling): robust least squares on log time."""
+def _fit_group(
+    M, K, N, nbytes, t, sms: int, tiles: Sequence[tuple[int, int]], rate0: float, *, lead: tuple[Any, Any] | None = None
+) -> GemmParams:
+    """Best :class:`GemmParams` for one (format, scaling, layout): robust least squares on log time. ``lead``:
+    the leading dimensions whose alignment picks the kernel (default ``(K, N)``)."""
     from scipy.optimize import least_squares  # the calibrate extra; prediction never needs it
 
+    lead = lead if lead is not None else (K, N)
     x0 = _X0.copy()
     x0[1] = np.clip(rate0 / 1e14, _LO[1], _HI[1])
-    aligned_all = bool((np.minimum(alignment(K), alignment(N)) >= 8).all())
+    aligned_all = bool((np.minimum(alignment(lead[0]), alignment(lead[1])) >= 8).all())
     best: tuple[float, GemmParams] | None = None
     for tile in tiles:
 
         def residual(x: np.ndarray, tile: tuple[int, int] = tile) -> np.ndarray:
-            return np.log(_params(x, tile).time_s(M, K, N, nbytes, sms) / t)
+            return np.log(_params(x, tile).time_s(M, K, N, nbytes, sms, lead) / t)
 
         lo, hi = _LO.copy(), _HI.copy()
         if aligned_all:  # nothing to fit the misalignment factors on: pin them at 1
@@ -298,6 +302,9 @@ class Calibrator:
         heldout_fraction: share of shapes kept out of the fit (deterministic hash split); 0 fits on all.
         tiles: candidate (tile_m, tile_n) output tiles.
         min_time_s: GEMM records faster than this are ignored (timer noise).
+        split_layouts: fit bf16 GEMMs of each operand layout (``rr``, ``rc``, ``cr``) apart. Off by default:
+            on the H200 data a per-layout fit did not improve the Linear predictions (docs/validation.md,
+            "Operand layouts"); the misalignment rule follows each record's layout either way.
 
     Fitted attributes: ``model_`` (:class:`CalibratedModel`), ``gpu_`` (the GPU spec that predicts
     with it), ``residuals_`` (APE statistics per group on the train and held-out split).
@@ -307,6 +314,7 @@ class Calibrator:
     heldout_fraction: float = 0.3
     tiles: Sequence[tuple[int, int]] = TILE_CANDIDATES
     min_time_s: float = 0.0
+    split_layouts: bool = False
 
     def fit(self, dataset: Any) -> Calibrator:
         """Fit on ``dataset`` (a path, several paths or a loaded ``{meta, records}`` dict)."""
@@ -318,19 +326,30 @@ class Calibrator:
         spec = get_gpu(self.gpu)
         kernels = _fit_kernels(data["records"], spec)
         groups: dict[str, list[dict[str, Any]]] = {}
+        specs: dict[str, tuple[Any, str | None, str]] = {}
         for r in data["records"]:
             if r["op"] == "gemm" and _usable(r) and r["time_s"] > self.min_time_s:
                 fmt = get_format(r["dtype"])
-                groups.setdefault(_key(fmt, resolve_scaling(fmt, r.get("scaling"))), []).append(r)
+                scaling = resolve_scaling(fmt, r.get("scaling"))
+                layout = (r.get("layout") or "rc") if fmt.bits >= 16 else "rc"  # fp8 _scaled_mm runs rc only
+                key = _key(fmt, scaling, layout if self.split_layouts else "rc")
+                groups.setdefault(key, []).append(r)
+                specs[key] = (fmt, scaling, layout if self.split_layouts else "rc")
         if not groups:
             raise CalibrationError("the dataset has no 'gemm' records to fit")
         gemm: dict[str, GemmParams] = {}
         residuals: dict[str, Any] = {}
+        longest = 0.0
         for key, recs in sorted(groups.items()):
-            fmt = get_format(key.split("/")[0])
-            scaling = key.split("/")[1] if "/" in key else None
+            fmt, scaling, _ = specs[key]
             M, K, N, t = (np.array([r[f] for r in recs], dtype=float) for f in ("M", "K", "N", "time_s"))
-            t = np.maximum(t - kernels.event_overhead_s, 0.5 * t)  # event timing -> kernel time
+            event = np.array([r.get("timing", "event") != "kernel" for r in recs])
+            # CUDA-event timings carry the launch gap of one call; the model predicts kernel time
+            t = np.where(event, np.maximum(t - kernels.event_overhead_s, 0.5 * t), t)
+            longest = max(longest, float(t.max()))
+            layouts = np.array([(r.get("layout") or "rc") if fmt.bits >= 16 else "rc" for r in recs])
+            # the dimensions whose alignment picks the kernel follow each record's own layout
+            lead = (np.where(layouts == "cr", M, K), N)
             test = np.array(
                 [
                     is_heldout(int(m), int(k), int(n), fraction=self.heldout_fraction)
@@ -350,10 +369,13 @@ class Calibrator:
                 spec.num_sms,
                 self.tiles,
                 spec.achievable_flops_per_s(fmt),
+                lead=(lead[0][train], lead[1][train]),
             )
             gemm[key] = params
-            pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms), float)
+            pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms, lead), float)
             residuals[key] = {"train": ape_stats(pred[train], t[train]), "heldout": ape_stats(pred[test], t[test])}
+        # clocks settle: no kernel longer than the longest measured one is priced with a still-growing slowdown
+        gemm = {k: dataclasses.replace(p, throttle_settle_s=longest) for k, p in gemm.items()}
         linear = [
             r
             for r in data["records"]

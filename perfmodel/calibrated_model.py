@@ -61,6 +61,7 @@ from .hardware import GPUSpec, get_gpu
 __all__ = [
     "ASSUMPTIONS",
     "CAST_LIKE",
+    "LAYOUTS",
     "SCHEMA",
     "CalibratedModel",
     "CastParams",
@@ -68,6 +69,7 @@ __all__ = [
     "KernelParams",
     "ReferenceGPU",
     "alignment",
+    "layout_lead_dims",
     "load_calibration",
 ]
 
@@ -319,8 +321,29 @@ def power_pressure(peak_bf16_flops_per_s: float, power_w: float | None) -> float
     return None if power_w is None else peak_bf16_flops_per_s / power_w
 
 
-def _key(fmt: Format, scaling: str | None) -> str:
-    return fmt.name if scaling is None else f"{fmt.name}/{scaling}"
+#: Operand layouts of ``[M, K] @ [K, N]`` in torch's row-major terms, A then B: ``r`` row-major, ``c``
+#: column-major (a transposed contiguous tensor). ``rc``: ``x @ W.T`` (a Linear's forward, the default);
+#: ``rr``: ``x @ W`` (its grad_input GEMM); ``cr``: ``gO.T @ x`` (its grad_weight GEMM).
+LAYOUTS: tuple[str, ...] = ("rr", "rc", "cr")
+
+
+def layout_lead_dims(layout: str, M: Any, K: Any, N: Any) -> tuple[Any, Any]:
+    """The two dimensions whose alignment decides cuBLAS's kernel in ``layout``: the contiguous (leading)
+    dimensions of A and of the output. ``rr`` and ``rc``: ``(K, N)``; ``cr`` (A column-major, its leading
+    dimension is M): ``(M, N)`` — measured: every bf16 ``cr`` GEMM with M or N not a multiple of 8 ran a
+    pre-Hopper (sm75/sm80) kernel, while K did not matter (benchmarks/data/h200_2026-12-01)."""
+    return (M, N) if layout == "cr" else (K, N)
+
+
+def _key(fmt: Format, scaling: str | None, layout: str = "rc") -> str:
+    """Group key: ``bf16``, ``fp8_e4m3/rowwise``; a layout other than ``rc`` adds ``@rr`` / ``@cr``."""
+    base = fmt.name if scaling is None else f"{fmt.name}/{scaling}"
+    return base if layout == "rc" else f"{base}@{layout}"
+
+
+def _fmt_of(key: str) -> str:
+    """The format name of a group key (``bf16@rr`` -> ``bf16``; ``fp8_e4m3/rowwise`` -> ``fp8_e4m3``)."""
+    return key.split("@")[0].split("/")[0]
 
 
 #: Recipes without a cast fit borrow the fit of the measured recipe whose kernels do the same work:
@@ -378,26 +401,29 @@ class CalibratedModel:
             _finite_positive("CalibratedModel", **{f"step_gemm_factors[{key!r}]": factor})
 
     # -- which parameters, rescaled to which GPU ----------------------------------------------------
-    def _group(self, fmt: Format, scaling: str | None) -> str:
-        key = _key(fmt, scaling)
-        if key in self.gemm or key in self.gemm_aliases:
-            return key
+    def _group(self, fmt: Format, scaling: str | None, layout: str = "rc") -> str:
+        """The group key whose parameters price (``fmt``, ``scaling``, ``layout``): its own fit, else the
+        same format's ``rc`` fit, else the format it borrows (fp16 -> bf16, e5m2 -> e4m3, blockwise -> rowwise)."""
+        for key in (_key(fmt, scaling, layout), _key(fmt, scaling)):
+            if key in self.gemm or key in self.gemm_aliases:
+                return key
         name = _BORROW.get(fmt.name, fmt.name)
         sc = _BORROW_SCALING.get(scaling, scaling) if scaling else None
-        return _key(get_format(name), sc)
+        borrowed = _key(get_format(name), sc, layout)
+        return borrowed if borrowed in self.gemm else _key(get_format(name), sc)
 
-    def params_for(self, fmt: Format, scaling: str | None) -> GemmParams | None:
-        """The fitted parameters used for (``fmt``, ``scaling``) on the reference GPU, or ``None``."""
-        key = self._group(fmt, scaling)
+    def params_for(self, fmt: Format, scaling: str | None, layout: str = "rc") -> GemmParams | None:
+        """The fitted parameters used for (``fmt``, ``scaling``, ``layout``) on the reference GPU, or ``None``."""
+        key = self._group(fmt, scaling, layout)
         return self.gemm.get(self.gemm_aliases.get(key, key))
 
-    def transfer_factors(self, gpu: GPUSpec, fmt: Format, scaling: str | None) -> dict[str, float]:
+    def transfer_factors(self, gpu: GPUSpec, fmt: Format, scaling: str | None, layout: str = "rc") -> dict[str, float]:
         """How (``fmt``, ``scaling``) GEMMs rescale from the reference GPU to ``gpu``: rate, bandwidth
         and throttle multipliers (all 1.0 on the reference GPU itself)."""
         ref = self.reference
         assert ref is not None  # set in __post_init__
-        key = self._group(fmt, scaling)
-        fitted_fmt = self.gemm_aliases.get(key, key).split("/")[0]
+        key = self._group(fmt, scaling, layout)
+        fitted_fmt = _fmt_of(self.gemm_aliases.get(key, key))
         ref_peak = ref.peaks_flops_per_s.get(fitted_fmt)
         rate = gpu.peak_flops_per_s(fmt) / ref_peak if ref_peak else 1.0
         f = self._memory_and_power(gpu)
@@ -420,14 +446,19 @@ class CalibratedModel:
         return {"bandwidth": bandwidth, "throttle": throttle, "sm_throughput": sm_throughput}
 
     # -- the TimeModel protocol -----------------------------------------------------------------------
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         from .timemodel import ROOFLINE
 
-        p = self.params_for(fmt, scaling)
+        p = self.params_for(fmt, scaling, layout)
         if p is None:  # e.g. tf32 on a GPU calibrated for bf16/fp8 only
             return ROOFLINE.gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu)
-        p = p.rescaled(**self.transfer_factors(gpu, fmt, scaling))
-        return p.time_s(M, K, N, _gemm_bytes(M, K, N, fmt, out_fmt, scaling), gpu.num_sms, lead_dims)
+        p = p.rescaled(**self.transfer_factors(gpu, fmt, scaling, layout))
+        dims = lead_dims if lead_dims is not None else layout_lead_dims(layout, M, K, N)
+        return p.time_s(M, K, N, _gemm_bytes(M, K, N, fmt, out_fmt, scaling), gpu.num_sms, dims)
+
+    def event_overhead_s(self) -> float:
+        """What timing one call with CUDA events (``do_bench``) adds to its kernel time, seconds (measured)."""
+        return self.kernels.event_overhead_s
 
     def step_gemm_factor(self, fmt: Format, scaling: str | None) -> float:
         """The in-step factor for a GEMM group (1.0 when not measured)."""
@@ -475,7 +506,7 @@ class CalibratedModel:
         gemm = {}
         for key, p in self.gemm.items():
             d = dataclasses.asdict(p)
-            d["rate_fraction"] = d.pop("rate_flops_per_s") / ref.peaks_flops_per_s[key.split("/")[0]]
+            d["rate_fraction"] = d.pop("rate_flops_per_s") / ref.peaks_flops_per_s[_fmt_of(key)]
             d["mem_bw_fraction"] = d.pop("mem_bw_bytes_per_s") / bw
             d["misaligned_factors"] = list(p.misaligned_factors)
             d["throttle_settle_s"] = None if p.throttle_settle_s == math.inf else p.throttle_settle_s
@@ -522,7 +553,7 @@ class CalibratedModel:
             gemm = {}
             for key, v in data["gemm"].items():
                 v = dict(v)
-                fmt = key.split("/")[0]
+                fmt = _fmt_of(key)
                 if fmt not in ref.peaks_flops_per_s:
                     raise CalibrationError(f"gemm group {key!r}: the reference GPU has no {fmt} peak")
                 for frac, limit in (("rate_fraction", 1.2), ("mem_bw_fraction", 1.2)):

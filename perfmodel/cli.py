@@ -3,8 +3,8 @@
 Subcommands::
 
     perfmodel gpus [--json]
-    perfmodel gemm M K N [--dtype bf16] [--gpu h100] [--scaling tensorwise] [--time-model roofline]
-                   [--calibration FIT.json] [--json]
+    perfmodel gemm M K N [--dtype bf16] [--gpu h100] [--scaling tensorwise] [--layout rc] [--timing kernel]
+                   [--time-model roofline] [--calibration FIT.json] [--json]
     perfmodel float8 --gpu h100 (--tokens 8192 | --seq-len 8192 [--batch 1])
                      (--model llama3-8b | --shapes 4096x14336,14336x4096)
                      [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--calibration FIT.json] [--kernels] [--json]
@@ -119,6 +119,13 @@ def _provenance_line(prov: Any) -> str:
     return line
 
 
+def _error_bar_line(bar: Any, where: str) -> str:
+    """The line printed under an answer with its error bar (or that its class has none)."""
+    if bar is None:
+        return "error bar: not measured for this class of model"
+    return f"error bar: {bar} — {where}"
+
+
 def _cmd_gpus(args: argparse.Namespace) -> int:
     from .hardware import GPUS
     from .registry import provenance
@@ -186,13 +193,26 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
 def _cmd_gemm(args: argparse.Namespace) -> int:
     from .gemm import gemm_perfdata
 
-    pd = gemm_perfdata(args.M, args.K, args.N, args.dtype, _gpu(args), args.scaling, model=args.time_model)
+    pd = gemm_perfdata(
+        args.M,
+        args.K,
+        args.N,
+        args.dtype,
+        _gpu(args),
+        args.scaling,
+        model=args.time_model,
+        layout=args.layout,
+        timing=args.timing,
+    )
+    bar = pd.meta["error_bar"]
     record = {
         "M": args.M,
         "K": args.K,
         "N": args.N,
         "dtype": pd.dtype.name,
         "scaling": pd.meta["scaling"],
+        "layout": args.layout,
+        "timing": args.timing,
         "gpu": pd.gpu.name,
         "time_model": pd.meta["provenance"].time_model,
         "time_s": float(pd.time_s),
@@ -204,22 +224,27 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         "bound": str(pd.bound),
         "util": float(pd.util),
         "provenance": pd.meta["provenance"].to_dict(),
+        "error_bar": None if bar is None else bar.to_dict(),
+        "time_s_p10_p90": None if bar is None else [float(x) for x in bar.interval(pd.time_s)],
     }
     if args.json:
         _print_json(record)
         return 0
     scaling = f", {record['scaling']} scaling" if record["scaling"] else ""
+    layout = "" if args.layout == "rc" else f", layout {args.layout}"
     print(
-        f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling} on {record['gpu']} "
-        f"({record['time_model']} model):"
+        f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling}{layout} on {record['gpu']} "
+        f"({record['time_model']} model, {args.timing} time):"
     )
-    print(f"  time       {record['time_s'] * 1e6:12.2f} us")
+    rng = "" if bar is None else "   ({:.2f}-{:.2f} us, p10-p90)".format(*(x * 1e6 for x in record["time_s_p10_p90"]))
+    print(f"  time       {record['time_s'] * 1e6:12.2f} us{rng}")
     print(f"  compute    {record['tflops']:12.1f} TFLOP/s  (peak {pd.max_tflops:.0f})")
     print(f"  memory     {record['tbps']:12.3f} TB/s     (peak {pd.max_tbps:.2f})")
     print(f"  intensity  {record['opint_flop_per_byte']:12.1f} FLOP/B")
     print(f"  bound      {record['bound']:>12}")
     print(f"  util       {record['util']:12.1%}   of the roofline")
     print(_provenance_line(pd.meta["provenance"]))
+    print(_error_bar_line(bar, "the time's p10-p90 range above"))
     return 0
 
 
@@ -335,6 +360,7 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
             "--recipe bf16 is the baseline: pass a float8 recipe to compare with it"
             + (f" ({', '.join(others)})" if others else f"; {spec.name} has none (no float8 GEMMs)")
         )
+    bar = float8.speedup_error_bar(spec, model=args.time_model)
     records = []
     for text in args.shapes:
         k, n = parse_shape(text)
@@ -350,6 +376,21 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
             p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model)) if ok else None
             for p in (1024, 4096, 16384, 65536)
         }
+        # the break-even the measured spread allows: true speedup = predicted x r, r in [p10, p90]
+        spread = None
+        if ok and bar is not None:
+            spread = [
+                float8.break_even_tokens(
+                    k,
+                    n,
+                    recipe,
+                    spec,
+                    min_speedup=args.min_speedup / r,
+                    model=args.time_model,
+                    max_tokens=args.max_tokens,
+                )
+                for r in (bar.high, bar.low)
+            ]
         records.append(
             {
                 "K": k,
@@ -360,8 +401,10 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
                 "eligible": ok,
                 "ineligible_reason": "" if ok else f"K and N must be multiples of {float8.FP8_ALIGN}: keep bf16",
                 "break_even_tokens": m,
+                "break_even_tokens_p10_p90": spread,
                 "speedup_at": s_at,
                 "provenance": provenance(spec, args.time_model).to_dict(),
+                "speedup_error_bar": None if bar is None else bar.to_dict(),
             }
         )
     if args.json:
@@ -377,12 +420,20 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
             return f"no: not /{float8.FP8_ALIGN}"
         return str(r["break_even_tokens"]) if r["break_even_tokens"] is not None else f"never (<= {args.max_tokens})"
 
+    def spread(r: dict[str, Any]) -> str:
+        if r["break_even_tokens_p10_p90"] is None:
+            return "-"
+        lo, hi = ("never" if v is None else str(v) for v in r["break_even_tokens_p10_p90"])
+        return f"{lo}-{hi}"
+
     rows = [
-        (r["K"], r["N"], when(r), *("-" if v is None else f"{v:.2f}x" for v in r["speedup_at"].values()))
+        (r["K"], r["N"], when(r), spread(r), *("-" if v is None else f"{v:.2f}x" for v in r["speedup_at"].values()))
         for r in records
     ]
-    print(_table(("K", "N", "break-even M", "at M=1024", "4096", "16384", "65536"), rows, ">>>>>>>"))
+    head = ("K", "N", "break-even M", "p10-p90 M", "at M=1024", "4096", "16384", "65536")
+    print(_table(head, rows, ">>>>>>>>"))
     print(_provenance_line(provenance(spec, args.time_model)))
+    print(_error_bar_line(bar, "the p10-p90 M column: where the break-even lands within it"))
     return 0
 
 
@@ -468,6 +519,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="bf16", help="number format (bf16, fp8, mxfp8, ...; default bf16)")
     _add_gpu(p)
     p.add_argument("--scaling", default=None, help="tensorwise | rowwise | blockwise | mx (low-precision formats)")
+    p.add_argument(
+        "--layout",
+        default="rc",
+        choices=("rr", "rc", "cr"),
+        help="operand layout: rc = x @ W.T (a Linear's forward; default), rr = x @ W (its grad_input), "
+        "cr = gO.T @ x (its grad_weight); fp8 runs rc only",
+    )
+    p.add_argument(
+        "--timing",
+        default="kernel",
+        choices=("kernel", "event"),
+        help="kernel = GPU kernel time, what profilers and a training step see (default); "
+        "event = one call timed with CUDA events / triton.testing.do_bench (adds the launch gap)",
+    )
     _add_time_model(p, "--time-model", "--model")
     _add_calibration(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._decide import BREAK_EVEN_EXACT_UP_TO, best_recipe, break_even_tokens, should_use, speedup
+from ._decide import BREAK_EVEN_EXACT_UP_TO, best_recipe, break_even_tokens, should_use, speedup, speedup_error_bar
 from ._filter import FqnPattern, TokensLike, fqn_matches, module_filter
 from ._linear import FP8_ALIGN, GemmCall, KernelCall, LinearTime, eligible, linear_time, supported_recipes
 from .recipes import RECIPES, CastOptions, Recipe, get_recipe, recipe_names
@@ -43,6 +43,7 @@ __all__ = [
     "report",  # noqa: F822  (handed on lazily by __getattr__ below)
     "should_use",
     "speedup",
+    "speedup_error_bar",
     "supported_recipes",
 ]
 

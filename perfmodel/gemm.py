@@ -15,21 +15,31 @@ from typing import Any
 
 from ._backend import check_shapes
 from ._counting import SCALINGS, Scaling, gemm_bytes, gemm_flops, resolve_scaling
+from .calibrated_model import LAYOUTS
+from .errorbars import ErrorBar, shape_family
+from .errors import PerfModelError, UnsupportedFormatError, choices_message
 from .formats import FormatLike, get_format
 from .hardware import GPULike, get_gpu
 from .perfdata import PerfData
-from .registry import ModelLike, provenance, time_model
-from .timemodel import ORIGINAL, ROOFLINE, Roofline, TimeModel
+from .registry import ModelLike, gpu_error_bar, provenance, time_model
+from .timemodel import EVENT_OVERHEAD_S, ORIGINAL, ROOFLINE, TIMINGS, Roofline, TimeModel, gemm_kernel_time_s
 
 __all__ = [
+    "EVENT_OVERHEAD_S",
+    "LAYOUTS",
     "ORIGINAL",
     "ROOFLINE",
     "SCALINGS",
+    "TIMINGS",
     "ModelLike",
     "Roofline",
     "Scaling",
     "TimeModel",
+    "check_layout",
+    "check_timing",
+    "event_overhead_s",
     "gemm_bytes",
+    "gemm_error_bar",
     "gemm_flops",
     "gemm_perfdata",
     "gemm_time_s",
@@ -48,12 +58,24 @@ def gemm_time_s(
     *,
     out_dtype: FormatLike = "bf16",
     model: ModelLike = None,
+    layout: str = "rc",
+    timing: str = "kernel",
 ) -> Any:
-    """Predicted seconds (GPU kernel time) for one GEMM ``[M, K] @ [K, N]`` on ``gpu``.
+    """Predicted seconds for one GEMM ``[M, K] @ [K, N]`` on ``gpu``.
 
     Uses the model :func:`perfmodel.registry.time_model` picks for ``gpu`` (measured, transferred or
     estimated calibration, else the roofline); ``model`` overrides. Where the answer comes from:
     :func:`perfmodel.provenance` (``gemm_perfdata(...).meta["provenance"]`` carries it).
+
+    ``layout``: the operands' majorness in torch's row-major terms (:data:`LAYOUTS`): ``"rc"`` (B
+    column-major, ``x @ W.T``, a Linear's forward; the default), ``"rr"`` (``x @ W``, its grad_input),
+    ``"cr"`` (A column-major, ``gO.T @ x``, its grad_weight). cuBLAS picks other kernels per layout, and
+    a misaligned leading dimension (K or N for ``rr``/``rc``, M or N for ``cr``) sends it to slow
+    pre-Hopper kernels. fp8 ``torch._scaled_mm`` runs ``"rc"`` only.
+
+    ``timing``: ``"kernel"`` (the GPU kernel time a profiler and a training step see; the default) or
+    ``"event"`` (what timing one call with CUDA events or ``triton.testing.do_bench`` shows: the kernel
+    plus the launch gap, :data:`EVENT_OVERHEAD_S` where the model has no measured one).
 
     >>> round(gemm_time_s(8192, 8192, 8192, "bf16", "H100-2.4TB", model="original") * 1e3, 3)
     1.853
@@ -62,8 +84,40 @@ def gemm_time_s(
     spec = get_gpu(gpu)
     fmt, out_fmt = get_format(dtype), get_format(out_dtype)
     scaling = resolve_scaling(fmt, scaling)
+    layout, timing = check_layout(layout, fmt), check_timing(timing)
     spec.peak_flops_per_s(fmt)  # raises UnsupportedFormatError early, with the GPU's formats
-    return time_model(spec, model).gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec)
+    tm = time_model(spec, model)
+    t = gemm_kernel_time_s(tm, M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout)
+    return t + event_overhead_s(tm) if timing == "event" else t
+
+
+def check_layout(layout: Any, fmt: FormatLike = "bf16") -> str:
+    """``layout`` if it is one of :data:`LAYOUTS` and ``fmt`` can run it; else a named error listing them."""
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise PerfModelError(choices_message("layout", layout, LAYOUTS, "rc: x @ W.T, rr: x @ W, cr: gO.T @ x."))
+    f = get_format(fmt)
+    if layout != "rc" and f.bits <= 8:
+        raise UnsupportedFormatError(
+            f"{f.name} GEMMs (torch._scaled_mm) run layout 'rc' only (A row-major, B column-major), not {layout!r}"
+        )
+    return layout
+
+
+def check_timing(timing: Any) -> str:
+    """``timing`` if it is ``"kernel"`` or ``"event"``; else a named error listing them."""
+    if not isinstance(timing, str) or timing not in TIMINGS:
+        raise PerfModelError(
+            choices_message(
+                "timing", timing, TIMINGS, "kernel: GPU kernel time (profilers); event: CUDA events / do_bench."
+            )
+        )
+    return timing
+
+
+def event_overhead_s(tm: Any) -> float:
+    """The launch gap CUDA-event timing of one call adds: the model's measured one, else :data:`EVENT_OVERHEAD_S`."""
+    measured = getattr(tm, "event_overhead_s", None)
+    return float(measured()) if callable(measured) else EVENT_OVERHEAD_S
 
 
 def gemm_perfdata(
@@ -77,12 +131,15 @@ def gemm_perfdata(
     out_dtype: FormatLike = "bf16",
     model: ModelLike = None,
     label: str = "",
+    layout: str = "rc",
+    timing: str = "kernel",
 ) -> PerfData:
     """The predicted GEMM as a :class:`PerfData` point (time, FLOPs, bytes, format, GPU); its
-    ``meta["provenance"]`` is the :class:`~perfmodel.timemodel.Provenance` of the answer."""
+    ``meta["provenance"]`` is the :class:`~perfmodel.timemodel.Provenance` of the answer and
+    ``meta["error_bar"]`` its :class:`~perfmodel.errorbars.ErrorBar` (see :func:`gemm_error_bar`)."""
     fmt = get_format(dtype)
     return PerfData(
-        time_s=gemm_time_s(M, K, N, fmt, gpu, scaling, out_dtype=out_dtype, model=model),
+        time_s=gemm_time_s(M, K, N, fmt, gpu, scaling, out_dtype=out_dtype, model=model, layout=layout, timing=timing),
         flops=gemm_flops(M, K, N),
         bytes=gemm_bytes(M, K, N, fmt, out_dtype, scaling=scaling),
         dtype=fmt,
@@ -94,6 +151,36 @@ def gemm_perfdata(
             "K": K,
             "N": N,
             "scaling": resolve_scaling(fmt, scaling),
+            "layout": layout,
+            "timing": timing,
             "provenance": provenance(gpu, model),
+            "error_bar": gemm_error_bar(M, K, N, fmt, gpu, model=model, layout=layout, timing=timing),
         },
     )
+
+
+def gemm_error_bar(
+    M: Any,
+    K: Any,
+    N: Any,
+    dtype: FormatLike = "bf16",
+    gpu: GPULike = "H100",
+    *,
+    model: ModelLike = None,
+    layout: str = "rc",
+    timing: str = "kernel",
+) -> ErrorBar | None:
+    """The error bar of :func:`gemm_time_s`'s answer: p10–p90 of measured/predicted for the answer's
+    provenance class and the shape's family (:func:`perfmodel.errorbars.shape_family`; the class's "all"
+    bar for arrays and symbols), ``None`` where the class was never validated (your own model).
+
+    >>> bar = gemm_error_bar(8192, 4096, 14336, "bf16", "H200")
+    >>> bar.family, bar.kind, bar.low < 1 < bar.high
+    ('llm', 'measured', True)
+    """
+    layout, timing = check_layout(layout, dtype), check_timing(timing)
+    try:
+        family = shape_family(M, K, N, layout)
+    except PerfModelError:  # arrays, symbols: no single family
+        family = "all"
+    return gpu_error_bar(gpu, "gemm_time", model=model, family=family, timing=timing)

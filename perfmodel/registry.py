@@ -29,6 +29,7 @@ from ._specs import attached_time_model, set_time_model_lookup
 from .calibrated_model import ASSUMPTIONS, CalibratedModel
 from .calibrations import MEASURED, ShippedCalibration
 from .calibrations.estimates import ESTIMATES, estimated_model
+from .errorbars import ErrorBar, error_bar
 from .errors import CalibrationError, PerfModelError, PerfModelWarning, choices_message
 from .hardware import GPULike, GPUSpec, get_gpu
 from .timemodel import ORIGINAL, ROOFLINE, ExpectedError, Provenance, Roofline, TimeModel
@@ -38,6 +39,7 @@ __all__ = [
     "MODEL_NAMES",
     "ModelLike",
     "calibrated_model",
+    "gpu_error_bar",
     "provenance",
     "resolve",
     "time_model",
@@ -239,6 +241,20 @@ def time_model(gpu: GPULike, model: ModelLike = None) -> TimeModel:
 def provenance(gpu: GPULike, model: ModelLike = None) -> Provenance:
     """Where ``gpu``'s answers come from (with ``model=``: that model's) and their expected error."""
     return resolve(gpu, model)[1]
+
+
+def gpu_error_bar(
+    gpu: GPULike,
+    quantity: str = "gemm_time",
+    *,
+    model: ModelLike = None,
+    family: str = "all",
+    timing: str = "kernel",
+) -> ErrorBar | None:
+    """The error bar of ``gpu``'s answers (with ``model=``: that model's) for ``quantity`` on ``family``
+    shapes: :func:`perfmodel.errorbars.error_bar` for the answer's provenance class; ``None`` where that
+    class was never validated (estimated speedups, models you supply)."""
+    return error_bar(quantity, provenance(gpu, model).kind, family, timing)  # type: ignore[arg-type]
 
 
 set_time_model_lookup(calibrated_model)

@@ -28,6 +28,7 @@ from ._report_text import format_report
 from ._specs import attached_time_model
 from ._torchao_code import TORCHAO_VERSION, torchao_code, torchao_missing_reason
 from .calibrations.estimates import ESTIMATES
+from .errorbars import ErrorBar
 from .errors import InvalidShapeError, PerfModelError
 from .hardware import GPUS, GPULike, GPUSpec, get_gpu
 from .presets import ModelPreset, get_preset
@@ -61,6 +62,9 @@ class ReportRow:
         eligible: K and N are multiples of 16 (otherwise float8 kernels cannot run it).
         decision: the recipe to enable, or ``"bf16"``.
         reason: why bf16 is kept (empty when a recipe is enabled).
+        close_call: the decision could flip within the measured spread of the model's speedups
+            (:attr:`Report.speedup_error_bar` straddles ``min_speedup`` around the deciding speedup: the
+            chosen recipe's, or the best recipe's where bf16 is kept). False where there is no bar.
     """
 
     names: tuple[str, ...]
@@ -72,6 +76,7 @@ class ReportRow:
     eligible: bool
     decision: str
     reason: str = ""
+    close_call: bool = False
 
     @property
     def bf16_s(self) -> float:
@@ -106,6 +111,7 @@ class ReportRow:
             "eligible": self.eligible,
             "decision": self.decision,
             "reason": self.reason,
+            "close_call": self.close_call,
             "saved_s": self.saved_s,
         }
 
@@ -171,6 +177,8 @@ class Report:
             entry of that name (``dataclasses.replace`` of peaks, bandwidth, ...), which the printed
             code, naming the GPU, cannot carry.
         seq_len, batch: the step's sequence length and batch (``tokens = batch × seq_len``) when given.
+        speedup_error_bar: p10–p90 of measured/predicted float8 speedup for this answer's provenance class
+            (:func:`perfmodel.float8.speedup_error_bar`); ``None`` where the class was never validated.
         step: with ``seq_len``, the whole decoder layer priced by the step model
             (:class:`perfmodel.step.StepReport`) for the recipe whose chosen groups give the fastest layer;
             ``step_by_recipe`` holds it for every candidate recipe. ``None`` without ``seq_len`` or where the
@@ -201,6 +209,7 @@ class Report:
     step_by_recipe: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     step_note: str = ""
     step_layer_arg: str | None = None
+    speedup_error_bar: ErrorBar | None = None
 
     @property
     def speedup(self) -> float:
@@ -275,6 +284,7 @@ class Report:
                 "torchao_missing": "" if self.recommendation == "bf16" else torchao_missing_reason(self.recommendation),
             },
             "provenance": None if self.provenance is None else self.provenance.to_dict(),
+            "speedup_error_bar": None if self.speedup_error_bar is None else self.speedup_error_bar.to_dict(),
             "seq_len": self.seq_len,
             "batch": self.batch,
             "step": None
@@ -483,6 +493,7 @@ def report(
     eligible = (K % _ALIGN == 0) & (N % _ALIGN == 0)
     pays = {r: eligible & (times["bf16"] / times[r] >= min_speedup) for r in names}
 
+    bar = float8.speedup_error_bar(spec, model=model) if names else None
     rows = []
     for i, (row_names, k, n, m, count) in enumerate(grouped):
         best = min(names, key=lambda r: times[r][i], default="bf16")  # ties: the earlier recipe
@@ -504,6 +515,9 @@ def report(
                 eligible=bool(eligible[i]),
                 decision=decision,
                 reason=reason,
+                close_call=bool(
+                    bar is not None and eligible[i] and bar.straddles(times["bf16"][i] / times[best][i], min_speedup)
+                ),
                 times_s=MappingProxyType({r: float(t[i]) for r, t in times.items()}),
             )
         )
@@ -528,6 +542,7 @@ def report(
         totals=totals,
         **flags,
         provenance=base.provenance,
+        speedup_error_bar=bar,
         no_float8_reason=no_float8,
         time_model_arg=model if isinstance(model, str) else None,
         calibration_attached=attached_time_model(spec) is not None,

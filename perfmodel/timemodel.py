@@ -15,6 +15,8 @@ a GPU gets, and the :class:`Provenance` of its answers, is decided by :mod:`perf
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._backend import namespace
@@ -23,15 +25,26 @@ from .formats import Format
 from .hardware import GPUSpec
 
 __all__ = [
+    "EVENT_OVERHEAD_S",
     "ORIGINAL",
     "PROVENANCE_KINDS",
     "ROOFLINE",
+    "TIMINGS",
     "ExpectedError",
     "Provenance",
     "ProvenanceKind",
     "Roofline",
     "TimeModel",
+    "gemm_kernel_time_s",
 ]
+
+#: ``timing=`` values: GPU kernel time (what profilers sum and a training step sees) or the time CUDA events
+#: (``triton.testing.do_bench``) show for one call.
+TIMINGS: tuple[str, ...] = ("kernel", "event")
+#: What timing one call with CUDA events adds to its kernel time, seconds, where a model has no measure of
+#: its own: the median gap over 4725 GEMMs on an H200 (event minus profiled kernel time, 2.91 µs; p20 0.67,
+#: p80 4.22 µs; benchmarks/data/h200_2026-12-01). It is the launch path's cost, not the GPU's.
+EVENT_OVERHEAD_S = 2.91e-6
 
 ProvenanceKind = Literal["measured", "transferred", "estimated", "roofline", "user"]
 #: Where an answer comes from, best first. ``user``: a time model you attached or passed yourself.
@@ -139,9 +152,11 @@ class TimeModel(Protocol):
         out_fmt: Format,
         gpu: GPUSpec,
         lead_dims: tuple[Any, Any] | None = None,
+        layout: str = "rc",
     ) -> Any:
-        """Seconds for one GEMM. ``lead_dims``: the operands' leading dimensions where they are not
-        ``(K, N)`` (row-major A and B); a model that prices misaligned rows uses them."""
+        """Kernel seconds for one GEMM. ``layout``: the operands' majorness (``rr``, ``rc``, ``cr``: see
+        :data:`perfmodel.calibrated_model.LAYOUTS`); ``lead_dims``: the dimensions whose alignment decides
+        the kernel, where not the layout's own. Models without a layout effect ignore both."""
         ...
 
     def memory_kernel_time_s(
@@ -160,6 +175,29 @@ class TimeModel(Protocol):
         ...
 
 
+@functools.lru_cache(maxsize=256)
+def _takes_layout(method: Any) -> bool:
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature: assume the current protocol
+        return True
+    return any(p.name == "layout" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def gemm_kernel_time_s(tm: Any, M: Any, K: Any, N: Any, *, layout: str = "rc", **kwargs: Any) -> Any:
+    """``tm.gemm_time_s(M, K, N, layout=layout, **kwargs)``; a time model written before ``layout`` existed
+    (no ``layout`` parameter) is called without it and prices every layout as ``rc``."""
+    method = tm.gemm_time_s
+    fn = getattr(method, "__func__", method)
+    try:
+        takes = _takes_layout(fn)
+    except TypeError:  # unhashable callable
+        takes = _takes_layout.__wrapped__(fn)
+    if takes:
+        return method(M, K, N, layout=layout, **kwargs)
+    return method(M, K, N, **kwargs)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Roofline:
     """The roofline with achievable fractions and a launch floor, from ``gpu.efficiency``.
@@ -176,7 +214,7 @@ class Roofline:
     launch_floor: bool = True
     name: str = "roofline"
 
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         xp = namespace(M, K, N)
         t = gemm_flops(M, K, N) / gpu.achievable_flops_per_s(fmt)
         if self.memory_term:
@@ -204,7 +242,7 @@ class _Original:
 
     name: str = "original"
 
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         return gemm_flops(M, K, N) / gpu.peak_flops_per_s(fmt) / gpu.efficiency.gemm(fmt)
 
     def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):

@@ -55,7 +55,8 @@ def test_gemm(capsys):
     assert code == 0
     assert f"{pd.time_s * 1e6:.2f} us" in out and f"{pd.tflops:.1f} TFLOP/s" in out
     assert "compute" in out and "H200" in out and "tensorwise scaling" in out
-    assert out.splitlines()[-1].startswith("provenance: measured — the H200 calibration")
+    assert out.splitlines()[-2].startswith("provenance: measured — the H200 calibration")
+    assert out.splitlines()[-1].startswith("error bar: -")
     code, out, _ = run(capsys, "gemm", "16", "4096", "4096", "--json", "--time-model", "original")
     data = json.loads(out)
     ref = gemm_perfdata(16, 4096, 4096, "bf16", "H100", model="original")
@@ -305,7 +306,7 @@ def test_calibration_file_is_used_and_named_in_the_provenance(capsys):
     data = json.loads(out)
     assert code == 0 and data["provenance"]["kind"] == "transferred" and "your" in data["provenance"]["summary"]
     code, out, _ = run(capsys, "gemm", "4096", "4096", "4096", "--gpu", "h200", "--calibration", CALIBRATION)
-    assert out.splitlines()[-1].startswith("provenance: measured — your H200 calibration")
+    assert out.splitlines()[-2].startswith("provenance: measured — your H200 calibration")
     code, out, _ = run(capsys, "break-even", "4096x4096", "--gpu", "h200", "--calibration", CALIBRATION)
     assert code == 0 and "provenance: measured — your H200 calibration" in out
     code, out, _ = run(capsys, "float8", "--gpu", "h100", "--shapes", "4096x4096", "--calibration", CALIBRATION)

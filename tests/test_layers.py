@@ -29,6 +29,7 @@ FLOORS: dict[str, int] = {
     "perfdata": 1,
     # 2: time models and the GPU -> time model registry
     "timemodel": 2,
+    "errorbars": 2,
     "calibrated_model": 2,
     "calibrations": 2,
     "calibrations.estimates": 2,

@@ -238,7 +238,8 @@ def test_answers_carry_their_provenance():
     assert lt.provenance.kind == "transferred" and lt.perfdata().meta["provenance"] is lt.provenance
     rep = f8.report("llama3-8b", tokens=8192, gpu="H100")
     assert rep.provenance.kind == "transferred" and rep.to_dict()["provenance"]["kind"] == "transferred"
-    assert str(rep).splitlines()[-1].startswith("provenance: transferred")
+    assert str(rep).splitlines()[-2].startswith("provenance: transferred")
+    assert str(rep).splitlines()[-1] == f"error bar: {f8.speedup_error_bar('H100')}"
 
 
 def test_expected_errors_match_the_validation_report():

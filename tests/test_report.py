@@ -112,7 +112,8 @@ def test_str_is_a_table_with_units_and_the_context(tiny):
     assert f"{row.times_s['tensorwise'] * 1e6:.1f} ({row.speedups['tensorwise']:.2f}x)" in text
     assert "bf16 (not /16)" in text
     assert 'module_filter(gpu="H100-SXM", tokens=8192, recipe="tensorwise")' in text
-    assert text.splitlines()[-1].startswith("provenance: transferred")
+    assert text.splitlines()[-2].startswith("provenance: transferred")
+    assert text.splitlines()[-1].startswith("error bar: ")
 
 
 def test_json_round_trip(tiny):

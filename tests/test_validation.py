@@ -127,3 +127,33 @@ def test_measured_expected_error_is_the_reported_one(report):
     assert measured.decisions_pct == pytest.approx(
         100 * sum(c["agree_clear"] for c in clear) / sum(c["n_clear"] for c in clear), abs=0.5
     )
+
+
+def _section(validate, begin, end):
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    _, _, rest = doc.partition(begin + "\n")
+    body, _, _ = rest.partition("\n" + end)
+    assert body, f"docs/validation.md has no {begin} section"
+    return body
+
+
+def test_layout_section_is_reproducible(validate):
+    lay = validate.score_layout_sweep()
+    assert_same_text_but_rounding(
+        validate.markdown_layouts(lay), _section(validate, validate.LAYOUTS_BEGIN, validate.LAYOUTS_END)
+    )
+    # what the section claims: misaligned leading dims run pre-Hopper kernels, aligned ones (almost) never
+    for key, (n, old) in lay["choice"].items():
+        assert (old / n > 0.9) if key.endswith(" misaligned") else (old / n < 0.05), key
+
+
+def test_error_bars_are_what_the_data_gives(validate, report):
+    import json
+
+    bars = validate.score_error_bars(report)
+    shipped = json.loads((ROOT / "perfmodel" / "calibrations" / "error_bars.json").read_text())
+    assert shipped["schema"] == "perfmodel.error_bars/1"
+    assert_close(bars, shipped["bars"], "error_bars")
+    assert_same_text_but_rounding(
+        validate.markdown_error_bars(bars), _section(validate, validate.ERRORBARS_BEGIN, validate.ERRORBARS_END)
+    )

@@ -53,8 +53,13 @@ class ShippedCalibration:
             raise AttributeError(attr)
         return getattr(self.load(), attr)
 
-    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
-        return self.load().gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu, lead_dims=lead_dims)
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
+        return self.load().gemm_time_s(
+            M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu, lead_dims=lead_dims, layout=layout
+        )
+
+    def event_overhead_s(self) -> float:
+        return self.load().event_overhead_s()
 
     def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
         return self.load().memory_kernel_time_s(bytes_moved, gpu=gpu, recipe=recipe, tensor=tensor)

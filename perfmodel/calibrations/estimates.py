@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ..calibrated_model import CalibratedModel, GemmParams, ReferenceGPU
+from ..calibrated_model import CalibratedModel, GemmParams, ReferenceGPU, _fmt_of
 from ..errors import CalibrationError
 from ..hardware import get_gpu
 
@@ -314,13 +314,13 @@ def estimated_model(arch: str, measured: Mapping[str, Any]) -> EstimatedModel:
     assert base_ref is not None
     gemm: dict[str, GemmParams] = {}
     for key, params in base.gemm.items():
-        fmt = key.split("/")[0]
+        fmt = _fmt_of(key)
         if not rep.supports(fmt):  # e.g. no fp8 on Ampere
             continue
         fitted = params.rate_flops_per_s / base_ref.peaks_flops_per_s[fmt]
         gemm[key] = dataclasses.replace(params, rate_flops_per_s=fitted * est.ratio(fmt) * rep.peak_flops_per_s(fmt))
     for key, like in est.gemm_like.items():
-        fmt, like_fmt = key.split("/")[0], like.split("/")[0]
+        fmt, like_fmt = _fmt_of(key), _fmt_of(like)
         if not rep.supports(fmt):
             continue
         fitted = base.gemm[like].rate_flops_per_s / base_ref.peaks_flops_per_s[like_fmt]

@@ -1,0 +1,212 @@
+"""GEMM operand layouts and timing semantics: gemm_time_s(layout=, timing=), the Linear's three layouts,
+the per-layout alignment rule, the fit per layout, and the CLI flags."""
+
+import json
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel import calibrate as cal
+from perfmodel import float8
+from perfmodel.calibrated_model import LAYOUTS, layout_lead_dims
+from perfmodel.cli import main
+from perfmodel.errors import PerfModelError, UnsupportedFormatError
+from perfmodel.gemm import EVENT_OVERHEAD_S
+from perfmodel.timemodel import ROOFLINE, gemm_kernel_time_s
+
+H200 = pm.get_gpu("H200")
+BF16 = pm.get_format("bf16")
+
+
+def test_layout_lead_dims_by_hand():
+    assert LAYOUTS == ("rr", "rc", "cr")
+    assert layout_lead_dims("rr", 3, 5, 7) == (5, 7)
+    assert layout_lead_dims("rc", 3, 5, 7) == (5, 7)
+    assert layout_lead_dims("cr", 3, 5, 7) == (3, 7)
+
+
+@pytest.mark.parametrize("bad", ["RC", "cc", "", None, 3])
+def test_invalid_layout_is_a_named_error_listing_the_valid_ones(bad):
+    with pytest.raises(PerfModelError, match=r"layout.*Valid choices: cr, rc, rr"):
+        pm.gemm_time_s(64, 64, 64, "bf16", "H200", layout=bad)
+
+
+@pytest.mark.parametrize("bad", ["Kernel", "wall", None])
+def test_invalid_timing_is_a_named_error_listing_the_valid_ones(bad):
+    with pytest.raises(PerfModelError, match=r"timing.*Valid choices: event, kernel"):
+        pm.gemm_time_s(64, 64, 64, "bf16", "H200", timing=bad)
+
+
+def test_fp8_runs_rc_only():
+    with pytest.raises(UnsupportedFormatError, match=r"layout 'rc' only.*not 'rr'"):
+        pm.gemm_time_s(64, 64, 64, "fp8_e4m3", "H200", "tensorwise", layout="rr")
+    assert pm.gemm_time_s(64, 64, 64, "fp8_e4m3", "H200", "tensorwise", layout="rc") > 0
+
+
+def test_misalignment_follows_the_layouts_leading_dimensions():
+    """Measured on the H200: K misaligned slows rr and rc but not cr; M misaligned slows cr only."""
+    aligned = pm.gemm_time_s(4096, 4096, 4096, "bf16", H200)
+    t = {lay: pm.gemm_time_s(4096, 4095, 4096, "bf16", H200, layout=lay) for lay in LAYOUTS}
+    assert t["rr"] > 3 * aligned and t["rc"] > 3 * aligned
+    assert t["cr"] < 1.1 * aligned
+    m = {lay: pm.gemm_time_s(4095, 4096, 4096, "bf16", H200, layout=lay) for lay in LAYOUTS}
+    assert m["cr"] > 3 * aligned
+    assert m["rr"] < 1.1 * aligned and m["rc"] < 1.1 * aligned
+
+
+def test_the_roofline_ignores_layout():
+    for lay in LAYOUTS:
+        assert pm.gemm_time_s(4095, 4095, 4096, "bf16", H200, model="roofline", layout=lay) == pytest.approx(
+            pm.gemm_time_s(4095, 4095, 4096, "bf16", H200, model="roofline"), rel=1e-15
+        )
+
+
+def test_event_time_is_kernel_time_plus_the_measured_gap():
+    kernel = pm.gemm_time_s(1024, 1024, 1024, "bf16", H200)
+    event = pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, timing="event")
+    gap = pm.registry.time_model(H200).event_overhead_s()
+    assert 1e-6 < gap < 1e-5
+    assert event - kernel == pytest.approx(gap, rel=1e-12)
+    # a model without a measured gap adds the documented default
+    roof = pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, model="roofline", timing="event")
+    assert roof - pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, model="roofline") == pytest.approx(EVENT_OVERHEAD_S)
+    # numpy arrays: elementwise
+    Ms = np.array([16, 1024, 8192])
+    ev = pm.gemm_time_s(Ms, 1024, 1024, "bf16", H200, timing="event")
+    assert np.allclose(ev - pm.gemm_time_s(Ms, 1024, 1024, "bf16", H200), gap, rtol=1e-9)
+
+
+def test_perfdata_meta_records_layout_and_timing():
+    pd = pm.gemm_perfdata(512, 1024, 2048, "bf16", H200, layout="cr", timing="event")
+    assert pd.meta["layout"] == "cr" and pd.meta["timing"] == "event"
+    assert pd.time_s == pm.gemm_time_s(512, 1024, 2048, "bf16", H200, layout="cr", timing="event")
+
+
+def test_a_linear_prices_its_three_gemms_in_their_own_layouts():
+    bf16 = float8.linear_time(8192, 4096, 4096, None, H200)
+    assert [(g.name, g.layout) for g in bf16.gemms] == [("output", "rc"), ("grad_input", "rr"), ("grad_weight", "cr")]
+    tm = pm.registry.time_model(H200)
+    for g in bf16.gemms:
+        want = gemm_kernel_time_s(
+            tm,
+            g.M,
+            g.K,
+            g.N,
+            fmt=BF16,
+            scaling=None,
+            out_fmt=BF16,
+            gpu=H200,
+            layout=g.layout,
+        )
+        assert float(g.time_s) == pytest.approx(float(want) * tm.step_gemm_factor(BF16, None))
+    fp8 = float8.linear_time(8192, 4096, 4096, "tensorwise", H200)
+    assert {g.layout for g in fp8.gemms} == {"rc"}  # torchao's casts hand _scaled_mm rc operands
+    # a token count that is not a multiple of 8 leads no GEMM of a Linear: no misalignment slowdown
+    odd_m = float8.linear_time(8191, 4096, 4096, None, H200)
+    assert float(odd_m.total_s) < 1.01 * float(bf16.total_s)
+
+
+class _OldStyleModel:
+    """A user time model written before ``layout`` existed."""
+
+    name = "old"
+
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None):
+        return ROOFLINE.gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu)
+
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
+        return ROOFLINE.memory_kernel_time_s(bytes_moved, gpu=gpu)
+
+    def launch_time_s(self, *, gpu):
+        return ROOFLINE.launch_time_s(gpu=gpu)
+
+    def step_gemm_factor(self, fmt, scaling):
+        return 1.0
+
+
+def test_time_models_without_a_layout_parameter_still_work():
+    old = _OldStyleModel()
+    assert pm.gemm_time_s(4096, 4095, 4096, "bf16", H200, model=old, layout="rr") == pytest.approx(
+        pm.gemm_time_s(4096, 4095, 4096, "bf16", H200, model="roofline")
+    )
+    lt = float8.linear_time(4096, 4096, 4096, "tensorwise", "H100", model=old)
+    assert lt.provenance.kind == "user" and lt.total_s > 0
+
+
+def _layout_records(n=240, seed=1):
+    """Synthetic bf16 GEMMs in rr and rc: rr runs 30 % slower (a known per-layout difference)."""
+    truth = cal.CalibratedModel(
+        gpu="H200",
+        gemm={
+            "bf16": cal.GemmParams(
+                tile_m=128,
+                tile_n=256,
+                wave_quantization=1.0,
+                rate_flops_per_s=800e12,
+                k_overhead=96.0,
+                latency_s=4e-6,
+                mem_bw_bytes_per_s=4.2e12,
+            )
+        },
+        kernels=cal.KernelParams(latency_s=2e-6, bw_bytes_per_s=4e12, launch_s=1e-6, event_overhead_s=2e-6),
+        source="synthetic",
+    )
+    rng = np.random.default_rng(seed)
+    recs = []
+    for layout, slow in (("rc", 1.0), ("rr", 1.3)):
+        M, K, N = ((np.exp(rng.uniform(np.log(256), np.log(16384), n)).astype(int) // 64 + 1) * 64 for _ in range(3))
+        t = truth.gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200) * slow
+        recs += [
+            dict(op="gemm", M=int(m), K=int(k), N=int(x), dtype="bf16", layout=layout, timing="kernel", time_s=float(y))
+            for m, k, x, y in zip(M, K, N, t, strict=True)
+        ]
+    recs += [dict(op="copy", bytes=b, time_s=2e-6 + b / 4e12) for b in (1e6, 1e8, 1e9, 4e9)]
+    recs += [
+        dict(op="launch", kernel="k", method="profiler_kernel_duration", time_s=1e-6),
+        dict(op="launch", kernel="k", method="do_bench", time_s=3e-6),
+    ]
+    return {"meta": {"date": "2026-12-01", "gpu_name": "NVIDIA H200"}, "records": recs}
+
+
+def test_split_layouts_fits_each_layout_apart():
+    data = _layout_records()
+    split = cal.Calibrator(gpu="H200", heldout_fraction=0.0, split_layouts=True).fit(data).model_
+    assert {"bf16", "bf16@rr"} <= set(split.gemm)
+    rc = split.params_for(BF16, None, "rc").rate_flops_per_s
+    rr = split.params_for(BF16, None, "rr").rate_flops_per_s
+    assert rc / rr == pytest.approx(1.3, rel=0.05)
+    t_rc = split.gemm_time_s(8192, 8192, 8192, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200, layout="rc")
+    t_rr = split.gemm_time_s(8192, 8192, 8192, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200, layout="rr")
+    assert t_rr / t_rc == pytest.approx(1.3, rel=0.05)
+    # cr has no fit of its own: it uses the rc fit
+    t_cr = split.gemm_time_s(8192, 8192, 8192, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200, layout="cr")
+    assert t_cr == pytest.approx(t_rc, rel=1e-12)
+    pooled = cal.Calibrator(gpu="H200", heldout_fraction=0.0).fit(data).model_
+    assert set(pooled.gemm) == {"bf16"}
+    # a split calibration survives a JSON round trip with its layout groups
+    back = cal.CalibratedModel.from_dict(json.loads(json.dumps(split.to_dict())))
+    assert set(back.gemm) == set(split.gemm)
+
+
+def test_kernel_timed_records_are_not_event_corrected():
+    data = _layout_records()
+    fit = cal.Calibrator(gpu="H200", heldout_fraction=0.0).fit(
+        {**data, "records": [r for r in data["records"] if r.get("layout", "rc") == "rc"]}
+    )
+    # the synthetic kernel times carry no event gap; correcting them would bias latency by ~2 us
+    assert fit.model_.gemm["bf16"].latency_s == pytest.approx(4e-6, abs=0.5e-6)
+
+
+def test_cli_gemm_layout_and_timing(capsys):
+    assert main(["gemm", "4096", "4095", "4096", "--gpu", "h200", "--layout", "rr", "--timing", "event", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert (rec["layout"], rec["timing"]) == ("rr", "event")
+    assert rec["time_s"] == pytest.approx(pm.gemm_time_s(4096, 4095, 4096, "bf16", "H200", layout="rr", timing="event"))
+    assert main(["gemm", "64", "64", "64", "--gpu", "h200", "--layout", "cr"]) == 0
+    out = capsys.readouterr().out
+    assert "layout cr" in out and "kernel time" in out
+    assert main(["gemm", "64", "64", "64", "--layout", "cc"]) == 2
+    assert "invalid choice: 'cc'" in capsys.readouterr().err
+    assert main(["gemm", "64", "64", "64", "--dtype", "fp8", "--gpu", "h200", "--layout", "rr"]) == 2
+    assert "layout 'rc' only" in capsys.readouterr().err
