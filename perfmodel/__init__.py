@@ -53,6 +53,8 @@ _LAZY = (
     "timemodel",
     "calibrated_model",
     "errorbars",
+    "network",
+    "train",
 )
 
 

@@ -9,6 +9,8 @@ Subcommands::
                      (--model llama3-8b | --shapes 4096x14336,14336x4096)
                      [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--calibration FIT.json] [--kernels] [--json]
     perfmodel break-even KxN [KxN ...] [--recipe tensorwise] [--gpu h100] [--calibration FIT.json] [--json]
+    perfmodel train --model llama3-70b --gpu h100 --gpus 256 [--tp 8] [--seq-len 8192] [--batch 1]
+                    [--recipe rowwise] [--float8-all-gather] [--async-tp] [--ac selective] [--network NAME] [--json]
     perfmodel models [--json]
 
 plus subcommands other modules register (``roofline`` from :mod:`perfmodel.moe`, ``calibrate``
@@ -438,6 +440,49 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------------
+# train
+# ------------------------------------------------------------------------------------------------
+def _cmd_train(args: argparse.Namespace) -> int:
+    from . import train
+
+    kw = dict(
+        gpu=_gpu(args),
+        n_gpus=args.gpus,
+        tp=args.tp,
+        seq_len=args.seq_len,
+        batch_per_gpu=args.batch,
+        ac=args.ac,
+        layers=args.layers,
+        network=args.network,
+        dp_replicate=args.dp_replicate,
+        time_model=args.time_model,
+    )
+    recipe = args.recipe
+    est = train.estimate(
+        args.model, recipe=recipe, float8_all_gather=args.float8_all_gather, async_tp=args.async_tp, **kw
+    )
+    base = None
+    if est.config.recipe.name != "bf16":
+        base = train.estimate(args.model, recipe="bf16", async_tp=args.async_tp, **kw)
+    if args.json:
+        out = {"estimate": est.to_dict()}
+        if base is not None:
+            out["bf16"] = base.to_dict()
+            out["speedup"] = float(base.step_s / est.step_s)
+        _print_json(out)
+        return 0
+    print(est.table())
+    if base is not None:
+        sp = float(base.step_s / est.step_s)
+        verdict = "faster" if sp >= 1 else "slower"
+        print(
+            f"bf16 baseline: {float(base.step_s) * 1e3:.1f} ms per step, {float(base.tokens_per_s_per_gpu):,.0f} "
+            f"tokens/s per GPU -> {est.config.recipe.name} is {sp:.3f}x ({verdict} than bf16)"
+        )
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
 # parser
 # ------------------------------------------------------------------------------------------------
 def _add_gpu(p: argparse.ArgumentParser) -> None:
@@ -586,6 +631,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibration(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_break_even)
+
+    p = sub.add_parser("train", help="one training step of an FSDP2 (+TP) job: time, tokens/s, memory, comms")
+    p.add_argument("--model", required=True, help="model preset (see `perfmodel models`), e.g. llama3-70b")
+    _add_gpu(p)
+    p.add_argument("--gpus", type=_positive_int, required=True, help="GPUs in the job")
+    p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree (default 1: FSDP only)")
+    p.add_argument("--dp-replicate", type=_positive_int, default=1, help="HSDP replicas (default 1: plain FSDP)")
+    p.add_argument("--seq-len", type=_positive_int, default=8192, help="sequence length (default 8192)")
+    p.add_argument("--batch", type=_positive_int, default=1, help="sequences per data-parallel rank (default 1)")
+    p.add_argument("--recipe", default="bf16", help="bf16 or a float8 recipe (tensorwise, rowwise, ...)")
+    p.add_argument("--float8-all-gather", action="store_true", help="FSDP2 all-gathers weights in float8")
+    p.add_argument("--async-tp", action="store_true", help="async TP (overlaps TP collectives with GEMMs)")
+    p.add_argument("--ac", default="selective", help="activation checkpointing: none | selective | full")
+    p.add_argument("--layers", type=_positive_int, default=None, help="override the preset's layer count")
+    p.add_argument("--network", default=None, help="inter-node network (see perfmodel.network; default per GPU)")
+    _add_time_model(p)
+    _add_calibration(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_train)
 
     # -- subcommands owned by other modules --------------------------------------------------
     _register_optional(sub, "moe", "add_roofline_cli")  # `perfmodel roofline`

@@ -15,6 +15,7 @@ __all__ = [
     "FileRefusedError",
     "IneligibleLinearError",
     "IneligibleShapeError",
+    "InvalidParallelismError",
     "InvalidShapeError",
     "ModuleShapeError",
     "NoClosedFormError",
@@ -25,6 +26,7 @@ __all__ = [
     "UnknownGPUError",
     "UnknownLayerKindError",
     "UnknownLinearError",
+    "UnknownNetworkError",
     "UnknownPresetError",
     "UnknownRecipeError",
     "UnsupportedFormatError",
@@ -101,6 +103,15 @@ class FileRefusedError(PerfModelError, OSError):
     """A file perfmodel will not read or write: not a regular file (a FIFO, device or folder), above
     the size limit, an output that exists (without ``force``), is one of the inputs, or lies in a
     folder that does not exist. The message names the file and says what to do."""
+
+
+class UnknownNetworkError(PerfModelError, LookupError):
+    """A network (inter-node fabric) name that is not in the table."""
+
+
+class InvalidParallelismError(PerfModelError, ValueError):
+    """A training configuration that cannot run: GPUs not divisible by the TP degree, heads not divisible by
+    it, fewer than one sequence per rank, a collective on a GPU without a known interconnect, ..."""
 
 
 class PerfModelWarning(UserWarning):

@@ -21,7 +21,7 @@ def test_cli_doc_names_every_option_and_the_exit_statuses():
     text = (ROOT / "docs" / "cli.md").read_text()
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    for command in ("gpus", "gemm", "float8", "break-even", "models"):
+    for command in ("gpus", "gemm", "float8", "break-even", "models", "train"):
         assert f"## `perfmodel {command}`" in text, command
         for action in sub.choices[command]._actions:
             for flag in action.option_strings:

@@ -30,6 +30,8 @@ FLOORS: dict[str, int] = {
     # 2: time models and the GPU -> time model registry
     "timemodel": 2,
     "errorbars": 2,
+    "network": 2,
+    "_network_table": 2,
     "calibrated_model": 2,
     "calibrations": 2,
     "calibrations.estimates": 2,
@@ -48,6 +50,10 @@ FLOORS: dict[str, int] = {
     "compat.roofline_utils": 3,
     # 3: the decoder-layer step model (beside float8: presets, registry and below)
     "step": 3,
+    "train": 3,
+    "_train_config": 3,
+    "_train_compute": 3,
+    "_train_comm": 3,
     "_step_core": 3,
     "_step_filter": 3,
     "_step_kernels": 3,
@@ -62,6 +68,7 @@ FLOORS: dict[str, int] = {
     "calibrate": 5,
     "bench": 5,
     "calibrate_layer": 5,
+    "calibrate_train": 5,
     # 6: the command line and the package face
     "cli": 6,
     "__main__": 6,

@@ -1,0 +1,211 @@
+"""A training job's shape as the cluster model sees it: the model's layer and sizes, the parallel layout and its
+process groups, checked once (public face: :mod:`perfmodel.train`).
+
+Layout (torchtitan's device mesh, outermost first: ``dp_replicate, dp_shard, tp``; TP ranks are neighbours,
+so a TP group of ``tp <= gpus_per_node`` GPUs sits inside one node and an FSDP group takes every
+``tp``-th GPU)::
+
+    n_gpus   = dp_replicate · dp_shard · tp
+    fsdp group (dp_shard ranks):   GPUs per node = max(1, min(dp_shard, gpus_per_node // tp))
+    tp group   (tp ranks):         GPUs per node = min(tp, gpus_per_node)
+    replicate group (HSDP):        GPUs per node = max(1, gpus_per_node // (tp · dp_shard))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ._backend import check_size, is_symbolic
+from .errors import InvalidParallelismError, PerfModelError, UnsupportedLayerError, choices_message
+from .hardware import GPUSpec
+from .presets import LayerShape, ModelPreset, get_preset
+from .recipes import Recipe, get_recipe
+
+__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelSizes:
+    """Parameter counts of the model (elements)."""
+
+    name: str
+    layer: LayerShape
+    layers: int
+    vocab: int
+    layer_params: int  # one decoder layer: its Linears and two norm weights
+    layer_linear_params: int
+    embedding_params: int  # vocab · hidden (untied from the output layer)
+    output_params: int  # hidden · vocab, plus the final norm's hidden
+    total_params: int
+
+    @property
+    def non_embedding_params(self) -> int:
+        """Parameters the ``6·N`` FLOP count uses: every layer plus the output layer."""
+        return self.layers * self.layer_params + self.output_params
+
+
+def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vocab: int | None) -> ModelSizes:
+    """The layer and parameter counts of ``model`` (a preset name, a preset, or one layer's shape)."""
+    if isinstance(model, LayerShape):
+        if layers is None:
+            raise PerfModelError("a LayerShape model needs layers= (how many decoder layers the model stacks)")
+        lay, n, v, name = model, layers, vocab or 0, model.name
+    else:
+        preset = get_preset(model) if not isinstance(model, ModelPreset) else model
+        if preset.layer is None:
+            raise UnsupportedLayerError(
+                f"{preset.name}: the cluster model prices dense decoder layers only; {preset.layer_note or 'no layer'}"
+                ". MoE and MLA models are not modeled (perfmodel.float8.report still prices their Linears)."
+            )
+        head = [lin for lin in preset.linears if lin.layers == 1 and lin.name in ("lm_head", "output")]
+        lay, n, name = preset.layer, layers if layers is not None else preset.layers, preset.name
+        v = vocab if vocab is not None else (head[0].out_features if head else 0)
+    n = check_size("layers", n)
+    v = int(v) if v == 0 else check_size("vocab", v)
+    lin = sum(s.in_features * s.out_features for s in lay.linears())
+    per_layer = lin + 2 * lay.hidden
+    emb, out = v * lay.hidden, v * lay.hidden + lay.hidden
+    return ModelSizes(
+        name=name,
+        layer=lay,
+        layers=n,
+        vocab=v,
+        layer_params=per_layer,
+        layer_linear_params=lin,
+        embedding_params=emb,
+        output_params=out,
+        total_params=n * per_layer + emb + out,
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Groups:
+    """One process group: its size and how many of its GPUs share a node."""
+
+    size: int
+    per_node: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """A checked job: sizes, layout, recipe and options."""
+
+    sizes: ModelSizes
+    gpu: GPUSpec
+    n_gpus: int
+    tp: int
+    dp_shard: int
+    dp_replicate: int
+    seq_len: Any
+    batch_per_gpu: Any
+    recipe: Recipe
+    float8_all_gather: bool
+    async_tp: bool
+    ac: str
+    fsdp: Groups
+    tp_group: Groups
+    replicate: Groups
+
+    @property
+    def tokens_per_rank(self) -> Any:
+        """Tokens one data-parallel rank (a TP group) processes per step: ``batch_per_gpu · seq_len``."""
+        return self.batch_per_gpu * self.seq_len
+
+
+def _int(name: str, value: Any, valid: str) -> int:
+    if isinstance(value, bool) or is_symbolic(value) or not isinstance(value, (int, float)) or value != int(value):
+        raise InvalidParallelismError(f"{name} must be {valid}, got {value!r}")
+    if value < 1:
+        raise InvalidParallelismError(f"{name} must be {valid}, got {value!r}")
+    return int(value)
+
+
+def check_config(
+    sizes: ModelSizes,
+    gpu: GPUSpec,
+    *,
+    n_gpus: Any,
+    tp: Any,
+    dp_replicate: Any,
+    pp: Any,
+    cp: Any,
+    seq_len: Any,
+    batch_per_gpu: Any,
+    recipe: Any,
+    float8_all_gather: Any,
+    async_tp: Any,
+    ac: str,
+) -> TrainConfig:
+    """Validate a job and derive its process groups (every problem a named error saying what is valid)."""
+    from ._step_core import AC_MODES
+
+    n = _int("n_gpus", n_gpus, "a positive integer (GPUs in the job)")
+    t = _int("tp", tp, "a positive integer (tensor-parallel degree)")
+    r = _int("dp_replicate", dp_replicate, "a positive integer (HSDP replicas; 1 = plain FSDP)")
+    for name, v in (("pp", pp), ("cp", cp)):
+        if _int(name, v, "a positive integer") != 1:
+            what = "pipeline" if name == "pp" else "context"
+            raise InvalidParallelismError(
+                f"{name}={v}: {what} parallelism is not modeled by perfmodel.train (FSDP2, HSDP and TP are); "
+                f"pass {name}=1"
+            )
+    if n % (t * r):
+        raise InvalidParallelismError(
+            f"n_gpus={n} is not divisible by tp·dp_replicate={t * r}: the job must split into whole TP groups "
+            "and replicas"
+        )
+    lay = sizes.layer
+    kv = lay.kv_heads or lay.heads
+    for what, count in (("heads", lay.heads), ("kv_heads", kv), ("ffn", lay.ffn), ("vocab", sizes.vocab or t)):
+        if count % t:
+            raise InvalidParallelismError(
+                f"{sizes.name}: {what}={count} is not divisible by tp={t}; TP shards them across the TP ranks "
+                f"(valid tp: divisors of {count})"
+            )
+    seq = check_size("seq_len", seq_len)
+    batch = check_size("batch_per_gpu", batch_per_gpu)
+    rec = get_recipe(recipe)
+    for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp)):
+        if not isinstance(value, bool):
+            raise PerfModelError(f"{flag} must be True or False, got {value!r}")
+    if float8_all_gather and rec.name != "tensorwise":
+        raise PerfModelError(
+            f"float8_all_gather=True needs recipe='tensorwise' (torchao casts FSDP2 all-gathers to float8 with "
+            f"tensorwise scales only), got recipe={rec.name!r}"
+        )
+    if async_tp and t == 1:
+        raise InvalidParallelismError("async_tp=True needs tp > 1 (it overlaps TP's collectives with its GEMMs)")
+    if ac not in AC_MODES:
+        raise PerfModelError(choices_message("ac", ac, AC_MODES))
+    for d in rec.gemm_dtypes():
+        if not gpu.supports(d):
+            raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
+    dp = n // (t * r)
+    per_node = gpu.interconnect.gpus_per_node if gpu.interconnect is not None else 1
+    fsdp = Groups(size=dp, per_node=max(1, min(dp, per_node // t)))
+    tpg = Groups(size=t, per_node=min(t, per_node))
+    rep = Groups(size=r, per_node=max(1, min(r, per_node // (t * dp))))
+    if n > per_node and (n % per_node or (per_node % t and t < per_node)):
+        raise InvalidParallelismError(
+            f"n_gpus={n} with tp={t} does not fill whole nodes of {per_node} {gpu.name} GPUs: the model needs every "
+            f"node to hold the same share of each process group (use a multiple of {per_node} GPUs and a tp that "
+            f"divides {per_node} or is a multiple of it)"
+        )
+    return TrainConfig(
+        sizes=sizes,
+        gpu=gpu,
+        n_gpus=n,
+        tp=t,
+        dp_shard=dp,
+        dp_replicate=r,
+        seq_len=seq,
+        batch_per_gpu=batch,
+        recipe=rec,
+        float8_all_gather=float8_all_gather,
+        async_tp=async_tp,
+        ac=ac,
+        fsdp=fsdp,
+        tp_group=tpg,
+        replicate=rep,
+    )

@@ -1,0 +1,316 @@
+"""Training-step estimates at cluster scale: FSDP2 (optionally with float8 all-gather), HSDP and tensor
+parallelism with sequence parallelism (vanilla or async), as torchtitan runs them.
+
+::
+
+    import perfmodel.train as train
+    est = train.estimate("llama3-70b", gpu="H100", n_gpus=256, tp=8, seq_len=8192, batch_per_gpu=16,
+                         recipe="tensorwise", float8_all_gather=True, ac="full")
+    est.step_s, est.tokens_per_s_per_gpu, est.memory_bytes, est.fits
+    print(est)                     # the breakdown: compute by part, each collective, exposed vs overlapped
+
+One rank's step is::
+
+    step_s = L · (layer_fwd + layer_bwd)        decoder layers, TP-sharded, from perfmodel.step (+ async TP chunking)
+           + output layer + loss + embedding    bf16 output Linear over vocab / tp, compiled cross-entropy
+           + overhead                            optimizer step and FSDP2's copies (fitted, see _train_compute)
+           + exposed communication               FSDP / HSDP / TP collectives the compute does not hide
+
+with the collectives priced by :mod:`perfmodel.network` (bandwidths of the GPU's fabric and the inter-node
+network; estimated from published NCCL figures) and their overlap as in :mod:`perfmodel._train_comm`.
+``tokens_per_s_per_gpu = batch_per_gpu · seq_len / (step_s · tp)`` (torchtitan's TPS: a TP group shares
+its ranks' batch).
+
+Where the numbers come from: the layer compute is the step model's (its provenance: measured on the H200,
+transferred to other Hopper GPUs, estimated elsewhere); the optimizer/FSDP overhead is fitted on one-GPU
+FSDP2 steps measured on an H200 (``perfmodel/calibrations/h200_train.json``); the collectives are an
+estimate from published figures. ``est.provenance`` says so, with the error measured against published
+multi-GPU float8 runs (``docs/validation.md``, "Training at cluster scale").
+
+Not modeled (refused by name): pipeline and context parallelism, MoE and MLA layers. Assumed (not measured
+by us): the activation memory a layer saves, the loss kernel's bytes, that communication kernels do not slow
+the GEMMs they overlap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ._step_core import _plain
+from ._train_comm import CommCall, CommPlan, comm_plan
+from ._train_compute import (
+    LayerCompute,
+    TrainParams,
+    layer_compute,
+    memory_bytes,
+    other_compute,
+    overhead_bytes,
+    shipped_train_params,
+)
+from ._train_config import ModelSizes, TrainConfig, check_config, model_sizes
+from .hardware import GPULike, get_gpu
+from .presets import LayerShape, ModelPreset
+from .recipes import Recipe
+from .registry import ModelLike
+from .timemodel import ExpectedError, Provenance
+
+__all__ = [
+    "MEMORY_HEADROOM",
+    "TRAIN_EXPECTED_ERROR",
+    "CommCall",
+    "TrainEstimate",
+    "TrainParams",
+    "estimate",
+]
+
+#: a configuration "fits" when its estimated peak memory is below this share of the GPU's memory
+MEMORY_HEADROOM = 0.95
+#: measured error of :func:`estimate` (docs/validation.md, "Training at cluster scale"; a test checks it)
+TRAIN_EXPECTED_ERROR = ExpectedError(
+    speedup_pct=6.8,
+    decisions_pct=76.9,
+    basis="float8/bf16 step speedup of 27 published multi-GPU runs (H100, B200, MI300X; 20 of 26 clear "
+    "directions right); absolute tokens/s per GPU median 51 % too high",
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainEstimate:
+    """One training step of one GPU in a sharded job.
+
+    Attributes:
+        config: the checked job (model sizes, layout, recipe, options).
+        step_s: seconds per step.
+        tokens_per_s_per_gpu: ``batch_per_gpu · seq_len / (step_s · tp)``.
+        compute_s: part -> seconds (``layers``, ``output``, ``loss``, ``embedding``, ``overhead``); their sum
+            plus :attr:`exposed_comm_s` is :attr:`step_s`.
+        layer: one decoder layer's compute (:class:`~perfmodel._train_compute.LayerCompute`).
+        comm: every collective of the step (:class:`CommCall`), its time and count.
+        exposed_comm_s, overlapped_comm_s: communication time the compute does not / does hide;
+            ``exposed_comm_s = exposed_fsdp_s + exposed_tp_s`` (FSDP/HSDP's and TP's).
+        memory: part -> bytes of one GPU's peak memory (estimate); :attr:`memory_bytes` their sum.
+        fits: :attr:`memory_bytes` below ``MEMORY_HEADROOM`` of the GPU's memory.
+        model_flops_per_step: torchtitan's ``(6·N + 12·L·heads·head_dim·seq) · tokens`` per rank.
+        provenance: where the answer comes from, part by part, and its measured error.
+    """
+
+    config: TrainConfig
+    step_s: Any
+    tokens_per_s_per_gpu: Any
+    compute_s: dict[str, Any]
+    layer: LayerCompute
+    comm: tuple[CommCall, ...]
+    exposed_comm_s: Any
+    overlapped_comm_s: Any
+    exposed_fsdp_s: Any
+    exposed_tp_s: Any
+    memory: dict[str, Any]
+    memory_bytes: Any
+    fits: Any
+    model_flops_per_step: Any
+    provenance: Provenance
+
+    @property
+    def mfu(self) -> Any:
+        """Model FLOPs utilisation: model FLOP/s of one GPU over its dense bf16 peak."""
+        return self.model_flops_per_step / self.config.tp / self.step_s / self.config.gpu.peak_flops_per_s("bf16")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain types (JSON-ready); seconds and bytes."""
+        c = self.config
+        return {
+            "model": c.sizes.name,
+            "gpu": c.gpu.name,
+            "n_gpus": c.n_gpus,
+            "tp": c.tp,
+            "dp_shard": c.dp_shard,
+            "dp_replicate": c.dp_replicate,
+            "seq_len": _plain(c.seq_len),
+            "batch_per_gpu": _plain(c.batch_per_gpu),
+            "recipe": c.recipe.name,
+            "float8_all_gather": c.float8_all_gather,
+            "async_tp": c.async_tp,
+            "ac": c.ac,
+            "layers": c.sizes.layers,
+            "step_s": _plain(self.step_s),
+            "tokens_per_s_per_gpu": _plain(self.tokens_per_s_per_gpu),
+            "mfu": _plain(self.mfu),
+            "compute_s": {k: _plain(v) for k, v in self.compute_s.items()},
+            "layer_s": {"fwd": _plain(self.layer.fwd_s), "bwd": _plain(self.layer.bwd_s)},
+            "comm": [x.to_dict() for x in self.comm],
+            "exposed_comm_s": _plain(self.exposed_comm_s),
+            "exposed_fsdp_s": _plain(self.exposed_fsdp_s),
+            "exposed_tp_s": _plain(self.exposed_tp_s),
+            "overlapped_comm_s": _plain(self.overlapped_comm_s),
+            "memory_bytes": _plain(self.memory_bytes),
+            "memory": {k: _plain(v) for k, v in self.memory.items()},
+            "fits": _plain(self.fits),
+            "provenance": self.provenance.to_dict(),
+        }
+
+    def table(self) -> str:
+        """A readable breakdown (numeric configurations)."""
+        c = self.config
+        lay = (
+            f"{c.n_gpus} GPUs = {c.dp_replicate} x {c.dp_shard} (FSDP) x {c.tp} (TP)"
+            if c.dp_replicate > 1
+            else f"{c.n_gpus} GPUs = {c.dp_shard} (FSDP) x {c.tp} (TP{', async' if c.async_tp else ''})"
+        )
+        fp8ag = ", float8 all-gather" if c.float8_all_gather else ""
+        lines = [
+            f"{c.sizes.name} ({c.sizes.layers} layers) on {c.gpu.name}: {lay}; seq {_num(c.seq_len)} x batch "
+            f"{_num(c.batch_per_gpu)} per rank, {c.recipe.name}{fp8ag}, AC {c.ac}",
+            f"  step            {float(self.step_s) * 1e3:10.1f} ms   {float(self.tokens_per_s_per_gpu):,.0f} "
+            f"tokens/s per GPU, MFU {float(self.mfu):.1%}",
+        ]
+        for part, t in self.compute_s.items():
+            lines.append(f"  {part:<15} {float(t) * 1e3:10.1f} ms")
+        ms = {k: float(getattr(self, k)) * 1e3 for k in ("exposed_comm_s", "exposed_fsdp_s", "exposed_tp_s")}
+        lines.append(
+            f"  comm exposed    {ms['exposed_comm_s']:10.1f} ms   (FSDP {ms['exposed_fsdp_s']:.1f}, TP "
+            f"{ms['exposed_tp_s']:.1f}; hidden under compute: {float(self.overlapped_comm_s) * 1e3:.1f} ms)"
+        )
+        for x in self.comm:
+            lines.append(
+                f"    {x.group:<9} {x.op:<14} {x.name:<36} {float(x.nbytes) / 1e6:9.1f} MB x {x.calls:<5} "
+                f"{float(x.time_s) * 1e3:8.3f} ms each"
+            )
+        gb = float(self.memory_bytes) / 1e9
+        cap = c.gpu.mem_bytes / 1e9 if c.gpu.mem_bytes else float("nan")
+        lines.append(
+            f"  memory          {gb:10.1f} GB of {cap:.0f} GB" + ("" if bool(self.fits) else "   DOES NOT FIT")
+        )
+        lines.append(f"provenance: {self.provenance.line()}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _num(x: Any) -> str:
+    """A size for the text: ``8192``, not ``8192.0``; arrays and symbols as they print."""
+    v = _plain(x)
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+def _flops_per_step(cfg: TrainConfig) -> Any:
+    s, lay = cfg.sizes, cfg.sizes.layer
+    per_token = 6 * s.non_embedding_params + 12 * s.layers * lay.heads * lay.head_dim * cfg.seq_len
+    return per_token * cfg.tokens_per_rank
+
+
+def _provenance(cfg: TrainConfig, layer: LayerCompute, params: TrainParams, network: Any) -> Provenance:
+    compute = layer.layer_time.provenance
+    multi = cfg.n_gpus > 1
+    kind = compute.kind if not multi or compute.kind in ("roofline", "user") else "estimated"
+    net = ""
+    if multi:
+        from .network import get_network
+
+        net = f"; collectives: estimated (perfmodel.network, {get_network(network, gpu=cfg.gpu).name} between nodes)"
+    summary = f"layers: {compute.summary}; optimizer/FSDP overhead: {params.source}{net}"
+    return Provenance(
+        kind=kind,
+        gpu=cfg.gpu.name,
+        time_model=compute.time_model,
+        source=summary,
+        summary=summary,
+        assumptions=(*compute.assumptions,),
+        expected_error=TRAIN_EXPECTED_ERROR if multi else compute.expected_error,
+    )
+
+
+def estimate(
+    model: str | ModelPreset | LayerShape,
+    *,
+    gpu: GPULike,
+    n_gpus: int,
+    tp: int = 1,
+    seq_len: Any,
+    batch_per_gpu: Any,
+    recipe: str | Recipe | None = "bf16",
+    float8_all_gather: bool = False,
+    async_tp: bool = False,
+    ac: str = "selective",
+    layers: int | None = None,
+    network: Any = None,
+    dp_replicate: int = 1,
+    pp: int = 1,
+    cp: int = 1,
+    vocab: int | None = None,
+    time_model: ModelLike = None,
+    train_params: TrainParams | None = None,
+) -> TrainEstimate:
+    """Predicted training step of one GPU in an FSDP2 (+ TP, HSDP) job.
+
+    Args:
+        model: a preset name (``"llama3-70b"``, see ``perfmodel models``), a preset, or one decoder layer's
+            :class:`~perfmodel.presets.LayerShape` (then ``layers=`` is required, ``vocab=`` optional).
+        gpu: GPU name or spec; its ``interconnect`` prices the intra-node collectives.
+        n_gpus: GPUs in the job (``dp_replicate · dp_shard · tp``).
+        tp: tensor-parallel degree (sequence parallel, as torchtitan runs it); ``1``: FSDP only.
+        seq_len, batch_per_gpu: sequence length and sequences per data-parallel rank (int or numpy array).
+        recipe: ``"bf16"`` or a float8 recipe (every eligible Linear of the layers converted; the output
+            layer stays bf16 as in torchtitan).
+        float8_all_gather: FSDP2 all-gathers the weights in float8 (torchao, tensorwise only).
+        async_tp: torch's micro-pipelined async TP (needs ``tp > 1``).
+        ac: activation checkpointing, ``"none"``, ``"selective"`` (torchtitan's op-level policy) or ``"full"``.
+        layers, vocab: override the preset's layer count and vocabulary.
+        network: the inter-node network (a :class:`perfmodel.network.Network` or its name); ``None``: the
+            GPU's default (:func:`perfmodel.network.default_network`).
+        dp_replicate: HSDP replicas (gradients all-reduced across them); ``1``: plain FSDP.
+        pp, cp: pipeline and context parallel degrees; anything but 1 is refused (not modeled).
+        time_model: the GEMM/cast time model (as ``model=`` elsewhere in perfmodel).
+        train_params: overrides the fitted optimizer/FSDP overhead parameters.
+
+    Raises:
+        InvalidParallelismError: n_gpus not divisible by tp·dp_replicate, heads, KV heads, FFN or vocab not
+            divisible by tp, pp/cp > 1, async TP without TP, a multi-GPU job on a GPU without a known
+            interconnect. UnsupportedLayerError: MoE or MLA models. InvalidShapeError, UnknownPresetError,
+            UnknownRecipeError, UnknownNetworkError, PerfModelError for other bad inputs.
+    """
+    spec = get_gpu(gpu)
+    sizes: ModelSizes = model_sizes(model, layers=layers, vocab=vocab)
+    cfg = check_config(
+        sizes,
+        spec,
+        n_gpus=n_gpus,
+        tp=tp,
+        dp_replicate=dp_replicate,
+        pp=pp,
+        cp=cp,
+        seq_len=seq_len,
+        batch_per_gpu=batch_per_gpu,
+        recipe=recipe,
+        float8_all_gather=float8_all_gather,
+        async_tp=async_tp,
+        ac=ac,
+    )
+    params = train_params if train_params is not None else shipped_train_params()
+    layer = layer_compute(cfg, time_model=time_model)
+    other = other_compute(cfg, time_model=time_model)
+    plan: CommPlan = comm_plan(cfg, layer, network=network)
+    overhead = overhead_bytes(cfg) / (params.overhead_bw_fraction * spec.mem_bw_bytes_per_s)
+    compute = {"layers": sizes.layers * layer.step_s, **other, "overhead": overhead}
+    step = sum(compute.values(), 0) + plan.exposed_s
+    mem = memory_bytes(cfg)
+    total_mem = sum(mem.values(), 0)
+    cap = spec.mem_bytes if spec.mem_bytes else float("inf")
+    return TrainEstimate(
+        config=cfg,
+        step_s=step,
+        tokens_per_s_per_gpu=cfg.tokens_per_rank / (step * cfg.tp),
+        compute_s=compute,
+        layer=layer,
+        comm=plan.calls,
+        exposed_comm_s=plan.exposed_s,
+        overlapped_comm_s=plan.overlapped_s,
+        exposed_fsdp_s=plan.exposed_fsdp_s,
+        exposed_tp_s=plan.exposed_tp_s,
+        memory=mem,
+        memory_bytes=total_mem,
+        fits=total_mem <= MEMORY_HEADROOM * cap,
+        model_flops_per_step=_flops_per_step(cfg),
+        provenance=_provenance(cfg, layer, params, network),
+    )

@@ -1,0 +1,246 @@
+"""perfmodel.train: sizes, configuration checks, the step's parts by hand, collectives and overlap, memory, the
+fit of the overhead, the CLI, and the validation section."""
+
+import dataclasses
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel import step, train
+from perfmodel._train_compute import overhead_bytes, shard_layer, shipped_train_params
+from perfmodel._train_config import model_sizes
+from perfmodel.calibrate_train import fit_train_params, predict_record
+from perfmodel.cli import main
+from perfmodel.errors import (
+    CalibrationError,
+    InvalidParallelismError,
+    InvalidShapeError,
+    PerfModelError,
+    UnknownPresetError,
+    UnsupportedLayerError,
+)
+from perfmodel.network import collective_time_s
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ONE_GPU = ROOT / "benchmarks" / "data" / "h200_2026-12-01" / "h200_train_fsdp_1gpu_2026-12-01.json"
+BASE = dict(gpu="H100", seq_len=8192, batch_per_gpu=1)
+
+
+def test_llama3_8b_parameter_count_by_hand():
+    s = model_sizes("llama3-8b", layers=None, vocab=None)
+    per_layer = 4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336 + 2 * 4096
+    assert s.layer_params == per_layer == 218_112_000
+    assert s.total_params == 32 * per_layer + 2 * 128256 * 4096 + 4096 == 8_030_261_248  # "8.03B"
+    assert s.non_embedding_params == s.total_params - 128256 * 4096
+
+
+@pytest.mark.parametrize(
+    ("kw", "error", "match"),
+    [
+        (dict(n_gpus=12, tp=8), InvalidParallelismError, "not divisible by tp·dp_replicate=8"),
+        (dict(n_gpus=32, tp=16), InvalidParallelismError, "kv_heads=8 is not divisible by tp=16"),
+        (dict(n_gpus=9, tp=3), InvalidParallelismError, "heads=32 is not divisible by tp=3"),
+        (dict(n_gpus=0), InvalidParallelismError, "n_gpus must be a positive integer"),
+        (dict(n_gpus=12), InvalidParallelismError, "n_gpus=12 with tp=1 does not fill whole nodes of 8"),
+        (dict(n_gpus=8.5), InvalidParallelismError, "n_gpus must be a positive integer"),
+        (dict(n_gpus=16, pp=2), InvalidParallelismError, "pipeline parallelism is not modeled"),
+        (dict(n_gpus=16, cp=2), InvalidParallelismError, "context parallelism is not modeled"),
+        (dict(n_gpus=8, async_tp=True), InvalidParallelismError, "async_tp=True needs tp > 1"),
+        (dict(n_gpus=8, recipe="rowwise", float8_all_gather=True), PerfModelError, "needs recipe='tensorwise'"),
+        (dict(n_gpus=8, ac="some"), PerfModelError, "unknown ac 'some'"),
+        (dict(n_gpus=8, batch_per_gpu=0), InvalidShapeError, "batch_per_gpu"),
+        (dict(n_gpus=8, batch_per_gpu=0.5), InvalidShapeError, "batch_per_gpu"),
+        (dict(n_gpus=8, network="myrinet"), PerfModelError, "myrinet"),
+    ],
+)
+def test_invalid_configurations_are_named(kw, error, match):
+    args = {**BASE, **kw}
+    with pytest.raises(error, match=match):
+        train.estimate("llama3-8b", **args)
+
+
+def test_models_it_does_not_price_are_refused():
+    with pytest.raises(UnsupportedLayerError, match="dense decoder layers only"):
+        train.estimate("deepseek-v3", n_gpus=8, **BASE)
+    with pytest.raises(UnknownPresetError):
+        train.estimate("llama9", n_gpus=8, **BASE)
+    with pytest.raises(PerfModelError, match="needs layers="):
+        train.estimate(pm.presets.get_preset("llama3-8b").layer, n_gpus=8, **BASE)
+
+
+def test_a_gpu_without_interconnect_refuses_multi_gpu_but_runs_alone():
+    with pytest.raises(InvalidParallelismError, match="GH200"):
+        train.estimate("llama3-8b", n_gpus=8, gpu="GH200", seq_len=8192, batch_per_gpu=1)
+    assert train.estimate("llama3-8b", n_gpus=1, gpu="GH200", seq_len=8192, batch_per_gpu=1).step_s > 0
+
+
+def test_one_gpu_step_is_layers_plus_overhead_by_hand():
+    est = train.estimate("llama3-8b", gpu="H200", n_gpus=1, seq_len=8192, batch_per_gpu=1, ac="none", layers=4, vocab=0)
+    lt = step.layer_time("llama3-8b", gpu="H200", seq_len=8192, batch=1, ac="none")
+    params = shipped_train_params()
+    P = 4 * 218_112_000 + 4096  # four layers and the final norm (vocab=0: no embedding, no output layer)
+    assert overhead_bytes(est.config) == pytest.approx(62 * P)  # 28 + 8 + 2*6 + 2*4 + 6 bytes per parameter
+    want = 4 * lt.step_s + 62 * P / (params.overhead_bw_fraction * pm.get_gpu("H200").mem_bw_bytes_per_s)
+    assert est.step_s == pytest.approx(want, rel=1e-12)
+    assert est.comm == () and est.exposed_comm_s == 0
+    assert est.tokens_per_s_per_gpu == pytest.approx(8192 / est.step_s)
+
+
+def test_overhead_bytes_shard_and_gather():
+    est = train.estimate("llama3-8b", n_gpus=8, **BASE)
+    P = est.config.sizes.total_params
+    assert overhead_bytes(est.config) == pytest.approx((28 + 8 + 12) * P / 8 + (8 + 6) * P)
+    fp8 = train.estimate("llama3-8b", n_gpus=8, recipe="tensorwise", float8_all_gather=True, **BASE)
+    lin = 32 * est.config.sizes.layer_linear_params
+    want = (28 + 8) * P / 8 + 2 * (6 * P / 8 - lin / 8) + 2 * (4 * (P - lin) + 2 * lin) + 6 * P + 4 * lin / 8
+    assert overhead_bytes(fp8.config) == pytest.approx(want)
+
+
+def test_fsdp_collectives_by_hand():
+    est = train.estimate("llama3-8b", n_gpus=8, **BASE)
+    s = est.config.sizes
+    ag = next(c for c in est.comm if c.name == "layer weights")
+    rs = next(c for c in est.comm if c.name == "layer gradients")
+    assert ag.nbytes == 2 * s.layer_linear_params + 4 * 4096 and ag.calls == 2 * 32 - 1
+    assert rs.nbytes == 4 * s.layer_params and rs.calls == 32
+    gpu = pm.get_gpu("H100")
+    assert ag.time_s == pytest.approx(
+        collective_time_s("all_gather", ag.nbytes, group_size=8, gpus_per_node=8, gpu=gpu), rel=1e-12
+    )
+    # 8 GPUs on NVSwitch: FSDP hides everything but the first gather, the last reduce-scatter and the root's
+    root = sum(c.total_s for c in est.comm if c.name.startswith("embedding"))
+    assert est.exposed_comm_s == pytest.approx(ag.time_s + rs.time_s + root, rel=1e-9)
+    assert est.overlapped_comm_s == pytest.approx(sum(c.total_s for c in est.comm) - est.exposed_comm_s)
+    # float8 all-gather halves the Linear weights' bytes
+    f8 = train.estimate("llama3-8b", n_gpus=8, recipe="tensorwise", float8_all_gather=True, **BASE)
+    ag8 = next(c for c in f8.comm if c.name == "layer weights")
+    assert ag8.nbytes == s.layer_linear_params + 4 * 4096
+
+
+def test_float8_all_gather_drops_the_weight_casts():
+    plain = train.estimate("llama3-8b", n_gpus=8, recipe="tensorwise", **BASE)
+    f8ag = train.estimate("llama3-8b", n_gpus=8, recipe="tensorwise", float8_all_gather=True, **BASE)
+    weight_casts = sum(k.time_s for k in plain.layer.layer_time.kernels if ".weight." in k.name)
+    f = plain.layer.layer_time.in_step_factor
+    assert weight_casts > 0
+    assert plain.layer.step_s - f8ag.layer.step_s == pytest.approx(weight_casts * f, rel=1e-9)
+
+
+def test_slow_network_exposes_fsdp_when_tp_fills_the_node():
+    # TP 8 inside the node: each FSDP group has one GPU per node and runs at one NIC's bandwidth
+    fast = train.estimate("llama3-70b", n_gpus=64, tp=8, gpu="H100", seq_len=8192, batch_per_gpu=1, network="ib-ndr")
+    assert fast.config.fsdp.per_node == 1 and fast.config.tp_group.per_node == 8
+    slow = train.estimate("llama3-70b", n_gpus=64, tp=8, gpu="H100", seq_len=8192, batch_per_gpu=1, network="ib-hdr")
+    assert slow.step_s > fast.step_s and slow.exposed_comm_s > fast.exposed_comm_s
+
+
+def test_tp_shards_the_layer_and_async_tp_helps():
+    lay = pm.presets.get_preset("llama3-70b").layer
+    sh = shard_layer(lay, 8)
+    assert (sh.heads, sh.kv_heads, sh.ffn, sh.hidden, sh.head_dim) == (8, 1, 3584, 8192, 128)
+    kw = dict(n_gpus=64, tp=8, gpu="H100", seq_len=8192, batch_per_gpu=2, ac="full")
+    van = train.estimate("llama3-70b", **kw)
+    asy = train.estimate("llama3-70b", async_tp=True, **kw)
+    assert asy.step_s < van.step_s
+    assert asy.layer.async_tp_extra_s >= 0
+    # sequence parallel: the norm kernels of one rank run on 1/tp of the tokens
+    norm = next(k for k in van.layer.layer_time.kernels if k.name == "attention_norm" and k.phase == "fwd")
+    f = van.layer.layer_time.in_step_factor
+    one = train.estimate("llama3-70b", n_gpus=8, tp=1, gpu="H100", seq_len=8192, batch_per_gpu=2, ac="full")
+    norm1 = next(k for k in one.layer.layer_time.kernels if k.name == "attention_norm" and k.phase == "fwd")
+    assert norm.time_s == pytest.approx(norm1.time_s)  # the step model prices the whole sequence ...
+    assert van.layer.parts["other"] < one.layer.parts["other"]  # ... and the cluster model scales it by 1/tp
+    assert f > 0
+
+
+def test_memory_flags_jobs_that_do_not_fit():
+    small = train.estimate("llama3-8b", n_gpus=8, **BASE)
+    assert small.fits and 20e9 < small.memory_bytes < 80e9
+    big = train.estimate("llama3-70b", n_gpus=8, **BASE)
+    assert not big.fits  # 70B x 16 B / 8 GPUs of master weights, grads and Adam states alone is 140 GB
+    assert big.memory["params_fp32"] + big.memory["grads_fp32"] + big.memory["optimizer"] == pytest.approx(
+        16 * big.config.sizes.total_params / 8
+    )
+    assert "DOES NOT FIT" in big.table()
+
+
+def test_arrays_of_sequence_and_batch():
+    seqs = np.array([2048, 4096, 8192])
+    est = train.estimate("llama3-8b", n_gpus=8, gpu="H100", seq_len=seqs, batch_per_gpu=1)
+    for i, s in enumerate(seqs):
+        one = train.estimate("llama3-8b", n_gpus=8, gpu="H100", seq_len=int(s), batch_per_gpu=1)
+        assert est.step_s[i] == pytest.approx(one.step_s, rel=1e-9)
+        assert est.tokens_per_s_per_gpu[i] == pytest.approx(one.tokens_per_s_per_gpu, rel=1e-9)
+    json.dumps(est.to_dict())
+
+
+def test_provenance_and_mfu():
+    one = train.estimate("llama3-8b", gpu="H200", n_gpus=1, seq_len=8192, batch_per_gpu=1)
+    assert one.provenance.kind == "measured"
+    multi = train.estimate("llama3-8b", n_gpus=8, **BASE)
+    assert multi.provenance.kind == "estimated" and "collectives: estimated" in multi.provenance.summary
+    assert multi.provenance.expected_error == train.TRAIN_EXPECTED_ERROR
+    flops_per_token = 6 * multi.config.sizes.non_embedding_params + 12 * 32 * 32 * 128 * 8192
+    assert multi.model_flops_per_step == flops_per_token * 8192
+    assert 0.2 < multi.mfu < 0.8
+
+
+def test_fit_reproduces_the_shipped_parameters():
+    data = json.loads(ONE_GPU.read_text())
+    fitted = fit_train_params(data["records"], gpu="H200")
+    assert fitted.overhead_bw_fraction == pytest.approx(shipped_train_params().overhead_bw_fraction, rel=1e-6)
+    # the held-out float8 steps are within 5 %
+    for r in data["records"]:
+        if r["recipe"] != "bf16":
+            assert float(predict_record(r, fitted).step_s) == pytest.approx(r["step_time_s"], rel=0.05), r["config"]
+    with pytest.raises(CalibrationError, match="no one-GPU bf16"):
+        fit_train_params([r for r in data["records"] if r["recipe"] != "bf16"])
+
+
+def test_train_params_round_trip(tmp_path):
+    p = shipped_train_params()
+    path = p.save(tmp_path / "t.json")
+    assert train.TrainParams.load(path) == p
+    with pytest.raises(CalibrationError):
+        train.TrainParams(overhead_bw_fraction=3.0, source="x")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "x"}')
+    with pytest.raises(CalibrationError, match="not a perfmodel train calibration"):
+        train.TrainParams.load(bad)
+    slower = dataclasses.replace(p, overhead_bw_fraction=p.overhead_bw_fraction / 2)
+    a = train.estimate("llama3-8b", n_gpus=8, **BASE)
+    b = train.estimate("llama3-8b", n_gpus=8, train_params=slower, **BASE)
+    assert b.compute_s["overhead"] == pytest.approx(2 * a.compute_s["overhead"])
+
+
+def test_cli_train(capsys):
+    argv = ["train", "--model", "llama3-8b", "--gpu", "h100", "--gpus", "16", "--recipe", "tensorwise"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "tokens/s per GPU" in out and "bf16 baseline" in out and "provenance:" in out
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["speedup"] == pytest.approx(d["bf16"]["step_s"] / d["estimate"]["step_s"])
+    assert d["estimate"]["n_gpus"] == 16 and d["estimate"]["comm"]
+    assert main(["train", "--model", "llama3-8b", "--gpus", "12", "--tp", "8"]) == 2
+    assert "not divisible" in capsys.readouterr().err
+
+
+def test_validation_section_is_reproducible():
+    spec = importlib.util.spec_from_file_location("validate_train", ROOT / "benchmarks" / "validate_train.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    one, pub = mod.score_one_gpu(), mod.score_published()
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    body = doc.partition(mod.BEGIN + "\n")[2].partition("\n" + mod.END)[0]
+    from test_validation import assert_same_text_but_rounding  # tests/ is on sys.path (pytest prepend mode)
+
+    assert_same_text_but_rounding(mod.markdown(one, pub), body)
+    sm = pub["summary"]
+    err = train.TRAIN_EXPECTED_ERROR
+    assert err.speedup_pct == pytest.approx(sm["mdape"], abs=0.05)
+    assert err.decisions_pct == pytest.approx(100 * sm["direction_right"] / sm["n_clear"], abs=0.05)
