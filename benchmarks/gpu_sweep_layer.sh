@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_sweep_layer.sh                 # the sweep, by priority, ends before DEADLINE_S (575 s)
 #   bash benchmarks/gpu_sweep_layer.sh --quick         # smoke test: bf16 + tensorwise-all of a small layer (~1 min)
 #   bash benchmarks/gpu_sweep_layer.sh --skip-from prev/layer.json --suffix _part2   # a second call: the rest
+#   bash benchmarks/gpu_sweep_layer.sh --quiet --only 'd2048-*'   # no measurement while a worker compiles
 #
 # Arguments are passed to `python -m perfmodel.bench.layer run` (e.g. --only 'd2048-*', --priority-max 3,
 # --workers 8). Needs torchao as a wheel in .whl/ (the GPU machine has no registry). Writes under $OUT

@@ -467,6 +467,33 @@ def test_simulated_sweep_measures_one_at_a_time_and_survives_failures(tmp_path):
     assert L.done_ids([tmp_path / "layer.json"]) == set(summary["done"])
 
 
+def test_simulated_quiet_sweep_never_measures_while_a_worker_compiles(tmp_path):
+    specs = L.layer_plan()[:7]
+    w = _writer(tmp_path)
+    summary = L.run_sweep(
+        w,
+        specs,
+        workers=3,
+        budget_s=30,
+        deadline_s=60,
+        simulate={"compile_s": 0.3, "measure_s": 0.1, "fail": ["*-tensorwise-all"]},
+        eta_check=False,
+        quiet=True,
+        log=lambda m: None,
+    )
+    recs = {r["id"]: r for r in json.loads((tmp_path / "layer.json").read_text())["records"]}
+    assert set(recs) == {s.id for s in specs} and not summary["not_started"]
+    measured = [r for r in recs.values() if not r["errors"]]
+    assert len(measured) == len([s for s in specs if not s.id.endswith("-tensorwise-all")]) == 5
+    # the parent counted no compiling worker at the start of any measurement
+    assert [r["concurrent_compiles"] for r in measured] == [0] * len(measured)
+    # batches: a config dispatched while others measured would start inside a measurement window
+    windows = sorted(r["simulated_lock_window"] for r in measured)
+    for (_, end), (start, _) in itertools.pairwise(windows):
+        assert start >= end - 1e-3
+    assert len({r["worker"] for r in recs.values()}) > 1  # still compiled in parallel
+
+
 def test_simulated_sweep_budget_crash_and_deadline(tmp_path):
     specs = L.layer_plan()[:60]  # more than 2 workers can start in the 3 s budget on any machine
     hang, crash = specs[0].id, specs[1].id

@@ -736,6 +736,7 @@ class GpuLock:
 
 _LOCK: GpuLock | None = None
 _AUTOTUNE_WAIT = [0.0]  # seconds this process waited for the lock inside Triton autotuning
+_GATE: Callable[[], None] | None = None  # quiet mode: blocks until the parent says "go" (set per worker)
 
 
 def _install_autotune_lock(lock: GpuLock) -> bool:
@@ -818,6 +819,8 @@ def _measure_gpu(spec: LayerSpec, opts: Mapping[str, Any], deadline: float, phas
         rec["compile_s"] = rec["first_step_s"] - _AUTOTUNE_WAIT[0]
         phase("waiting", compile_s=rec["compile_s"])
         t = time.perf_counter()
+        if _GATE is not None:
+            _GATE()
         need = estimate_measure_s(spec, timed=5)
         if not lock.acquire(deadline=deadline - need):
             raise NoTimeLeft(f"no GPU time left before the deadline (needs ~{need:.0f} s)")
@@ -913,6 +916,8 @@ def _simulate(spec: LayerSpec, opts: Mapping[str, Any], deadline: float, phase: 
     if any(fnmatch(spec.id, p) for p in sim.get("fail", ())):
         raise RuntimeError("simulated failure")
     phase("waiting", compile_s=sim.get("compile_s", 0.1))
+    if _GATE is not None:
+        _GATE()
     if not _LOCK.acquire(deadline=deadline - sim.get("measure_s", 0.05)):
         raise NoTimeLeft("no GPU time left before the deadline")
     try:
@@ -940,7 +945,7 @@ def _worker_main(wid: int, conn: Any, opts: dict[str, Any]) -> None:
     """Worker process: set up torch once, then run the configs received on ``conn`` (its own pipe
     to the parent; a shared queue could be left locked by a worker that crashes while writing)
     until ``None``."""
-    global _LOCK
+    global _LOCK, _GATE
     os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(opts["compile_threads"])
     _set_affinity(opts["compile_cpus"])
     _LOCK = GpuLock(opts["lock_path"])
@@ -955,6 +960,13 @@ def _worker_main(wid: int, conn: Any, opts: dict[str, Any]) -> None:
         torch.cuda.init()
         torch.empty(1, device="cuda")
         info["autotune_lock"] = _install_autotune_lock(_LOCK)
+    if opts.get("quiet"):
+
+        def gate() -> None:
+            if conn.recv() != "go":  # None: the sweep is ending
+                raise NoTimeLeft("the sweep ended before this config's turn to measure")
+
+        _GATE = gate
     conn.send(("ready", wid, time.time(), info))
     while True:
         task = conn.recv()
@@ -1005,6 +1017,24 @@ class _Worker:
     concurrent: int | None = None
 
 
+_QUIET_HOLD = frozenset({"waiting", "go", "measuring"})
+
+
+def _quiet_go(workers: Iterable[_Worker]) -> None:
+    """Quiet mode: once no worker compiles and none measures, tell the first compiled one to measure."""
+    busy = [w for w in workers if w.spec is not None and not w.broken]
+    if any(w.phase in ("queued", "compiling", "go", "measuring") for w in busy):
+        return
+    waiting = sorted((w for w in busy if w.phase == "waiting"), key=lambda w: (w.started, w.wid))
+    if waiting:
+        try:
+            waiting[0].conn.send("go")
+        except OSError:  # the worker is gone; the main loop replaces it
+            waiting[0].broken = True
+            return
+        waiting[0].phase = "go"
+
+
 def run_sweep(
     writer: Any,
     specs: Sequence[LayerSpec],
@@ -1021,6 +1051,7 @@ def run_sweep(
     start: float | None = None,
     on_started: Callable[[], None] | None = None,
     eta_check: bool = True,
+    quiet: bool = False,
     log: Log = print,
 ) -> dict[str, Any]:
     """Run ``specs`` (in order) on ``workers`` spawned processes; add one record per config to
@@ -1030,7 +1061,10 @@ def run_sweep(
     Returns a summary for the dataset's meta. ``start``: the ``time.monotonic()`` the budget
     and deadline count from (default: now); ``on_started``: called once the workers are spawning
     (the caller's slow set-up overlaps theirs); ``simulate``: run :func:`_simulate` instead of the
-    GPU (tests)."""
+    GPU (tests). ``quiet``: measure only while no worker compiles — configs are dispatched in
+    batches, every worker of a batch compiles, then they measure one after another (a compiled worker
+    waits for the parent's "go"); slower, but no measurement shares the host with a compile
+    (``concurrent_compiles`` is 0 on every record)."""
     import multiprocessing as mp
     from multiprocessing import connection as mp_connection
 
@@ -1052,6 +1086,7 @@ def run_sweep(
         "timed_steps": timed_steps,
         "profile_steps": profile_steps,
         "simulate": dict(simulate) if simulate else None,
+        "quiet": quiet,
     }
     ctx = mp.get_context("spawn")
     pool: dict[int, _Worker] = {}
@@ -1131,6 +1166,8 @@ def run_sweep(
                 break
             # dispatch in plan order while workers are idle, the budget lasts and memory fits
             idle = [w for w in pool.values() if w.spec is None and not w.broken and w.proc.is_alive()]
+            if quiet and any(w.phase in _QUIET_HOLD for w in busy):
+                idle = []  # a batch is compiled or measuring: let it drain before the next compiles
             while idle and pending and now < budget_s:
                 spec, attempt, mem = pending[0]
                 # the configs in flight measure while this one compiles; it waits if they outlast it
@@ -1154,6 +1191,8 @@ def run_sweep(
                 w.spec, w.attempt, w.mem, w.phase, w.started = spec, attempt, mem, "queued", now
             if not any(w.spec is not None for w in pool.values()) and (not pending or now >= budget_s):
                 break
+            if quiet:
+                _quiet_go(pool.values())
             conns = {w.conn: w for w in pool.values() if not w.broken}
             for conn in mp_connection.wait(list(conns), timeout=0.2):
                 try:
@@ -1295,6 +1334,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="compile worker processes (default min(12, cores - 2))")
     p.add_argument("--compile-threads", type=int, default=None, help="TORCHINDUCTOR_COMPILE_THREADS per worker")
     p.add_argument("--cpus", type=int, default=None, help="CPU cores to plan for (default: plan 16, run: this machine)")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="measure only while no worker compiles (batches compile, then measure one by one; slower)",
+    )
     p.add_argument("--only", default="", help="comma-separated fnmatch patterns of config ids, e.g. 'd2048-*'")
     p.add_argument("--priority-max", type=int, default=None, help="only configs of priority <= this")
     p.add_argument(
@@ -1393,6 +1437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             start=t_start,
             on_started=started,
             eta_check=not args.quick,  # the smoke test starts both configs; the deadline still holds
+            quiet=args.quiet,
             log=_log,
         )
     )
