@@ -145,6 +145,15 @@ def test_layout_section_is_reproducible(validate):
     # what the section claims: misaligned leading dims run pre-Hopper kernels, aligned ones (almost) never
     for key, (n, old) in lay["choice"].items():
         assert (old / n > 0.9) if key.endswith(" misaligned") else (old / n < 0.05), key
+    # ... the second session chose the same kernels, its run-to-run floor lies under the target while the
+    # model does not, and a kernel lookup (neighbour choice, per-kernel correction) does not close the gap
+    same, n = lay["sessions"]["same_kernel"]
+    assert same == n == 4725
+    floor, model = lay["sessions"]["rows"]["all"]["kernel"]["floor"], lay["sessions"]["rows"]["all"]["kernel"]["model"]
+    assert floor["mdape"] < 4 and floor["p90"] < 12 and model["p90"] > 12
+    cm = lay["choice_model"]
+    assert cm["nearest_right"] / cm["test"] < 0.5
+    assert abs(cm["oracle_corrected"]["mdape"] - cm["model"]["mdape"]) < 1.0
 
 
 def test_error_bars_are_what_the_data_gives(validate, report):
