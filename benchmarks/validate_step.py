@@ -33,6 +33,7 @@ from perfmodel.step import best_convert, layer_time  # noqa: E402
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 LAYER_FILE = DATA / "h200_layer_2026-12-01.json"
 FSDP_FILE = DATA / "h200_train_fsdp_1gpu_2026-12-01.json"
+QUIET_FILE = DATA / "h200_layer_quiet_2026-12-01.json"  # a repeat in a later device session, --quiet
 STEP_DOC = ROOT / "docs" / "step.md"
 VALIDATION_DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- step:begin -->", "<!-- step:end -->"
@@ -189,7 +190,67 @@ def evaluate() -> dict[str, Any]:
         shipped=shipped,
         refit=cl.fit_with_residuals(records, source=shipped.source),
         kernels=kernel_counts(records),
+        repeat=score_repeat(records, choices),
     )
+
+
+def _spread(r: dict[str, Any]) -> float:
+    return (r["step_time_s_p80"] - r["step_time_s_p20"]) / r["step_time_s"] * 100
+
+
+def score_repeat(records: list[dict[str, Any]], choices: list[dict[str, Any]]) -> dict[str, Any]:
+    """The layers measured again in a later session with no compile beside the measurement (``--quiet``):
+    per case, how much event and kernel step times moved, the within-run spread, the all-Linears savings
+    in both sessions, and the filter's held-out choice re-scored on the repeat."""
+    if not QUIET_FILE.exists():
+        return {}
+    first = {r["id"]: r for r in records}
+    again = [r for r in cl.load_records(QUIET_FILE) if r["id"] in first]
+    out: dict[str, Any] = {"cases": {}, "choices": []}
+    for case in sorted({r["case"] for r in again}, key=lambda c: (len(c), c)):
+        rs = [r for r in again if r["case"] == case]
+        ev = np.array([abs(r["step_time_s"] / first[r["id"]]["step_time_s"] - 1) * 100 for r in rs])
+        kt = np.array([abs(r["step_kernel_time_s"] / first[r["id"]]["step_kernel_time_s"] - 1) * 100 for r in rs])
+        b2 = next(r for r in rs if r["recipe"] == "bf16")
+        b1 = first[b2["id"]]
+        savings = {}
+        for recipe in RECIPES:
+            a2 = next((r for r in rs if r["recipe"] == recipe and r["subset"] == "all"), None)
+            if a2 is None:
+                continue
+            a1 = first[a2["id"]]
+            savings[recipe] = {
+                w: [(b[f] - a[f]) / b[f] * 100 for b, a in ((b1, a1), (b2, a2))]
+                for w, f in (("event", "step_time_s"), ("kernel", "step_kernel_time_s"))
+            }
+        out["cases"][case] = dict(
+            n=len(rs),
+            event_mdape=float(np.median(ev)),
+            event_max=float(ev.max()),
+            kernel_mdape=float(np.median(kt)),
+            kernel_max=float(kt.max()),
+            spread_first=float(np.median([_spread(first[r["id"]]) for r in rs])),
+            spread_again=float(np.median([_spread(r) for r in rs])),
+            savings=savings,
+        )
+        for c in (c for c in choices if c["case"] == case):
+            sub = {tuple(r["groups"]): r for r in rs if r["recipe"] == c["recipe"] and r["subset"] != "q"}
+            if len(sub) < c["n_measured"] - 1:  # every measured subset is needed for "the best"
+                continue
+            sub[()] = b2
+            best = min(sub.values(), key=lambda r: r["step_time_s"])
+            ch = sub[c["chosen"]]
+            out["choices"].append(
+                dict(
+                    case=case,
+                    recipe=c["recipe"],
+                    chosen=c["chosen"],
+                    vs_bf16=(ch["step_time_s"] / b2["step_time_s"] - 1) * 100,
+                    regret=(ch["step_time_s"] / best["step_time_s"] - 1) * 100,
+                    best=tuple(best["groups"]),
+                )
+            )
+    return out
 
 
 def score_fsdp(params: Any) -> list[dict[str, Any]]:
@@ -376,6 +437,51 @@ def tables(rep: dict[str, Any]) -> str:
     for k, v in p.cast_factors.items():
         out.append(f"| cast_factors[{k}] | {v:.3f} | × calibrated cast time |")
     out.append(f"| in_step_factor | {p.in_step_factor:.3f} | event step / kernel sum |")
+    out.append(repeat_table(rep.get("repeat") or {}))
+    return "\n".join(out)
+
+
+def repeat_table(rp: dict[str, Any]) -> str:
+    """The repeat session as markdown (empty when the repeat file is absent)."""
+    if not rp:
+        return ""
+    out = [
+        "",
+        "**Measured twice** — the dim-2048 layers and dim 4096 × 4096 tokens again in a later device session, "
+        "with no compile running beside the measurement (`--quiet`, 50 timed steps; "
+        "`h200_layer_quiet_2026-12-01.json`): how far each config's step time moved (MdAPE / max, %), the "
+        "p20–p80 spread of the steps within one run (median over configs, first / second session), and the "
+        "all-Linears savings (points of the bf16 step) in the first / second session:\n",
+        "| case | configs | events moved | kernels moved | spread within a run | savings, events | savings, kernels |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def sav(savings: dict[str, Any], w: str) -> str:
+        return "; ".join(f"{rec} {d[w][0]:+.1f} / {d[w][1]:+.1f}" for rec, d in savings.items())
+
+    for case, v in rp["cases"].items():
+        out.append(
+            _row(
+                case,
+                v["n"],
+                f"{v['event_mdape']:.1f} / {v['event_max']:.0f}",
+                f"{v['kernel_mdape']:.1f} / {v['kernel_max']:.0f}",
+                f"{v['spread_first']:.1f} / {v['spread_again']:.1f} %",
+                sav(v["savings"], "event"),
+                sav(v["savings"], "kernel"),
+            )
+        )
+    if rp["choices"]:
+        out += [
+            "",
+            "The filter's held-out choice re-scored on the second session (events): "
+            + "; ".join(
+                f"{c['case']} {c['recipe']}: {_groups_label(c['chosen'])} {c['vs_bf16']:+.1f} % vs bf16, "
+                f"{c['regret']:+.1f} % vs the best ({_groups_label(c['best'])})"
+                for c in rp["choices"]
+            )
+            + ".",
+        ]
     return "\n".join(out)
 
 
