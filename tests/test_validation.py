@@ -154,6 +154,7 @@ def test_layout_section_is_reproducible(validate):
     cm = lay["choice_model"]
     assert cm["nearest_right"] / cm["test"] < 0.5
     assert abs(cm["oracle_corrected"]["mdape"] - cm["model"]["mdape"]) < 1.0
+    assert cm["knn_corrected"]["p90"] > 20  # the residual is not smooth in the shape
 
 
 def test_error_bars_are_what_the_data_gives(validate, report):
