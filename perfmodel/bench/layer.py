@@ -41,7 +41,10 @@ compiling when the measurement started. CPU: two cores are kept for the measurin
 move there while it holds the lock), the compiling workers share the rest; Inductor compiles with
 ``TORCHINDUCTOR_COMPILE_THREADS`` = compile cores // W (1 at W=12). GPU memory: a config starts only
 when the estimated peaks of the configs in flight fit (:func:`estimate_peak_mem_bytes`); one that
-still runs out of memory is retried once with twice the estimate.
+still runs out of memory is retried once with twice the estimate. ``--quiet`` measures only while no
+worker compiles: configs go out in batches, every worker of a batch compiles, then they measure one
+after another on the parent's "go" (``concurrent_compiles`` is 0 on every record; slower, since a
+batch waits for its slowest compile).
 
 Time limits, counted from the start of ``main``: no config starts after ``--budget-s`` (default 500 s)
 or when its estimated finish lies past ``--deadline-s`` (default 550 s); at the deadline the workers
