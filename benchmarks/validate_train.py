@@ -27,6 +27,7 @@ from perfmodel import train  # noqa: E402
 from perfmodel._train_compute import shipped_train_params  # noqa: E402
 from perfmodel.calibrate_train import predict_record  # noqa: E402
 from perfmodel.errors import PerfModelError  # noqa: E402
+from perfmodel.presets import get_preset  # noqa: E402
 
 ONE_GPU = ROOT / "benchmarks" / "data" / "h200_2026-12-01" / "h200_train_fsdp_1gpu_2026-12-01.json"
 PUBLISHED = ROOT / "benchmarks" / "published" / "float8_training_runs.json"
@@ -48,6 +49,13 @@ NETWORKS = {
     "H100 80GB (p5.48xlarge)": "efa-v2",
     "H100 (96GB HBM2e, 500W)": "roce-400",
     "H100 (95GB HBM2e, lower-TDP SXM)": "roce-400",
+}
+#: Linears a run's source says it kept in bf16 (torchtitan names), by run id: perfmodel.train converts every
+#: eligible Linear of the layer (no per-Linear choice), so they are priced in float8 and the column says so
+KEPT_BF16 = {
+    # notes: "Float8 rowwise on 200 large linears, lm_head and the fused KV projection (5120x1024) left in
+    # bf16": 200 = 40 layers x (wq, wo, w1, w3, w2)
+    "autoresearch_qwen3_14b_8xb200_rowwise_seq4096": ("wk", "wv"),
 }
 
 
@@ -76,6 +84,20 @@ def run_config(run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     model = {"Llama 3.1 8B": "llama3-8b", "Llama 3.1 70B": "llama3-70b", "Llama 3.1 405B": "llama3-405b"}.get(
         run["model"], "llama3-8b" if "8B" in run["model"] and "Llama" in run["model"] else run["model"]
     )
+    # other names ("Qwen3 14B") reach get_preset as published: case-insensitive, spaces read as "-"
+    if run["id"] in KEPT_BF16:
+        assumed.append(
+            f"{', '.join(KEPT_BF16[run['id']])} kept in bf16 by the run: priced in float8 (perfmodel.train "
+            "converts every eligible Linear)"
+        )
+    if "reshard_after_forward=never" in f"{run.get('bf16_baseline') or ''} {run.get('notes') or ''}":
+        assumed.append(
+            "FSDP reshard_after_forward=never: priced as resharding after forward (layer weights all-gathered "
+            "again in backward; perfmodel.train has no never-reshard mode)"
+        )
+    unpriced = get_preset(model).layer_unpriced  # UnknownPresetError: the run is listed as left out
+    if unpriced:
+        assumed.append(f"not priced: {unpriced}")
     kw = dict(
         model=model,
         gpu=_gpu(run),

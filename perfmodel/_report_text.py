@@ -129,6 +129,8 @@ def _step_lines(rep: Any) -> list[str]:
         f"  {'recipe':<20} {'bf16':>9} {'all Linears':>12} {'speedup':>8}  {'groups that pay':<16} {'ms':>9} "
         f"{'speedup':>8}",
     ]
+    if rep.step_unpriced:
+        lines.insert(1, f"  not in these times: {rep.step_unpriced} (the layer is under-estimated by it)")
     for recipe, r in rep.step_by_recipe.items():
         lines.append(
             f"  {recipe:<20} {float(r.bf16.step_s) * 1e3:>9.3f} {float(r.all_converted.step_s) * 1e3:>12.3f} "

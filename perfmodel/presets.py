@@ -215,6 +215,8 @@ class ModelPreset:
         layer: the decoder block as a :class:`LayerShape` (``None``: not a dense decoder the step model
             prices — MoE, MLA).
         layer_note: what the step model assumes for this model, or why it has no ``layer``.
+        layer_unpriced: work of this model's decoder layer the step model has no kernel for (left out of its
+            time, so the layer step is under-estimated by it); printed with every whole-layer answer.
     """
 
     name: str
@@ -224,6 +226,7 @@ class ModelPreset:
     notes: str = ""
     layer: LayerShape | None = None
     layer_note: str = ""
+    layer_unpriced: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.layers, int) or self.layers <= 0:
@@ -262,6 +265,7 @@ def _llama_like(
     head_dim: int | None = None,
     notes: str = "",
     layer_note: str = "",
+    layer_unpriced: str = "",
 ) -> ModelPreset:
     """Llama-style block: GQA attention (q, k, v, o) and a SwiGLU MLP (gate, up, down), plus lm_head.
 
@@ -286,6 +290,7 @@ def _llama_like(
             source=_hf(repo),
         ),
         layer_note=layer_note or "torchtitan/Hugging Face Llama block: RMSNorm, RoPE, GQA causal SDPA, SwiGLU",
+        layer_unpriced=layer_unpriced,
         linears=(
             LinearShape(name="q_proj", in_features=hidden, out_features=heads * hd),
             LinearShape(name="k_proj", in_features=hidden, out_features=kv_heads * hd),
@@ -501,6 +506,29 @@ _ALL = (
         layers=28,
         vocab=152064,
         notes="q/k/v carry a bias (costless here)",
+    ),
+    # Qwen/Qwen3-14B: hidden 5120, intermediate 17408, 40 heads, 8 KV heads, head_dim 128, 40 layers,
+    # vocab 151936, tie_word_embeddings false, attention_bias false, hidden_act silu, rms_norm_eps 1e-6.
+    # config head_dim is explicit; here 40 * 128 = 5120 = hidden, so q and o are 5120 x 5120 (k, v: 8 * 128 = 1024).
+    # Same numbers in torchtitan's Qwen3 "14B" flavour (torchtitan/models/qwen3: dim 5120, n_heads 40,
+    # n_kv_heads 8, head_dim 128, hidden_dim 17408, n_layers 40, vocab_size 151936, untied output).
+    _llama_like(
+        "qwen3-14b",
+        repo="Qwen/Qwen3-14B",
+        hidden=5120,
+        intermediate=17408,
+        heads=40,
+        kv_heads=8,
+        head_dim=128,
+        layers=40,
+        vocab=151936,
+        notes="QK-norm: Qwen3 RMS-normalises every query and key head (q_norm, k_norm over head_dim 128) before "
+        "RoPE; these are not Linears, and the step model has no kernel for them: a small memory-bound kernel "
+        "(reads and writes q and k, fwd and bwd) left out, so the layer's non-GEMM time is under-estimated; "
+        "their 2 x 128 weights per layer are not counted in the parameters. No q/k/v bias; lm_head not tied",
+        layer_note="Llama block (RMSNorm, RoPE, GQA causal SDPA, SwiGLU) plus Qwen3's per-head q/k RMSNorm "
+        "(QK-norm), which the step model does not price (no kernel for it: a small memory-bound kernel left out)",
+        layer_unpriced="Qwen3's per-head q/k RMSNorm (QK-norm, fwd and bwd): no step-model kernel for it",
     ),
     _gpt2(),
     _deepseek_v3(),

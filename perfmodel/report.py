@@ -183,6 +183,8 @@ class Report:
             (:class:`perfmodel.step.StepReport`) for the recipe whose chosen groups give the fastest layer;
             ``step_by_recipe`` holds it for every candidate recipe. ``None`` without ``seq_len`` or where the
             step model does not cover the model (``step_note`` says why: MoE, MLA, shapes only).
+            ``step_unpriced``: work of the preset's layer the step model has no kernel for (its times leave
+            it out), ``""`` when none.
     """
 
     title: str
@@ -208,6 +210,7 @@ class Report:
     step: Any = None
     step_by_recipe: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     step_note: str = ""
+    step_unpriced: str = ""
     step_layer_arg: str | None = None
     speedup_error_bar: ErrorBar | None = None
 
@@ -294,6 +297,7 @@ class Report:
                 "by_recipe": {r: st.to_dict() for r, st in self.step_by_recipe.items()},
             },
             "step_note": self.step_note,
+            "step_unpriced": self.step_unpriced,
         }
 
     def _kept(self) -> list[str]:
@@ -578,6 +582,7 @@ def _steps(obj: Any, spec: GPUSpec, recipes: list[str], seq_len: int, batch: int
         "step": best,
         "step_by_recipe": MappingProxyType(by),
         "step_layer_arg": arg if isinstance(arg, str) else None,
+        "step_unpriced": get_preset(arg).layer_unpriced if isinstance(arg, str) else "",
     }
 
 

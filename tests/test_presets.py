@@ -9,7 +9,17 @@ import pytest
 from perfmodel.errors import PerfModelError
 from perfmodel.presets import PRESETS, LinearShape, ModelPreset, UnknownPresetError, get_preset, list_presets
 
-REQUIRED = ("llama3-8b", "llama3-70b", "llama3-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "gpt2", "deepseek-v3")
+REQUIRED = (
+    "llama3-8b",
+    "llama3-70b",
+    "llama3-405b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "qwen3-14b",
+    "gpt2",
+    "deepseek-v3",
+)
 
 
 def shapes(preset: ModelPreset) -> dict[str, tuple[int, int]]:
@@ -29,6 +39,7 @@ def test_all_required_presets_are_listed():
         ("llama3-405b", 16384, 53248, 128, 8, 128, 126, 128256),
         ("mistral-7b", 4096, 14336, 32, 8, 128, 32, 32000),
         ("qwen2.5-7b", 3584, 18944, 28, 4, 128, 28, 152064),
+        ("qwen3-14b", 5120, 17408, 40, 8, 128, 40, 151936),
     ],
 )
 def test_llama_like_shapes_from_config(name, hidden, inter, heads, kv_heads, head_dim, layers, vocab):
@@ -52,6 +63,40 @@ def test_llama_like_shapes_from_config(name, hidden, inter, heads, kv_heads, hea
 
 def test_llama3_8b_k_proj_is_8_kv_heads_of_128():
     assert shapes(get_preset("llama3-8b"))["k_proj"] == (4096, 8 * 128)
+
+
+def test_qwen3_14b_shapes_by_hand():
+    # Qwen/Qwen3-14B config.json: hidden 5120, intermediate 17408, 40 heads, 8 KV heads, head_dim 128 (40 * 128 =
+    # 5120 = hidden), 40 layers, vocab 151936, untied lm_head
+    p = get_preset("Qwen3 14B")  # the published runs' spelling
+    assert p is PRESETS["qwen3-14b"] and p.layers == 40
+    assert p.source == "https://huggingface.co/Qwen/Qwen3-14B/blob/main/config.json"
+    assert shapes(p) == {
+        "q_proj": (5120, 5120),
+        "k_proj": (5120, 1024),
+        "v_proj": (5120, 1024),
+        "o_proj": (5120, 5120),
+        "gate_proj": (5120, 17408),
+        "up_proj": (5120, 17408),
+        "down_proj": (17408, 5120),
+        "lm_head": (5120, 151936),
+    }
+    assert {lin.name: (lin.in_features, lin.out_features) for lin in p.layer.linears()} == {
+        "wq": (5120, 5120),
+        "wk": (5120, 1024),
+        "wv": (5120, 1024),
+        "wo": (5120, 5120),
+        "w1": (5120, 17408),
+        "w3": (5120, 17408),
+        "w2": (17408, 5120),
+    }
+    # 14.8B parameters, 13.2B without the embedding and the (untied) lm_head, as Qwen's model card says
+    per_layer = 5120 * (5120 + 1024 + 1024 + 5120) + 3 * 5120 * 17408
+    total = 40 * per_layer + 2 * 5120 * 151936
+    assert per_layer == 330_301_440 and round(total / 1e9, 1) == 14.8 and round(40 * per_layer / 1e9, 1) == 13.2
+    # QK-norm is not a Linear and the step model has no kernel for it: the preset says so
+    assert "QK-norm" in p.notes and "QK-norm" in p.layer_note and "not price" in p.layer_note
+    assert "QK-norm" in p.layer_unpriced and get_preset("llama3-8b").layer_unpriced == ""
 
 
 def test_mixtral_experts_see_a_quarter_of_the_tokens():
@@ -121,6 +166,7 @@ def test_validation_and_frozen():
         ("llama3-405b", 16384, 53248, 128, 8, 128),
         ("mistral-7b", 4096, 14336, 32, 8, 128),
         ("qwen2.5-7b", 3584, 18944, 28, 4, 128),
+        ("qwen3-14b", 5120, 17408, 40, 8, 128),
     ],
 )
 def test_dense_presets_carry_their_layer_shape(name, hidden, ffn, heads, kv_heads, head_dim):
@@ -158,3 +204,14 @@ def test_layer_must_be_a_layer_shape():
     with pytest.raises(ValueError, match="layer must be a LayerShape"):
         ModelPreset(name="m", layers=1, linears=lin, source="s", layer="llama")
     assert ModelPreset(name="m", layers=1, linears=lin, source="s").layer is None  # still optional
+
+
+def test_whole_layer_answers_say_what_the_step_model_leaves_out():
+    from perfmodel import float8
+
+    rep = float8.report("qwen3-14b", tokens=4096, gpu="H200", seq_len=4096, batch=1)
+    assert rep.step is not None and "QK-norm" in rep.step_unpriced
+    assert any(line.startswith("  not in these times: Qwen3") for line in str(rep).splitlines())
+    assert rep.to_dict()["step_unpriced"] == rep.step_unpriced
+    llama = float8.report("llama3-8b", tokens=4096, gpu="H200", seq_len=4096, batch=1)
+    assert llama.step_unpriced == "" and "not in these times" not in str(llama)
