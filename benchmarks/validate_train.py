@@ -50,8 +50,8 @@ NETWORKS = {
     "H100 (96GB HBM2e, 500W)": "roce-400",
     "H100 (95GB HBM2e, lower-TDP SXM)": "roce-400",
 }
-#: Linears a run's source says it kept in bf16 (torchtitan names), by run id: perfmodel.train converts every
-#: eligible Linear of the layer (no per-Linear choice), so they are priced in float8 and the column says so
+#: Linears a run's source says it kept in bf16 (torchtitan names), by run id: the run is priced with the
+#: others converted (``train.estimate(convert=...)``), as it ran
 KEPT_BF16 = {
     # notes: "Float8 rowwise on 200 large linears, lm_head and the fused KV projection (5120x1024) left in
     # bf16": 200 = 40 layers x (wq, wo, w1, w3, w2)
@@ -85,19 +85,16 @@ def run_config(run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         run["model"], "llama3-8b" if "8B" in run["model"] and "Llama" in run["model"] else run["model"]
     )
     # other names ("Qwen3 14B") reach get_preset as published: case-insensitive, spaces read as "-"
-    if run["id"] in KEPT_BF16:
-        assumed.append(
-            f"{', '.join(KEPT_BF16[run['id']])} kept in bf16 by the run: priced in float8 (perfmodel.train "
-            "converts every eligible Linear)"
-        )
     if "reshard_after_forward=never" in f"{run.get('bf16_baseline') or ''} {run.get('notes') or ''}":
         assumed.append(
             "FSDP reshard_after_forward=never: priced as resharding after forward (layer weights all-gathered "
             "again in backward; perfmodel.train has no never-reshard mode)"
         )
-    unpriced = get_preset(model).layer_unpriced  # UnknownPresetError: the run is listed as left out
-    if unpriced:
-        assumed.append(f"not priced: {unpriced}")
+    preset = get_preset(model)  # UnknownPresetError: the run is listed as left out
+    if preset.layer_unpriced:
+        assumed.append(f"not priced: {preset.layer_unpriced}")
+    kept = KEPT_BF16.get(run["id"], ())
+    convert = [lin.name for lin in preset.layer.linears() if lin.name not in kept] if kept else None
     kw = dict(
         model=model,
         gpu=_gpu(run),
@@ -106,6 +103,7 @@ def run_config(run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         seq_len=run["seq_len"],
         batch_per_gpu=batch,
         recipe=recipe,
+        convert=convert,
         float8_all_gather=f8ag,
         async_tp=bool(run["async_tp"]),
         ac=ac,

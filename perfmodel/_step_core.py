@@ -204,6 +204,25 @@ def _provenance(prov: Provenance, params: LayerParams, spec: GPUSpec) -> Provena
     )
 
 
+def converted_linears(lay: LayerShape, convert: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Canonical names (layer order) of the Linears ``convert`` puts in float8: ``None`` — every eligible
+    one (K and N multiples of :data:`FP8_ALIGN`); names as :func:`layer_time` takes them.
+
+    Raises:
+        UnknownLinearError: a name that is not one of the layer's; IneligibleLinearError: a named Linear
+            float8 cannot run.
+    """
+    chosen = resolve_convert(lay, convert)
+    shapes = {lin.name: lin for lin in lay.linears()}
+    bad = sorted(n for n in chosen if shapes[n].in_features % FP8_ALIGN or shapes[n].out_features % FP8_ALIGN)
+    if bad and convert is not None:
+        raise IneligibleLinearError(
+            f"{lay.name}: {', '.join(f'{n} ({shapes[n].in_features}x{shapes[n].out_features})' for n in bad)} "
+            f"cannot run in float8: K and N must be multiples of {FP8_ALIGN}. Leave them out of convert="
+        )
+    return tuple(lin.name for lin in lay.linears() if lin.name in chosen and lin.name not in bad)
+
+
 def layer_time(
     layer: str | ModelPreset | LayerShape,
     *,
@@ -242,19 +261,7 @@ def layer_time(
     for d in rec.gemm_dtypes():
         if not spec.supports(d):
             raise UnsupportedFormatError(f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for")
-    if rec.name == "bf16":
-        converted: frozenset[str] = frozenset()
-    else:
-        converted = resolve_convert(lay, convert)
-        shapes = {lin.name: lin for lin in lay.linears()}
-        bad = sorted(n for n in converted if shapes[n].in_features % FP8_ALIGN or shapes[n].out_features % FP8_ALIGN)
-        if convert is None:
-            converted = converted - set(bad)
-        elif bad:
-            raise IneligibleLinearError(
-                f"{lay.name}: {', '.join(f'{n} ({shapes[n].in_features}x{shapes[n].out_features})' for n in bad)} "
-                f"cannot run in float8: K and N must be multiples of {FP8_ALIGN}. Leave them out of convert="
-            )
+    converted = frozenset() if rec.name == "bf16" else frozenset(converted_linears(lay, convert))
     tm, prov = resolve(spec, time_model)
     params = layer_params if layer_params is not None else shipped()
     calibrated = getattr(tm, "reference", None) is not None

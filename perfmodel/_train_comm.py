@@ -103,13 +103,13 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
     calls: list[CommCall] = []
     ag = rs = ar = 0
     if cfg.dp_shard > 1:
-        w = 1 if cfg.float8_all_gather else 2
+        f8 = cfg.fp8_gathered_params  # float8 all-gather: those weights travel in 1 byte, the rest in bf16
         ag_c = call(
             "layer weights",
             "all_gather",
             "fsdp",
             cfg.fsdp,
-            s.layer_linear_params / tp * w + 2 * s.layer.hidden * 2,
+            (f8 + (s.layer_linear_params - f8) * 2) / tp + 2 * s.layer.hidden * 2,
             2 * L - 1,
         )
         rs_c = call("layer gradients", "reduce_scatter", "fsdp", cfg.fsdp, s.layer_params / tp * 4, L)
@@ -141,16 +141,26 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
     tp_bwd: Any = 0
     if tp > 1:
         act = cfg.tokens_per_rank * s.layer.hidden
-        a8 = 1 if cfg.recipe.name == "tensorwise" else 2  # torchao's float8 TP plan gathers float8 inputs
+        # torchao's float8 TP plan gathers a colwise block's input in float8 when its Linears are converted
+        tw = cfg.recipe.name == "tensorwise"
+        a8 = [1 if tw and set(cols) <= set(cfg.converted) else 2 for cols in (("wq", "wk", "wv"), ("w1", "w3"))]
         redo = 1 if cfg.ac == "full" else 0
-        fwd_ag = call("activations (SP all-gather)", "all_gather", "tp", cfg.tp_group, act * a8, 2 * L * (1 + redo))
+        if a8[0] == a8[1]:
+            fwd_ags = [
+                call("activations (SP all-gather)", "all_gather", "tp", cfg.tp_group, act * a8[0], 2 * L * (1 + redo))
+            ]
+        else:
+            fwd_ags = [
+                call(f"activations (SP all-gather, {blk})", "all_gather", "tp", cfg.tp_group, act * b, L * (1 + redo))
+                for blk, b in (("attention", a8[0]), ("MLP", a8[1]))
+            ]
         fwd_rs = call(
             "activations (SP reduce-scatter)", "reduce_scatter", "tp", cfg.tp_group, act * 2, 2 * L * (1 + redo)
         )
         bwd_rs = call("activation grads (reduce-scatter)", "reduce_scatter", "tp", cfg.tp_group, act * 2, 2 * L)
         bwd_ag = call("activation grads (all-gather)", "all_gather", "tp", cfg.tp_group, act * 2, 2 * L)
-        calls += [fwd_ag, fwd_rs, bwd_rs, bwd_ag]
-        per_layer_fwd = 2 * (fwd_ag.time_s + fwd_rs.time_s)
+        calls += [*fwd_ags, fwd_rs, bwd_rs, bwd_ag]
+        per_layer_fwd = sum((c.time_s * (2 if len(fwd_ags) == 1 else 1) for c in fwd_ags), 0) + 2 * fwd_rs.time_s
         per_layer_bwd = 2 * (bwd_ag.time_s + bwd_rs.time_s) + redo * per_layer_fwd
         if s.vocab:  # loss parallel: the final norm's output is gathered for the output layer
             calls += [

@@ -164,6 +164,7 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
         seq_len=cfg.seq_len,
         batch=cfg.batch_per_gpu,
         recipe=cfg.recipe,
+        convert=cfg.converted if cfg.recipe.name != "bf16" else None,
         ac=cfg.ac,
         time_model=time_model,
     )
@@ -186,8 +187,8 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
     if cfg.async_tp:
         # each TP GEMM decomposed into tp chunks of tokens/tp rows (torch's micro-pipelined async TP)
         T, tp = cfg.tokens_per_rank, cfg.tp
-        rec = None if cfg.recipe.name == "bf16" else cfg.recipe
         for lin in lay.linears():
+            rec = cfg.recipe if lin.name in cfg.converted else None
             whole = float8.linear_time(T, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model).gemm_s
             chunk = float8.linear_time(T / tp, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model)
             extra = extra + (tp * chunk.gemm_s - whole) * f
@@ -227,7 +228,7 @@ def overhead_bytes(cfg: TrainConfig) -> float:
     full = P / cfg.tp
     shard = full / cfg.dp_shard
     fp8 = cfg.float8_all_gather
-    lin = cfg.sizes.layers * cfg.sizes.layer_linear_params / cfg.tp  # what float8 all-gather gathers in fp8
+    lin = cfg.sizes.layers * cfg.fp8_gathered_params / cfg.tp  # what float8 all-gather gathers in fp8
     copy_out = 4 * full if not fp8 else 4 * (full - lin) + 2 * lin
     copy_in = 6 * shard if not fp8 else 6 * shard - (lin / cfg.dp_shard)  # fp8 shard: 5 B instead of 6
     scales = 4 * lin / cfg.dp_shard if fp8 else 0
@@ -246,8 +247,8 @@ def memory_bytes(cfg: TrainConfig) -> dict[str, Any]:
     full = sp_h + h + (q + 2 * kv) + q + sp_h + h + 3 * ffn
     saved = {"none": full, "selective": sp_h + q + 0.5 * (q + 2 * kv + 2 * sp_h + 2 * ffn), "full": sp_h}[cfg.ac]
     act = 2 * T * saved * s.layers + 2 * T * full  # every layer's saved tensors + one layer being (re)computed
-    w_bytes = 1 if cfg.float8_all_gather else 2
-    gathered = 2 * (s.layer_params / tp) * w_bytes + (s.layer_params / tp) * (2 + 4)  # two layers + grad buffers
+    w_bytes = 2 * s.layer_params - cfg.fp8_gathered_params  # one gathered layer: float8 weights take 1 byte
+    gathered = 2 * w_bytes / tp + (s.layer_params / tp) * (2 + 4)  # two layers + grad buffers
     logits = T * (s.vocab // tp) * (2 + 4) if s.vocab else 0
     root = 2 * (s.embedding_params + s.output_params) / tp * 2
     return {

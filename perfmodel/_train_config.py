@@ -103,9 +103,20 @@ class TrainConfig:
     float8_all_gather: bool
     async_tp: bool
     ac: str
+    converted: tuple[str, ...]
     fsdp: Groups
     tp_group: Groups
     replicate: Groups
+
+    @property
+    def fp8_gathered_params(self) -> int:
+        """Weights of one (whole, unsharded) layer that FSDP2 all-gathers in float8: the converted Linears'
+        with ``float8_all_gather``, else 0."""
+        if not self.float8_all_gather:
+            return 0
+        return sum(
+            lin.in_features * lin.out_features for lin in self.sizes.layer.linears() if lin.name in self.converted
+        )
 
     @property
     def tokens_per_rank(self) -> Any:
@@ -136,9 +147,12 @@ def check_config(
     float8_all_gather: Any,
     async_tp: Any,
     ac: str,
+    convert: Any = None,
 ) -> TrainConfig:
-    """Validate a job and derive its process groups (every problem a named error saying what is valid)."""
-    from ._step_core import AC_MODES
+    """Validate a job and derive its process groups (every problem a named error saying what is valid).
+    ``convert``: the layer's Linears in float8 (names as :func:`perfmodel.step.layer_time` takes them);
+    ``None``: every eligible one."""
+    from ._step_core import AC_MODES, converted_linears
 
     n = _int("n_gpus", n_gpus, "a positive integer (GPUs in the job)")
     t = _int("tp", tp, "a positive integer (tensor-parallel degree)")
@@ -181,6 +195,9 @@ def check_config(
     for d in rec.gemm_dtypes():
         if not gpu.supports(d):
             raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
+    converted = () if rec.name == "bf16" else converted_linears(lay, convert)
+    if float8_all_gather and not converted:
+        raise PerfModelError("float8_all_gather=True needs at least one Linear in float8 (convert= names none)")
     dp = n // (t * r)
     per_node = gpu.interconnect.gpus_per_node if gpu.interconnect is not None else 1
     fsdp = Groups(size=dp, per_node=max(1, min(dp, per_node // t)))
@@ -205,6 +222,7 @@ def check_config(
         float8_all_gather=float8_all_gather,
         async_tp=async_tp,
         ac=ac,
+        converted=converted,
         fsdp=fsdp,
         tp_group=tpg,
         replicate=rep,

@@ -10,7 +10,8 @@ Subcommands::
                      [--recipes tensorwise,rowwise] [--min-speedup 1.0] [--calibration FIT.json] [--kernels] [--json]
     perfmodel break-even KxN [KxN ...] [--recipe tensorwise] [--gpu h100] [--calibration FIT.json] [--json]
     perfmodel train --model llama3-70b --gpu h100 --gpus 256 [--tp 8] [--seq-len 8192] [--batch 1]
-                    [--recipe rowwise] [--float8-all-gather] [--async-tp] [--ac selective] [--network NAME] [--json]
+                    [--recipe rowwise] [--convert auto|w13,w2] [--float8-all-gather] [--async-tp] [--ac selective]
+                    [--network NAME] [--json]
     perfmodel models [--json]
 
 plus subcommands other modules register (``roofline`` from :mod:`perfmodel.moe`, ``calibrate``
@@ -458,8 +459,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
         time_model=args.time_model,
     )
     recipe = args.recipe
+    convert = args.convert
+    if convert is not None and convert.strip().lower() != "auto":
+        convert = [c for c in convert.split(",") if c.strip()] or "none"
     est = train.estimate(
-        args.model, recipe=recipe, float8_all_gather=args.float8_all_gather, async_tp=args.async_tp, **kw
+        args.model,
+        recipe=recipe,
+        convert=convert,
+        float8_all_gather=args.float8_all_gather,
+        async_tp=args.async_tp,
+        **kw,
     )
     base = None
     if est.config.recipe.name != "bf16":
@@ -641,6 +650,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=_positive_int, default=8192, help="sequence length (default 8192)")
     p.add_argument("--batch", type=_positive_int, default=1, help="sequences per data-parallel rank (default 1)")
     p.add_argument("--recipe", default="bf16", help="bf16 or a float8 recipe (tensorwise, rowwise, ...)")
+    p.add_argument(
+        "--convert",
+        default=None,
+        help="the layers' Linears in float8: comma-separated groups or names (w13,w2 or wq,wo), or auto "
+        "(the step model's group choice); default every eligible Linear",
+    )
     p.add_argument("--float8-all-gather", action="store_true", help="FSDP2 all-gathers weights in float8")
     p.add_argument("--async-tp", action="store_true", help="async TP (overlaps TP collectives with GEMMs)")
     p.add_argument("--ac", default="selective", help="activation checkpointing: none | selective | full")

@@ -35,8 +35,10 @@ the GEMMs they overlap.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
+from ._backend import is_symbolic
 from ._step_core import _plain
 from ._train_comm import CommCall, CommPlan, comm_plan
 from ._train_compute import (
@@ -49,6 +51,7 @@ from ._train_compute import (
     shipped_train_params,
 )
 from ._train_config import ModelSizes, TrainConfig, check_config, model_sizes
+from .errors import PerfModelError
 from .hardware import GPULike, get_gpu
 from .presets import LayerShape, ModelPreset
 from .recipes import Recipe
@@ -129,6 +132,7 @@ class TrainEstimate:
             "seq_len": _plain(c.seq_len),
             "batch_per_gpu": _plain(c.batch_per_gpu),
             "recipe": c.recipe.name,
+            "converted": list(c.converted),
             "float8_all_gather": c.float8_all_gather,
             "async_tp": c.async_tp,
             "ac": c.ac,
@@ -158,9 +162,13 @@ class TrainEstimate:
             else f"{c.n_gpus} GPUs = {c.dp_shard} (FSDP) x {c.tp} (TP{', async' if c.async_tp else ''})"
         )
         fp8ag = ", float8 all-gather" if c.float8_all_gather else ""
+        every = tuple(lin.name for lin in c.sizes.layer.linears())
+        conv = (
+            f" on {', '.join(c.converted) or 'no Linear'}" if c.recipe.name != "bf16" and c.converted != every else ""
+        )
         lines = [
             f"{c.sizes.name} ({c.sizes.layers} layers) on {c.gpu.name}: {lay}; seq {_num(c.seq_len)} x batch "
-            f"{_num(c.batch_per_gpu)} per rank, {c.recipe.name}{fp8ag}, AC {c.ac}",
+            f"{_num(c.batch_per_gpu)} per rank, {c.recipe.name}{conv}{fp8ag}, AC {c.ac}",
             f"  step            {float(self.step_s) * 1e3:10.1f} ms   {float(self.tokens_per_s_per_gpu):,.0f} "
             f"tokens/s per GPU, MFU {float(self.mfu):.1%}",
         ]
@@ -221,6 +229,26 @@ def _provenance(cfg: TrainConfig, layer: LayerCompute, params: TrainParams, netw
     )
 
 
+def _best_of_groups(model: Any, sizes: ModelSizes, opts: dict[str, Any]) -> TrainEstimate:
+    """``convert="auto"``: the estimate of the fastest step over every subset of the layer's eligible groups
+    (each step priced whole: compute, casts, exposed communication); ties go to fewer groups."""
+    from ._step_core import _subsets, eligible_groups
+
+    seq, batch = opts["seq_len"], opts["batch_per_gpu"]
+    if is_symbolic(seq) or is_symbolic(batch) or any(getattr(v, "ndim", 0) for v in (seq, batch)):
+        raise PerfModelError('convert="auto" needs one number each for seq_len and batch_per_gpu (no arrays, symbols)')
+    best: TrainEstimate | None = None
+    for sub in _subsets(eligible_groups(sizes.layer)):
+        if not sub and opts["float8_all_gather"]:
+            continue  # float8 all-gather needs a converted Linear
+        est = estimate(model, convert=list(sub) or "none", **opts)
+        if best is None or float(est.step_s) < float(best.step_s) * (1 - 1e-9):
+            best = est
+    if best is None:
+        raise PerfModelError(f"{sizes.name}: no Linear of the layer can run in float8 (K and N multiples of 16)")
+    return best
+
+
 def estimate(
     model: str | ModelPreset | LayerShape,
     *,
@@ -230,6 +258,7 @@ def estimate(
     seq_len: Any,
     batch_per_gpu: Any,
     recipe: str | Recipe | None = "bf16",
+    convert: str | Iterable[str] | None = None,
     float8_all_gather: bool = False,
     async_tp: bool = False,
     ac: str = "selective",
@@ -251,8 +280,12 @@ def estimate(
         n_gpus: GPUs in the job (``dp_replicate · dp_shard · tp``).
         tp: tensor-parallel degree (sequence parallel, as torchtitan runs it); ``1``: FSDP only.
         seq_len, batch_per_gpu: sequence length and sequences per data-parallel rank (int or numpy array).
-        recipe: ``"bf16"`` or a float8 recipe (every eligible Linear of the layers converted; the output
-            layer stays bf16 as in torchtitan).
+        recipe: ``"bf16"`` or a float8 recipe (the output layer stays bf16 as in torchtitan).
+        convert: the decoder layers' Linears in ``recipe``: ``None`` — every eligible one (K and N multiples
+            of 16); group or Linear names as :func:`perfmodel.step.layer_time` takes them (``["w13", "w2"]``,
+            ``["wq", "wo"]``, Hugging Face names); ``"auto"`` — the subset of the layer's eligible groups
+            (qkv, o, w13, w2) whose whole step, communication included, is shortest (ties go to fewer
+            groups; needs numeric ``seq_len`` and ``batch_per_gpu``). Ignored for bf16.
         float8_all_gather: FSDP2 all-gathers the weights in float8 (torchao, tensorwise only).
         async_tp: torch's micro-pipelined async TP (needs ``tp > 1``).
         ac: activation checkpointing, ``"none"``, ``"selective"`` (torchtitan's op-level policy) or ``"full"``.
@@ -272,6 +305,13 @@ def estimate(
     """
     spec = get_gpu(gpu)
     sizes: ModelSizes = model_sizes(model, layers=layers, vocab=vocab)
+    if isinstance(convert, str) and convert.strip().lower() == "auto":
+        opts = dict(
+            gpu=spec, n_gpus=n_gpus, tp=tp, seq_len=seq_len, batch_per_gpu=batch_per_gpu, recipe=recipe,
+            float8_all_gather=float8_all_gather, async_tp=async_tp, ac=ac, network=network,
+            dp_replicate=dp_replicate, pp=pp, cp=cp, time_model=time_model, train_params=train_params,
+        )  # fmt: skip
+        return _best_of_groups(model, sizes, dict(opts, layers=layers, vocab=vocab))
     cfg = check_config(
         sizes,
         spec,
@@ -286,6 +326,7 @@ def estimate(
         float8_all_gather=float8_all_gather,
         async_tp=async_tp,
         ac=ac,
+        convert=convert,
     )
     params = train_params if train_params is not None else shipped_train_params()
     layer = layer_compute(cfg, time_model=time_model)

@@ -17,14 +17,16 @@ from perfmodel.calibrate_train import fit_train_params, predict_record
 from perfmodel.cli import main
 from perfmodel.errors import (
     CalibrationError,
+    IneligibleLinearError,
     InvalidParallelismError,
     InvalidShapeError,
     PerfModelError,
+    UnknownLinearError,
     UnknownPresetError,
     UnsupportedLayerError,
 )
 from perfmodel.network import collective_time_s
-from perfmodel.presets import get_preset
+from perfmodel.presets import LayerShape, get_preset
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ONE_GPU = ROOT / "benchmarks" / "data" / "h200_2026-12-01" / "h200_train_fsdp_1gpu_2026-12-01.json"
@@ -246,9 +248,11 @@ def test_validate_train_scores_the_qwen3_14b_run():
     assert run["model"] == "Qwen3 14B" and get_preset(kw["model"]).name == "qwen3-14b"
     assert (kw["gpu"], kw["n_gpus"], kw["tp"], kw["seq_len"], kw["batch_per_gpu"]) == ("B200", 8, 1, 4096, 4)
     assert (kw["recipe"], kw["ac"], kw["float8_all_gather"], kw["async_tp"]) == ("rowwise", "selective", False, False)
-    # what the run did that perfmodel.train cannot express is in the "assumed" column, not silently dropped
+    # the run kept wk, wv in bf16: priced so (convert=); what perfmodel.train cannot express is in the
+    # "assumed" column, not silently dropped
+    assert kw["convert"] == ["wq", "wo", "w1", "w3", "w2"]
     text = "; ".join(assumed)
-    assert "wk, wv kept in bf16" in text and "reshard_after_forward=never" in text and "QK-norm" in text
+    assert "reshard_after_forward=never" in text and "QK-norm" in text and "wk" not in text
     pub = mod.score_published()
     assert run_id not in [r["id"] for r in pub["runs"] if "left_out" in r]
     row = next(r for r in pub["runs"] if r["id"] == run_id)
@@ -269,3 +273,98 @@ def test_validation_section_is_reproducible():
     err = train.TRAIN_EXPECTED_ERROR
     assert err.speedup_pct == pytest.approx(sm["mdape"], abs=0.05)
     assert err.decisions_pct == pytest.approx(100 * sm["direction_right"] / sm["n_clear"], abs=0.05)
+
+
+# ---- convert=: which Linears are in float8 ------------------------------------------------------
+
+
+def _est(**kw):
+    base = dict(gpu="H100", n_gpus=8, seq_len=8192, batch_per_gpu=1, recipe="tensorwise")
+    return train.estimate("llama3-8b", **{**base, **kw})
+
+
+def test_convert_none_of_them_is_the_bf16_step_and_all_of_them_the_default():
+    bf16 = _est(recipe="bf16")
+    assert float(_est(convert="none").step_s) == pytest.approx(float(bf16.step_s), rel=1e-12)
+    every = _est(convert=["qkv", "o", "w13", "w2"])
+    assert every.config.converted == ("wq", "wk", "wv", "wo", "w1", "w3", "w2") == _est().config.converted
+    assert float(every.step_s) == pytest.approx(float(_est().step_s), rel=1e-12)
+    assert _est(convert=["feed_forward.w1", "w3"]).config.converted == ("w1", "w3")  # torchtitan names work
+
+
+def test_float8_all_gather_moves_only_the_converted_weights_in_float8():
+    layer = train.estimate("llama3-8b", gpu="H100", n_gpus=8, seq_len=8192, batch_per_gpu=1).config.sizes
+    lin = {x.name: x.in_features * x.out_features for x in layer.layer.linears()}
+    norms = 2 * layer.layer.hidden * 2  # two RMSNorm weights, bf16
+    for conv, f8 in ((None, sum(lin.values())), (["w13", "w2"], lin["w1"] + lin["w3"] + lin["w2"])):
+        est = _est(convert=conv, float8_all_gather=True)
+        ag = next(c for c in est.comm if c.name == "layer weights")
+        assert ag.nbytes == f8 * 1 + (sum(lin.values()) - f8) * 2 + norms  # 1 byte float8, 2 bytes bf16
+    with pytest.raises(PerfModelError, match="at least one Linear"):
+        _est(convert="none", float8_all_gather=True)
+
+
+def test_convert_auto_is_the_fastest_step_over_the_group_subsets():
+    kw = dict(gpu="H100", n_gpus=64, tp=8, seq_len=8192, batch_per_gpu=1, recipe="tensorwise")
+    auto = train.estimate("llama3-70b", convert="auto", **kw)
+    steps = {
+        sub: float(train.estimate("llama3-70b", convert=list(sub) or "none", **kw).step_s)
+        for sub in [(), ("qkv",), ("o",), ("w13",), ("w2",), ("w13", "w2"), ("qkv", "o", "w13", "w2")]
+    }
+    assert float(auto.step_s) <= min(steps.values()) * (1 + 1e-12)  # no subset priced faster
+    assert auto.config.converted  # float8 pays somewhere in this job
+    with pytest.raises(PerfModelError, match="one number each"):
+        _est(convert="auto", seq_len=np.array([4096, 8192]))
+
+
+def test_convert_names_are_checked():
+    with pytest.raises(UnknownLinearError, match="bogus"):
+        _est(convert=["bogus"])
+    tiny = LayerShape(name="tiny", hidden=1000, ffn=4096, heads=8, kv_heads=8, head_dim=128)  # wq: 1000 x 1024
+    with pytest.raises(IneligibleLinearError, match="multiples of 16"):
+        train.estimate(
+            tiny, layers=2, gpu="H100", n_gpus=1, seq_len=1024, batch_per_gpu=1, recipe="tensorwise", convert=["wq"]
+        )
+
+
+def test_cli_train_convert(capsys):
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--gpus",
+                "8",
+                "--recipe",
+                "tensorwise",
+                "--convert",
+                "w13,w2",
+            ]
+        )
+        == 0
+    )
+    assert "tensorwise on w1, w3, w2" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "llama3-8b",
+                "--gpu",
+                "h100",
+                "--gpus",
+                "8",
+                "--recipe",
+                "tensorwise",
+                "--convert",
+                "auto",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["estimate"]["converted"] and "speedup" in out
