@@ -447,6 +447,7 @@ def score_layout_sweep() -> dict[str, Any]:
     if pairs:
         a, b = np.array(pairs).T
         out["repeat"] = ape_stats(a, b)
+    out["fallback"] = score_fallback(kern)
     out["sessions"] = score_session_repeat(kern, event)
     out["choice_model"] = score_kernel_choice(kern)
     for r in kern:
@@ -457,6 +458,26 @@ def score_layout_sweep() -> dict[str, Any]:
         old_kernel = (r.get("main_kernel_sm") or 90) < 90
         n, k = out["choice"].get(key, (0, 0))
         out["choice"][key] = (n + 1, k + int(old_kernel))
+    return out
+
+
+def score_fallback(kern: list[dict[str, Any]]) -> dict[str, Any]:
+    """The sweep's bf16 GEMMs with misaligned leading dimensions, priced by the shipped model (its
+    ``bf16@fallback`` group) and by the same model without that group (the main group's per-alignment
+    factors): MdAPE / p90 of kernel time."""
+    from perfmodel.calibrated_model import layout_lead_dims, misaligned
+
+    spec = pm.get_gpu("H200")
+    model = pm.time_model(spec).load()  # the shipped calibration (a CalibratedModel)
+    without = dataclasses.replace(model, gemm={k: v for k, v in model.gemm.items() if not k.endswith("@fallback")})
+    rows = [
+        r for r in kern if r["dtype"] == "bf16" and misaligned(*layout_lead_dims(r["layout"], r["M"], r["K"], r["N"]))
+    ]
+    meas = np.array([r["time_s"] for r in rows])
+    out = {}
+    for name, m in (("fallback", model), ("factors", without)):
+        pred = [float(pm.gemm_time_s(r["M"], r["K"], r["N"], "bf16", spec, layout=r["layout"], model=m)) for r in rows]
+        out[name] = ape_stats(np.array(pred), meas)
     return out
 
 
@@ -566,6 +587,14 @@ def markdown_layouts(lay: dict[str, Any]) -> str:
             f"**Run to run**: {rp['n']} GEMMs timed on both days (same shape, format, layout; CUDA events) differ by "
             f"{rp['mdape']:.1f} % (median), {rp['p90']:.1f} % (p90) — the floor no model can beat."
         )
+    fb = lay.get("fallback")
+    if fb:
+        out += [
+            "",
+            f"**Misaligned bf16 GEMMs** ({fb['fallback']['n']}; cuBLAS's pre-Hopper fallback kernels), kernel time, "
+            f"MdAPE / p90 (%): {_pair(fb['fallback'])} with the `bf16@fallback` group, {_pair(fb['factors'])} "
+            "with the main group slowed down per alignment instead.",
+        ]
     ses = lay.get("sessions") or {}
     if ses.get("rows"):
         same, n = ses["same_kernel"]

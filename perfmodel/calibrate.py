@@ -29,6 +29,7 @@ import numpy as np
 
 from ._counting import _gemm_bytes, resolve_scaling
 from .calibrated_model import (
+    FALLBACK,
     SCHEMA,
     CalibratedModel,
     CastParams,
@@ -37,7 +38,10 @@ from .calibrated_model import (
     ReferenceGPU,
     _key,
     alignment,
+    fallback_key,
+    layout_lead_dims,
     load_calibration,
+    misaligned,
 )
 from .errors import CalibrationError, PerfModelError
 from .formats import get_format
@@ -62,6 +66,8 @@ __all__ = [
 
 #: Output tiles tried for each (format, scaling); the best fit on the training split wins.
 TILE_CANDIDATES: tuple[tuple[int, int], ...] = ((128, 128), (128, 256), (256, 128), (64, 256))
+#: fewest misaligned 16-bit GEMMs for a fallback group of their own (Calibrator.fallback)
+MIN_FALLBACK = 40
 
 
 # -------------------------------------------------------------------------------------------------
@@ -264,10 +270,22 @@ def _params(x: np.ndarray, tile: tuple[int, int]) -> GemmParams:
 
 
 def _fit_group(
-    M, K, N, nbytes, t, sms: int, tiles: Sequence[tuple[int, int]], rate0: float, *, lead: tuple[Any, Any] | None = None
+    M,
+    K,
+    N,
+    nbytes,
+    t,
+    sms: int,
+    tiles: Sequence[tuple[int, int]],
+    rate0: float,
+    *,
+    lead: tuple[Any, Any] | None = None,
+    pin_align4: bool = False,
 ) -> GemmParams:
     """Best :class:`GemmParams` for one (format, scaling, layout): robust least squares on log time. ``lead``:
-    the leading dimensions whose alignment picks the kernel (default ``(K, N)``)."""
+    the leading dimensions whose alignment picks the kernel (default ``(K, N)``). ``pin_align4``: the
+    factor of 4-aligned GEMMs is 1 (a fallback group holds misaligned GEMMs only, so its rate is the
+    4-aligned kernels' and the 1- and 2-aligned ones are slowed down from it)."""
     from scipy.optimize import least_squares  # the calibrate extra; prediction never needs it
 
     lead = lead if lead is not None else (K, N)
@@ -281,12 +299,11 @@ def _fit_group(
             return np.log(_params(x, tile).time_s(M, K, N, nbytes, sms, lead) / t)
 
         lo, hi = _LO.copy(), _HI.copy()
-        if aligned_all:  # nothing to fit the misalignment factors on: pin them at 1
-            x0[7:], lo[7:], hi[7:] = 1.0, 1.0, 1.0 + 1e-9
+        pinned = slice(7, 10) if aligned_all else slice(9, 10) if pin_align4 else slice(0, 0)
+        x0[pinned], lo[pinned], hi[pinned] = 1.0, 1.0, 1.0 + 1e-9  # nothing to fit them on: 1
         res = least_squares(residual, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05)
         x = res.x.copy()
-        if aligned_all:
-            x[7:] = 1.0
+        x[pinned] = 1.0
         if best is None or res.cost < best[0]:
             best = (float(res.cost), _params(x, tile))
     assert best is not None  # tiles is never empty (checked by the caller)
@@ -305,6 +322,11 @@ class Calibrator:
         split_layouts: fit bf16 GEMMs of each operand layout (``rr``, ``rc``, ``cr``) apart. Off by default:
             on the H200 data a per-layout fit did not improve the Linear predictions (docs/validation.md,
             "Operand layouts"); the misalignment rule follows each record's layout either way.
+        fallback: also fit the 16-bit GEMMs whose leading dimensions are not multiples of 8 as a group of
+            their own (``bf16@fallback``: cuBLAS runs pre-Hopper CUTLASS kernels for them), used for every
+            misaligned GEMM of that format; skipped when fewer than :data:`MIN_FALLBACK` such GEMMs are in
+            the data (then the main group's ``misaligned_factors`` price them). The main group is fitted on
+            all its GEMMs either way.
 
     Fitted attributes: ``model_`` (:class:`CalibratedModel`), ``gpu_`` (the GPU spec that predicts
     with it), ``residuals_`` (APE statistics per group on the train and held-out split).
@@ -315,6 +337,7 @@ class Calibrator:
     tiles: Sequence[tuple[int, int]] = TILE_CANDIDATES
     min_time_s: float = 0.0
     split_layouts: bool = False
+    fallback: bool = True
 
     def fit(self, dataset: Any) -> Calibrator:
         """Fit on ``dataset`` (a path, several paths or a loaded ``{meta, records}`` dict)."""
@@ -337,6 +360,22 @@ class Calibrator:
                 specs[key] = (fmt, scaling, layout if self.split_layouts else "rc")
         if not groups:
             raise CalibrationError("the dataset has no 'gemm' records to fit")
+        if self.fallback:
+            for key in sorted(groups):
+                fmt, _, _ = specs[key]
+                if fmt.bits < 16:
+                    continue
+                mis = [
+                    r
+                    for r in groups[key]
+                    if misaligned(*layout_lead_dims(r.get("layout") or "rc", r["M"], r["K"], r["N"]))
+                ]
+                fb = fallback_key(fmt.name)
+                groups.setdefault(fb, []).extend(mis)
+                specs[fb] = (fmt, None, "rc")
+            for fb in [k for k in groups if k.endswith("@" + FALLBACK)]:
+                if len(groups[fb]) < MIN_FALLBACK:
+                    del groups[fb], specs[fb]
         gemm: dict[str, GemmParams] = {}
         residuals: dict[str, Any] = {}
         longest = 0.0
@@ -370,6 +409,7 @@ class Calibrator:
                 self.tiles,
                 spec.achievable_flops_per_s(fmt),
                 lead=(lead[0][train], lead[1][train]),
+                pin_align4=key.endswith("@" + FALLBACK),
             )
             gemm[key] = params
             pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms, lead), float)

@@ -18,9 +18,13 @@ GEMM ``[M, K] @ [K, N]`` in one (format, scaling)::
     time     = latency + max(compute, gemm_bytes / mem_bw)
 
 ``q = 0`` is perfect load balancing (split-K / stream-K), ``q = 1`` whole waves.
-``f_align`` is 1 when K and N are multiples of 8 elements (16-byte rows for bf16), else the
-fitted slowdown for the largest power of two (1, 2 or 4) dividing both; on sympy symbols it is a
-``Piecewise`` over ``Mod(K, 2|4|8)``, so symbolic and numeric answers agree. Memory-bound kernels
+``f_align`` is 1 when the layout's leading dimensions (K and N; M and N for ``cr``) are multiples of
+8 elements (16-byte rows for bf16), else the fitted slowdown for the largest power of two (1, 2 or 4)
+dividing both; on sympy symbols it is a ``Piecewise`` over ``Mod(·, 2|4|8)``, so symbolic and numeric
+answers agree. Misaligned 16-bit GEMMs run cuBLAS's pre-Hopper fallback kernels: where the calibration
+has a fallback group (``bf16@fallback``, :data:`FALLBACK`) they are priced by that group's own
+parameters (its ``f_align`` then relative to 4-aligned dimensions) and the main group prices aligned
+GEMMs only; without one, the main group's ``f_align`` prices them. Memory-bound kernels
 cost ``latency + bytes / bw``, per recipe and per tensor kind for float8 casts (activations and
 weights run different kernels); a launch-only kernel costs ``launch_s``.
 
@@ -61,6 +65,7 @@ from .hardware import GPUSpec, get_gpu
 __all__ = [
     "ASSUMPTIONS",
     "CAST_LIKE",
+    "FALLBACK",
     "LAYOUTS",
     "SCHEMA",
     "CalibratedModel",
@@ -69,8 +74,10 @@ __all__ = [
     "KernelParams",
     "ReferenceGPU",
     "alignment",
+    "fallback_key",
     "layout_lead_dims",
     "load_calibration",
+    "misaligned",
 ]
 
 SCHEMA = "perfmodel.calibration/3"
@@ -346,6 +353,39 @@ def _fmt_of(key: str) -> str:
     return key.split("@")[0].split("/")[0]
 
 
+#: Group-key suffix of the kernels cuBLAS falls back to when a 16-bit GEMM's leading dimensions are not
+#: multiples of 8 (:data:`ALIGN`): pre-Hopper CUTLASS kernels (sm75 ``align1``, sm80 ``align2``/``align4``),
+#: a different kernel class with its own rate, tile and latency (``bf16@fallback``).
+FALLBACK = "fallback"
+
+
+def fallback_key(fmt_name: str) -> str:
+    """The fallback group of a 16-bit format: ``bf16@fallback``."""
+    return f"{fmt_name}@{FALLBACK}"
+
+
+def misaligned(a: Any, b: Any) -> Any:
+    """Whether leading dimensions ``a``, ``b`` send cuBLAS to its fallback kernels (either not a multiple
+    of :data:`ALIGN`): a bool, a bool array, or a sympy condition."""
+    if namespace(a, b).name == "sympy":
+        import sympy
+
+        return sympy.Or(sympy.Ne(sympy.Mod(a, ALIGN), 0), sympy.Ne(sympy.Mod(b, ALIGN), 0))
+    out = np.minimum(alignment(a), alignment(b)) < ALIGN
+    return out if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(out)
+
+
+def _select(cond: Any, if_true: Any, if_false: Any) -> Any:
+    """``if_true`` where ``cond`` holds, else ``if_false``: numbers, arrays, or a sympy ``Piecewise``."""
+    if namespace(if_true, if_false).name == "sympy" or type(cond).__module__.startswith("sympy"):
+        import sympy
+
+        return sympy.Piecewise((if_true, cond), (if_false, True))
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, if_true, if_false)
+    return if_true if cond else if_false
+
+
 #: Recipes without a cast fit borrow the fit of the measured recipe whose kernels do the same work:
 #: per-group amax and cast along rows and along columns (with a transposed copy), bf16 in, fp8 out.
 CAST_LIKE: dict[str, str] = {"mxfp8": "rowwise", "blockwise": "rowwise"}
@@ -454,7 +494,25 @@ class CalibratedModel:
             return ROOFLINE.gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu)
         p = p.rescaled(**self.transfer_factors(gpu, fmt, scaling, layout))
         dims = lead_dims if lead_dims is not None else layout_lead_dims(layout, M, K, N)
-        return p.time_s(M, K, N, _gemm_bytes(M, K, N, fmt, out_fmt, scaling), gpu.num_sms, dims)
+        nbytes = _gemm_bytes(M, K, N, fmt, out_fmt, scaling)
+        fb = self.fallback_params(fmt)
+        if fb is None:
+            return p.time_s(M, K, N, nbytes, gpu.num_sms, dims)
+        # misaligned leading dimensions: cuBLAS's fallback kernels, priced by their own fit
+        fb = fb.rescaled(**self.transfer_factors(gpu, fmt, scaling))
+        aligned = dataclasses.replace(p, misaligned_factors=(1.0, 1.0, 1.0))
+        return _select(
+            misaligned(*dims),
+            fb.time_s(M, K, N, nbytes, gpu.num_sms, dims),
+            aligned.time_s(M, K, N, nbytes, gpu.num_sms, dims),
+        )
+
+    def fallback_params(self, fmt: Format) -> GemmParams | None:
+        """The fitted fallback-kernel parameters of a 16-bit format (fp16 borrows bf16's), or ``None``: then
+        misaligned GEMMs are priced by the main group times its ``misaligned_factors``."""
+        if fmt.bits < 16:
+            return None
+        return self.gemm.get(fallback_key(_BORROW.get(fmt.name, fmt.name)))
 
     def event_overhead_s(self) -> float:
         """What timing one call with CUDA events (``do_bench``) adds to its kernel time, seconds (measured)."""

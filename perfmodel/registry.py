@@ -54,7 +54,7 @@ _NAMED = {"roofline": ROOFLINE, "original": ORIGINAL}
 #: against the report that benchmarks/validate.py recomputes from the committed data).
 EXPECTED_ERRORS: dict[str, ExpectedError] = {
     "measured": ExpectedError(
-        gemm_time_pct=5.6,
+        gemm_time_pct=5.5,
         speedup_pct=4.9,
         decisions_pct=100.0,
         basis="H200, held-out shapes, worst format and recipe, static compiles",

@@ -210,3 +210,94 @@ def test_cli_gemm_layout_and_timing(capsys):
     assert "invalid choice: 'cc'" in capsys.readouterr().err
     assert main(["gemm", "64", "64", "64", "--dtype", "fp8", "--gpu", "h200", "--layout", "rr"]) == 2
     assert "layout 'rc' only" in capsys.readouterr().err
+
+
+# ---- cuBLAS's fallback kernels for misaligned 16-bit GEMMs ----------------------------------------
+
+
+def _fallback_truth():
+    main = cal.GemmParams(
+        tile_m=128, tile_n=256, wave_quantization=1.0, rate_flops_per_s=800e12, k_overhead=96.0, latency_s=4e-6,
+        mem_bw_bytes_per_s=4.2e12,
+    )  # fmt: skip
+    fallback = cal.GemmParams(
+        tile_m=128, tile_n=128, wave_quantization=0.0, rate_flops_per_s=300e12, k_overhead=150.0, latency_s=10e-6,
+        mem_bw_bytes_per_s=2.0e12, misaligned_factors=(2.5, 1.3, 1.0),
+    )  # fmt: skip
+    kernels = cal.KernelParams(latency_s=2e-6, bw_bytes_per_s=4e12, launch_s=1e-6, event_overhead_s=2e-6)
+    return cal.CalibratedModel(gpu="H200", gemm={"bf16": main, "bf16@fallback": fallback}, kernels=kernels, source="t")
+
+
+def test_misaligned_16bit_gemms_are_priced_by_the_fallback_group_by_hand():
+    m = _fallback_truth()
+    fb = m.gemm["bf16@fallback"]
+    # 1000 x 4097 x 2000 rc: K is 1-aligned -> fallback, rate 300 TF / 2.5; tiles 8 x 16 = 128 on 132 SMs (q = 0)
+    M, K, N = 1000, 4097, 2000
+    compute = (128 / 132) * 2 * 128 * 128 * 132 * (K + 150.0) / (300e12 / 2.5)
+    memory = 2 * (M * K + K * N + M * N) / 2.0e12
+    want = 10e-6 + max(compute, memory)
+    got = m.gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got == pytest.approx(fb.time_s(M, K, N, 2 * (M * K + K * N + M * N), 132, (K, N)), rel=1e-12)
+    # aligned: the main group, without its misalignment factors
+    aligned = m.gemm_time_s(1000, 4096, 2000, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    assert aligned == pytest.approx(
+        m.gemm["bf16"].time_s(1000, 4096, 2000, 2 * (1000 * 4096 + 4096 * 2000 + 2000000), 132)
+    )
+    # cr: M is the leading dimension; fp16 borrows bf16's fallback; arrays pick element by element
+    assert m.gemm_time_s(1001, 4096, 2000, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200, layout="cr") > 2 * aligned
+    fp16 = pm.get_format("fp16")
+    assert m.gemm_time_s(M, K, N, fmt=fp16, scaling=None, out_fmt=fp16, gpu=H200) == pytest.approx(got, rel=1e-12)
+    arr = m.gemm_time_s(np.array([1000, 1000]), np.array([4096, 4097]), np.array([2000, 2000]), fmt=BF16,
+                        scaling=None, out_fmt=BF16, gpu=H200)  # fmt: skip
+    assert arr == pytest.approx([aligned, got], rel=1e-12)
+
+
+def test_the_fallback_is_closed_form_for_sympy():
+    import sympy
+
+    m = _fallback_truth()
+    Ms, Ks, Ns = sympy.symbols("M K N", positive=True, integer=True)
+    expr = m.gemm_time_s(Ms, Ks, Ns, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    assert isinstance(expr, sympy.Expr) and expr.has(sympy.Piecewise)
+    for shape in ((1000, 4097, 2000), (1000, 4096, 2000), (1000, 4098, 2000), (1000, 4100, 2002)):
+        num = m.gemm_time_s(*shape, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+        assert float(expr.subs(dict(zip((Ms, Ks, Ns), shape, strict=True)))) == pytest.approx(num, rel=1e-9)
+
+
+def test_calibrator_fits_the_fallback_group_from_misaligned_gemms():
+    truth = _fallback_truth()
+    rng = np.random.default_rng(3)
+    recs = []
+    for i in range(300):
+        M, N = (int(x) for x in (np.exp(rng.uniform(np.log(256), np.log(16384), 2)).astype(int) // 64 + 1) * 64)
+        K = int(np.exp(rng.uniform(np.log(512), np.log(16384))))
+        K = K if i % 3 else (K // 8 + 1) * 8  # a third aligned, the rest as they fall (mostly misaligned)
+        t = truth.gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+        recs.append(dict(op="gemm", M=M, K=K, N=N, dtype="bf16", layout="rr", timing="kernel", time_s=float(t)))
+    recs += [dict(op="copy", bytes=b, time_s=2e-6 + b / 4e12) for b in (1e6, 1e8, 1e9, 4e9)]
+    data = {"meta": {"date": "t", "gpu_name": "H200"}, "records": recs}
+    fit = cal.Calibrator(gpu="H200", heldout_fraction=0.0).fit(data).model_
+    fb = fit.gemm["bf16@fallback"]
+    assert fb.misaligned_factors[2] == 1.0  # 4-aligned is the fallback's own rate
+    assert fb.misaligned_factors[0] == pytest.approx(2.5, rel=0.1)
+    for shape in ((4096, 4097, 4096), (2048, 3001, 8192), (8192, 1234, 1024)):
+        want = truth.gemm_time_s(*shape, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+        assert fit.gemm_time_s(*shape, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200) == pytest.approx(want, rel=0.1)
+    # off, or too few misaligned GEMMs: no fallback group (the main group's factors price them)
+    assert "bf16@fallback" not in cal.Calibrator(gpu="H200", heldout_fraction=0.0, fallback=False).fit(data).model_.gemm
+    few = {**data, "records": [r for r in recs if r["op"] != "gemm" or r["K"] % 8 == 0 or r["M"] < 600][:200]}
+    assert sum(1 for r in few["records"] if r["op"] == "gemm" and r["K"] % 8) < cal.MIN_FALLBACK
+    assert "bf16@fallback" not in cal.Calibrator(gpu="H200", heldout_fraction=0.0).fit(few).model_.gemm
+    # the group survives a JSON round trip
+    back = cal.CalibratedModel.from_dict(json.loads(json.dumps(fit.to_dict())))
+    assert set(back.gemm) == set(fit.gemm)
+    assert back.gemm["bf16@fallback"].rate_flops_per_s == pytest.approx(fb.rate_flops_per_s, rel=1e-12)
+    assert back.gemm["bf16@fallback"].misaligned_factors == pytest.approx(fb.misaligned_factors, rel=1e-12)
+
+
+def test_the_shipped_h200_calibration_has_a_fallback_group():
+    shipped = pm.time_model("H200").load()
+    fb = shipped.fallback_params(BF16)
+    assert fb is not None and fb.misaligned_factors[2] == 1.0 and fb.misaligned_factors[0] > 1.5
+    assert shipped.fallback_params(pm.get_format("fp8_e4m3")) is None

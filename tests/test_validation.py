@@ -151,6 +151,9 @@ def test_layout_section_is_reproducible(validate):
     assert same == n == 4725
     floor, model = lay["sessions"]["rows"]["all"]["kernel"]["floor"], lay["sessions"]["rows"]["all"]["kernel"]["model"]
     assert floor["mdape"] < 4 and floor["p90"] < 12 and model["p90"] > 12
+    fb = lay["fallback"]  # the fallback kernel class prices misaligned GEMMs better than per-alignment factors
+    assert fb["fallback"]["n"] == 840 and fb["fallback"]["p90"] < fb["factors"]["p90"] - 20
+    assert fb["fallback"]["mdape"] < fb["factors"]["mdape"]
     cm = lay["choice_model"]
     assert cm["nearest_right"] / cm["test"] < 0.5
     assert abs(cm["oracle_corrected"]["mdape"] - cm["model"]["mdape"]) < 1.0
