@@ -280,12 +280,17 @@ def _fit_group(
     rate0: float,
     *,
     lead: tuple[Any, Any] | None = None,
-    pin_align4: bool = False,
+    fallback_group: bool = False,
+    max_bw: float | None = None,
 ) -> GemmParams:
     """Best :class:`GemmParams` for one (format, scaling, layout): robust least squares on log time. ``lead``:
-    the leading dimensions whose alignment picks the kernel (default ``(K, N)``). ``pin_align4``: the
-    factor of 4-aligned GEMMs is 1 (a fallback group holds misaligned GEMMs only, so its rate is the
-    4-aligned kernels' and the 1- and 2-aligned ones are slowed down from it)."""
+    the leading dimensions whose alignment picks the kernel (default ``(K, N)``). ``fallback_group``: a
+    fallback group, which holds misaligned GEMMs only: its rate is the 2- and 4-aligned kernels' (sm80
+    CUTLASS, one class: on the H200 data 19 GEMMs cannot tell them apart), 1-aligned ones (sm75) are
+    slowed down from it, and no throttling (too few long fallback GEMMs to identify it: a free throttle
+    time would drift between BLAS builds).
+    ``max_bw``: upper bound of the memory bandwidth, B/s (a calibration file refuses more than 1.2x
+    the GPU's)."""
     from scipy.optimize import least_squares  # the calibrate extra; prediction never needs it
 
     lead = lead if lead is not None else (K, N)
@@ -299,11 +304,20 @@ def _fit_group(
             return np.log(_params(x, tile).time_s(M, K, N, nbytes, sms, lead) / t)
 
         lo, hi = _LO.copy(), _HI.copy()
-        pinned = slice(7, 10) if aligned_all else slice(9, 10) if pin_align4 else slice(0, 0)
+        if fallback_group:  # no throttling: gain 0 (its time scale then has no meaning: 1 ms)
+            x0[4:6], lo[4:6], hi[4:6] = (0.0, 1.0), (0.0, 1.0), (1e-12, 1.0 + 1e-9)
+        if max_bw is not None and fallback_group:
+            hi[3] = min(hi[3], max_bw / 1e12)
+            x0[3] = min(x0[3], hi[3] / 2)
+        pinned = slice(7, 10) if aligned_all else slice(8, 10) if fallback_group else slice(0, 0)
         x0[pinned], lo[pinned], hi[pinned] = 1.0, 1.0, 1.0 + 1e-9  # nothing to fit them on: 1
-        res = least_squares(residual, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05)
+        # a small group's flat directions: converge tightly, or the answer drifts with the BLAS build
+        tol = {"xtol": 1e-13, "ftol": 1e-13, "gtol": 1e-13, "max_nfev": 2000} if fallback_group else {}
+        res = least_squares(residual, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05, **tol)
         x = res.x.copy()
         x[pinned] = 1.0
+        if fallback_group:
+            x[4:6] = 0.0, 1.0
         if best is None or res.cost < best[0]:
             best = (float(res.cost), _params(x, tile))
     assert best is not None  # tiles is never empty (checked by the caller)
@@ -409,7 +423,8 @@ class Calibrator:
                 self.tiles,
                 spec.achievable_flops_per_s(fmt),
                 lead=(lead[0][train], lead[1][train]),
-                pin_align4=key.endswith("@" + FALLBACK),
+                fallback_group=key.endswith("@" + FALLBACK),
+                max_bw=1.2 * spec.mem_bw_bytes_per_s,
             )
             gemm[key] = params
             pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms, lead), float)

@@ -154,6 +154,11 @@ def test_layout_section_is_reproducible(validate):
     fb = lay["fallback"]  # the fallback kernel class prices misaligned GEMMs better than per-alignment factors
     assert fb["fallback"]["n"] == 840 and fb["fallback"]["p90"] < fb["factors"]["p90"] - 20
     assert fb["fallback"]["mdape"] < fb["factors"]["mdape"]
+    fresh = lay["fresh"]  # fresh shapes: every format and layout scored, and the target still missed
+    assert {g for g in fresh if g != "bf16, misaligned"} == {*lay["sessions"]["rows"]} and fresh["all"]["kernel"][
+        "n"
+    ] == 4725
+    assert fresh["all"]["kernel"]["p90"] > 12
     cm = lay["choice_model"]
     assert cm["nearest_right"] / cm["test"] < 0.5
     assert abs(cm["oracle_corrected"]["mdape"] - cm["model"]["mdape"]) < 1.0
