@@ -23,7 +23,7 @@ GEMM ``[M, K] @ [K, N]`` in one (format, scaling)::
 dividing both; on sympy symbols it is a ``Piecewise`` over ``Mod(·, 2|4|8)``, so symbolic and numeric
 answers agree. Misaligned 16-bit GEMMs run cuBLAS's pre-Hopper fallback kernels: where the calibration
 has a fallback group (``bf16@fallback``, :data:`FALLBACK`) they are priced by that group's own
-parameters (its ``f_align`` then relative to 4-aligned dimensions) and the main group prices aligned
+parameters (its ``f_align`` then relative to 2- and 4-aligned dimensions) and the main group prices aligned
 GEMMs only; without one, the main group's ``f_align`` prices them. Memory-bound kernels
 cost ``latency + bytes / bw``, per recipe and per tensor kind for float8 casts (activations and
 weights run different kernels); a launch-only kernel costs ``launch_s``.
