@@ -120,6 +120,8 @@ def test_repeat_session_shows_host_jitter_only_on_the_smallest_steps(report):
     assert small["n"] == 34 and small["event_mdape"] > 10 and small["kernel_mdape"] < 2
     for case in ("d2048-b4s4096", "d4096-b1s4096"):
         assert cases[case]["event_mdape"] < 3 and cases[case]["kernel_mdape"] < 3, case
+    assert cases["d2048-b4s4096"]["n"] == 34  # the second quiet call completed the subsets
+    assert len(report["repeat"]["choices"]) == 9
     # the event-timed savings of the small layer differ between the sessions by > 10 points for tensorwise
     first, again = small["savings"]["tensorwise"]["event"]
     assert abs(first - again) > 10
