@@ -307,10 +307,22 @@ def estimate(
     sizes: ModelSizes = model_sizes(model, layers=layers, vocab=vocab)
     if isinstance(convert, str) and convert.strip().lower() == "auto":
         opts = dict(
-            gpu=spec, n_gpus=n_gpus, tp=tp, seq_len=seq_len, batch_per_gpu=batch_per_gpu, recipe=recipe,
-            float8_all_gather=float8_all_gather, async_tp=async_tp, ac=ac, network=network,
-            dp_replicate=dp_replicate, pp=pp, cp=cp, time_model=time_model, train_params=train_params,
-        )  # fmt: skip
+            gpu=spec,
+            n_gpus=n_gpus,
+            tp=tp,
+            seq_len=seq_len,
+            batch_per_gpu=batch_per_gpu,
+            recipe=recipe,
+            float8_all_gather=float8_all_gather,
+            async_tp=async_tp,
+            ac=ac,
+            network=network,
+            dp_replicate=dp_replicate,
+            pp=pp,
+            cp=cp,
+            time_model=time_model,
+            train_params=train_params,
+        )
         return _best_of_groups(model, sizes, dict(opts, layers=layers, vocab=vocab))
     cfg = check_config(
         sizes,
