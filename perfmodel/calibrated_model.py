@@ -508,11 +508,12 @@ class CalibratedModel:
         )
 
     def fallback_params(self, fmt: Format) -> GemmParams | None:
-        """The fitted fallback-kernel parameters of a 16-bit format (fp16 borrows bf16's), or ``None``: then
+        """The fitted fallback-kernel parameters of a 16-bit format (its own, else bf16's for fp16), or ``None``: then
         misaligned GEMMs are priced by the main group times its ``misaligned_factors``."""
         if fmt.bits < 16:
             return None
-        return self.gemm.get(fallback_key(_BORROW.get(fmt.name, fmt.name)))
+        own = self.gemm.get(fallback_key(fmt.name))
+        return own if own is not None else self.gemm.get(fallback_key(_BORROW.get(fmt.name, fmt.name)))
 
     def event_overhead_s(self) -> float:
         """What timing one call with CUDA events (``do_bench``) adds to its kernel time, seconds (measured)."""

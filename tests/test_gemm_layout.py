@@ -1,6 +1,7 @@
 """GEMM operand layouts and timing semantics: gemm_time_s(layout=, timing=), the Linear's three layouts,
 the per-layout alignment rule, the fit per layout, and the CLI flags."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -248,6 +249,9 @@ def test_misaligned_16bit_gemms_are_priced_by_the_fallback_group_by_hand():
     assert m.gemm_time_s(1001, 4096, 2000, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200, layout="cr") > 2 * aligned
     fp16 = pm.get_format("fp16")
     assert m.gemm_time_s(M, K, N, fmt=fp16, scaling=None, out_fmt=fp16, gpu=H200) == pytest.approx(got, rel=1e-12)
+    slower = dataclasses.replace(fb, latency_s=1e-3)  # an fp16 fallback fit of its own is preferred
+    own = dataclasses.replace(m, gemm={**m.gemm, "fp16@fallback": slower})
+    assert own.gemm_time_s(M, K, N, fmt=fp16, scaling=None, out_fmt=fp16, gpu=H200) > got + 0.9e-3
     arr = m.gemm_time_s(np.array([1000, 1000]), np.array([4096, 4097]), np.array([2000, 2000]), fmt=BF16,
                         scaling=None, out_fmt=BF16, gpu=H200)  # fmt: skip
     assert arr == pytest.approx([aligned, got], rel=1e-12)
