@@ -229,24 +229,18 @@ def _provenance(cfg: TrainConfig, layer: LayerCompute, params: TrainParams, netw
     )
 
 
-def _best_of_groups(model: Any, sizes: ModelSizes, opts: dict[str, Any]) -> TrainEstimate:
-    """``convert="auto"``: the estimate of the fastest step over every subset of the layer's eligible groups
-    (each step priced whole: compute, casts, exposed communication); ties go to fewer groups."""
+def _auto_candidates(sizes: ModelSizes, seq_len: Any, batch: Any, float8_all_gather: bool) -> list[Any]:
+    """``convert="auto"``: every subset of the layer's eligible groups, as ``convert=`` values (``"none"`` for
+    the empty one, left out with float8 all-gather, which needs a converted Linear)."""
     from ._step_core import _subsets, eligible_groups
 
-    seq, batch = opts["seq_len"], opts["batch_per_gpu"]
-    if is_symbolic(seq) or is_symbolic(batch) or any(getattr(v, "ndim", 0) for v in (seq, batch)):
+    if is_symbolic(seq_len) or is_symbolic(batch) or any(getattr(v, "ndim", 0) for v in (seq_len, batch)):
         raise PerfModelError('convert="auto" needs one number each for seq_len and batch_per_gpu (no arrays, symbols)')
-    best: TrainEstimate | None = None
-    for sub in _subsets(eligible_groups(sizes.layer)):
-        if not sub and opts["float8_all_gather"]:
-            continue  # float8 all-gather needs a converted Linear
-        est = estimate(model, convert=list(sub) or "none", **opts)
-        if best is None or float(est.step_s) < float(best.step_s) * (1 - 1e-9):
-            best = est
-    if best is None:
+    subs = [list(sub) or "none" for sub in _subsets(eligible_groups(sizes.layer))]
+    subs = [s for s in subs if not (s == "none" and float8_all_gather)]
+    if not subs:
         raise PerfModelError(f"{sizes.name}: no Linear of the layer can run in float8 (K and N multiples of 16)")
-    return best
+    return subs
 
 
 def estimate(
@@ -305,28 +299,7 @@ def estimate(
     """
     spec = get_gpu(gpu)
     sizes: ModelSizes = model_sizes(model, layers=layers, vocab=vocab)
-    if isinstance(convert, str) and convert.strip().lower() == "auto":
-        opts = dict(
-            gpu=spec,
-            n_gpus=n_gpus,
-            tp=tp,
-            seq_len=seq_len,
-            batch_per_gpu=batch_per_gpu,
-            recipe=recipe,
-            float8_all_gather=float8_all_gather,
-            async_tp=async_tp,
-            ac=ac,
-            network=network,
-            dp_replicate=dp_replicate,
-            pp=pp,
-            cp=cp,
-            time_model=time_model,
-            train_params=train_params,
-        )
-        return _best_of_groups(model, sizes, dict(opts, layers=layers, vocab=vocab))
-    cfg = check_config(
-        sizes,
-        spec,
+    job = dict(
         n_gpus=n_gpus,
         tp=tp,
         dp_replicate=dp_replicate,
@@ -338,8 +311,32 @@ def estimate(
         float8_all_gather=float8_all_gather,
         async_tp=async_tp,
         ac=ac,
-        convert=convert,
     )
+    if not (isinstance(convert, str) and convert.strip().lower() == "auto"):
+        cfg = check_config(sizes, spec, **job, convert=convert)
+        return _priced(cfg, network=network, time_model=time_model, train_params=train_params)
+    # "auto": the fastest whole step over the group subsets; ties go to fewer groups (subsets come by size)
+    ests = [
+        _priced(
+            check_config(sizes, spec, **job, convert=conv),
+            network=network,
+            time_model=time_model,
+            train_params=train_params,
+        )
+        for conv in _auto_candidates(sizes, seq_len, batch_per_gpu, float8_all_gather)
+    ]
+    best = ests[0]
+    for est in ests[1:]:
+        if float(est.step_s) < float(best.step_s) * (1 - 1e-9):
+            best = est
+    return best
+
+
+def _priced(
+    cfg: TrainConfig, *, network: Any, time_model: ModelLike, train_params: TrainParams | None
+) -> TrainEstimate:
+    """One checked job's step: compute, communication, memory, provenance."""
+    spec, sizes = cfg.gpu, cfg.sizes
     params = train_params if train_params is not None else shipped_train_params()
     layer = layer_compute(cfg, time_model=time_model)
     other = other_compute(cfg, time_model=time_model)
