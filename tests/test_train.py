@@ -328,43 +328,9 @@ def test_convert_names_are_checked():
 
 
 def test_cli_train_convert(capsys):
-    assert (
-        main(
-            [
-                "train",
-                "--model",
-                "llama3-8b",
-                "--gpu",
-                "h100",
-                "--gpus",
-                "8",
-                "--recipe",
-                "tensorwise",
-                "--convert",
-                "w13,w2",
-            ]
-        )
-        == 0
-    )
+    job = "train --model llama3-8b --gpu h100 --gpus 8 --recipe tensorwise --convert".split()
+    assert main([*job, "w13,w2"]) == 0
     assert "tensorwise on w1, w3, w2" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "train",
-                "--model",
-                "llama3-8b",
-                "--gpu",
-                "h100",
-                "--gpus",
-                "8",
-                "--recipe",
-                "tensorwise",
-                "--convert",
-                "auto",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert main([*job, "auto", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["estimate"]["converted"] and "speedup" in out
