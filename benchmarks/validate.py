@@ -41,6 +41,7 @@ from perfmodel.calibrate import (  # noqa: E402
     is_heldout,
     load_dataset,
 )
+from perfmodel.calibrated_model import layout_lead_dims, misaligned  # noqa: E402
 from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
 from perfmodel.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
 from perfmodel.hardware import GPUS, Efficiency  # noqa: E402
@@ -454,8 +455,8 @@ def score_layout_sweep() -> dict[str, Any]:
     for r in kern:
         if r["dtype"] != "bf16":
             continue
-        a, b = (r["M"], r["N"]) if r["layout"] == "cr" else (r["K"], r["N"])
-        key = f"{r['layout']} {'aligned' if a % 8 == 0 and b % 8 == 0 else 'misaligned'}"
+        mis = misaligned(*layout_lead_dims(r["layout"], r["M"], r["K"], r["N"]))
+        key = f"{r['layout']} {'misaligned' if mis else 'aligned'}"
         old_kernel = (r.get("main_kernel_sm") or 90) < 90
         n, k = out["choice"].get(key, (0, 0))
         out["choice"][key] = (n + 1, k + int(old_kernel))
@@ -478,8 +479,7 @@ def score_fresh_sweep() -> dict[str, Any]:
             row = (_gemm_pred(r, timing), r["time_s"])
             groups[_group_name(r)].append(row)
             groups["all"].append(row)
-            lead = (r["M"], r["N"]) if r["layout"] == "cr" else (r["K"], r["N"])
-            if r["dtype"] == "bf16" and (lead[0] % 8 or lead[1] % 8):
+            if r["dtype"] == "bf16" and misaligned(*layout_lead_dims(r["layout"], r["M"], r["K"], r["N"])):
                 groups["bf16, misaligned"].append(row)
         for g, rows in groups.items():
             pred, meas = np.array(rows).T
@@ -491,8 +491,6 @@ def score_fallback(kern: list[dict[str, Any]]) -> dict[str, Any]:
     """The sweep's bf16 GEMMs with misaligned leading dimensions, priced by the shipped model (its
     ``bf16@fallback`` group) and by the same model without that group (the main group's per-alignment
     factors): MdAPE / p90 of kernel time."""
-    from perfmodel.calibrated_model import layout_lead_dims, misaligned
-
     spec = pm.get_gpu("H200")
     model = pm.time_model(spec).load()  # the shipped calibration (a CalibratedModel)
     without = dataclasses.replace(model, gemm={k: v for k, v in model.gemm.items() if not k.endswith("@fallback")})

@@ -200,10 +200,9 @@ class GemmParams:
         if namespace(a, b).name == "sympy":
             import sympy
 
-            def off(p: int) -> Any:
-                return sympy.Or(sympy.Ne(sympy.Mod(a, p), 0), sympy.Ne(sympy.Mod(b, p), 0))
-
-            return sympy.Piecewise((f1, off(2)), (f2, off(4)), (f4, off(ALIGN)), (1.0, True))
+            return sympy.Piecewise(
+                (f1, _off_sym(a, b, 2)), (f2, _off_sym(a, b, 4)), (f4, _off_sym(a, b, ALIGN)), (1.0, True)
+            )
         al = np.minimum(alignment(a), alignment(b))
         factor = np.select([al == 1, al == 2, al == 4], [f1, f2, f4], 1.0)
         return factor if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else float(factor)
@@ -368,11 +367,16 @@ def misaligned(a: Any, b: Any) -> Any:
     """Whether leading dimensions ``a``, ``b`` send cuBLAS to its fallback kernels (either not a multiple
     of :data:`ALIGN`): a bool, a bool array, or a sympy condition."""
     if namespace(a, b).name == "sympy":
-        import sympy
-
-        return sympy.Or(sympy.Ne(sympy.Mod(a, ALIGN), 0), sympy.Ne(sympy.Mod(b, ALIGN), 0))
+        return _off_sym(a, b, ALIGN)
     out = np.minimum(alignment(a), alignment(b)) < ALIGN
     return out if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(out)
+
+
+def _off_sym(a: Any, b: Any, p: int) -> Any:
+    """The sympy condition "``a`` or ``b`` is not a multiple of ``p``"."""
+    import sympy
+
+    return sympy.Or(sympy.Ne(sympy.Mod(a, p), 0), sympy.Ne(sympy.Mod(b, p), 0))
 
 
 def _select(cond: Any, if_true: Any, if_false: Any) -> Any:

@@ -36,6 +36,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Literal
 
+from .calibrated_model import layout_lead_dims, misaligned
 from .errors import PerfModelError, choices_message
 
 __all__ = [
@@ -56,7 +57,6 @@ QUANTITIES: tuple[str, ...] = ("gemm_time", "linear_time", "speedup")
 _TABLE = Path(__file__).resolve().parent / "calibrations" / "error_bars.json"
 SMALL_M = 256  # M up to this is "small_m": decode and small-batch GEMMs, launch- and memory-bound
 LLM_MULTIPLE = 128  # K and N multiples of this are "llm": the hidden and FFN sizes of published models
-ALIGN = 8  # leading dimensions not multiples of 8 (16 bytes of bf16) send cuBLAS to pre-Hopper kernels
 
 
 def _positive_integer(x: float) -> bool:
@@ -85,8 +85,7 @@ def shape_family(M: Any, K: Any, N: Any, layout: str = "rc") -> str:
     if layout not in ("rr", "rc", "cr"):
         raise PerfModelError(choices_message("layout", layout, ("rr", "rc", "cr")))
     M, K, N = int(M), int(K), int(N)
-    a, b = (M, N) if layout == "cr" else (K, N)
-    if a % ALIGN or b % ALIGN:
+    if misaligned(*layout_lead_dims(layout, M, K, N)):  # the rule that prices cuBLAS's fallback kernels
         return "unaligned"
     if M <= SMALL_M:
         return "small_m"
