@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -55,6 +56,16 @@ BEGIN, END = "<!-- validation:begin -->", "<!-- validation:end -->"
 PUBLISHED_BEGIN, PUBLISHED_END = "<!-- published:begin -->", "<!-- published:end -->"
 PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored against, never fitted on
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
+
+
+@functools.cache
+def _layout_sweep(timing: str, session: str = "") -> tuple[dict[str, Any], ...] | None:
+    """The records of one layout-sweep file (read once per run): ``timing`` "kernel" (profiled) or "event"
+    (do_bench); ``session`` "" (seed 0), "_repeat" (seed 0 again) or "_fresh" (seed 2026). ``None`` if absent."""
+    path = LAYOUT_SWEEP / f"h200_gemm_layouts_{'kernels' if timing == 'kernel' else 'time'}{session}_2026-12-01.json"
+    return tuple(json.loads(path.read_text())["records"]) if path.exists() else None
+
+
 LAYOUTS_BEGIN, LAYOUTS_END = "<!-- layouts:begin -->", "<!-- layouts:end -->"
 ERRORBARS_BEGIN, ERRORBARS_END = "<!-- errorbars:begin -->", "<!-- errorbars:end -->"
 ERROR_BARS = ROOT / "perfmodel" / "calibrations" / "error_bars.json"
@@ -419,8 +430,7 @@ def _gemm_pred(r: dict[str, Any], timing: str) -> float:
 def score_layout_sweep() -> dict[str, Any]:
     """The shipped model on the layout sweep: kernel time per (format, layout, family), event time, the
     run-to-run floor against the 2026-11-30 sweep, and which kernels cuBLAS chose."""
-    kern = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_kernels_2026-12-01.json").read_text())["records"]
-    event = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_time_2026-12-01.json").read_text())["records"]
+    kern, event = list(_layout_sweep("kernel")), list(_layout_sweep("event"))
     out: dict[str, Any] = {"kernel": {}, "event": {}, "repeat": {}, "choice": {}}
     groups: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
     for r in kern:
@@ -468,12 +478,12 @@ def score_fresh_sweep() -> dict[str, Any]:
     session after the fallback group was fitted and committed: per format and layout, kernel and event
     time, and the misaligned bf16 GEMMs apart."""
     out: dict[str, Any] = {}
-    for timing, name in (("kernel", "kernels"), ("event", "time")):
-        path = LAYOUT_SWEEP / f"h200_gemm_layouts_{name}_fresh_2026-12-01.json"
-        if not path.exists():
+    for timing in ("kernel", "event"):
+        records = _layout_sweep(timing, "_fresh")
+        if records is None:
             return {}
         groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for r in json.loads(path.read_text())["records"]:
+        for r in records:
             if not r.get("time_s"):
                 continue
             row = (_gemm_pred(r, timing), r["time_s"])
@@ -515,10 +525,10 @@ def score_session_repeat(kern: list[dict[str, Any]], event: list[dict[str, Any]]
     both timings; and whether cuBLAS chose the same main kernel."""
     out: dict[str, Any] = {"rows": {}, "same_kernel": None}
     for timing, first in (("kernel", kern), ("event", event)):
-        path = LAYOUT_SWEEP / f"h200_gemm_layouts_{'kernels' if timing == 'kernel' else 'time'}_repeat_2026-12-01.json"
-        if not path.exists():
+        records = _layout_sweep(timing, "_repeat")
+        if records is None:
             return out
-        again = {r["id"]: r for r in json.loads(path.read_text())["records"] if r.get("time_s")}
+        again = {r["id"]: r for r in records if r.get("time_s")}
         groups: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
         same = n = 0
         for r in first:
@@ -711,8 +721,7 @@ def _sweep_ratios(records: list[dict[str, Any]], timing: str, model: str | None)
 
 def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
     """The shipped error-bar table (perfmodel/calibrations/error_bars.json), recomputed from the data."""
-    kern = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_kernels_2026-12-01.json").read_text())["records"]
-    event = json.loads((LAYOUT_SWEEP / "h200_gemm_layouts_time_2026-12-01.json").read_text())["records"]
+    kern, event = list(_layout_sweep("kernel")), list(_layout_sweep("event"))
     bars = []
     sweep = "H200 layout sweep 2026-12-01 (measured after the fit)"
     for kind, model, what in (("measured", None, "shipped H200 calibration"), ("roofline", "roofline", "roofline")):
