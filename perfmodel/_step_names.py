@@ -84,6 +84,11 @@ def resolve_convert(layer: LayerShape, convert: str | Iterable[str] | None) -> f
     names = {lin.name for lin in layer.linears()}
     if convert is None:
         return frozenset(names)
+    if not isinstance(convert, (str, Iterable)):
+        raise UnknownLinearError(
+            f"convert must be None, a name or an iterable of Linear or group names, got {type(convert).__name__} "
+            f"{convert!r}"
+        )
     items = [convert] if isinstance(convert, str) else list(convert)
     out: set[str] = set()
     for item in items:

@@ -334,3 +334,11 @@ def test_cli_train_convert(capsys):
     assert main([*job, "auto", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["estimate"]["converted"] and "speedup" in out
+
+
+@pytest.mark.parametrize("bad", [5, 1.5, object()])
+def test_convert_of_the_wrong_type_is_a_named_error(bad):
+    with pytest.raises(UnknownLinearError, match="convert must be None, a name or an iterable"):
+        _est(convert=bad)
+    with pytest.raises(UnknownLinearError, match="convert must be None"):
+        step.layer_time("llama3-8b", gpu="H200", seq_len=4096, recipe="tensorwise", convert=bad)
