@@ -26,6 +26,7 @@ LOG="$OUT/log.txt"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu,memory.total \
     --format=csv
   nproc
+  grep -m1 'model name' /proc/cpuinfo
   python3 -c 'import torch, triton, torchao; print("torch", torch.__version__, "cuda", torch.version.cuda,
     "triton", triton.__version__, "torchao", torchao.__version__, torch.cuda.get_device_name())'
 } 2>&1 | tee -a "$LOG"

@@ -393,6 +393,9 @@ class _FakeEvent:
     def elapsed_time(self, end: _FakeEvent) -> float:
         return (end.t - self.t) * 1e3
 
+    def query(self) -> bool:
+        return False  # "the GPU has not reached it yet": the stubbed spin outlasts every launch
+
 
 def test_measure_code_path_on_cpu_with_cuda_stubbed(torch_mod, monkeypatch, tmp_path):
     """The GPU measurement function end to end, with CUDA calls stubbed and the layer eager on CPU."""
@@ -402,6 +405,8 @@ def test_measure_code_path_on_cpu_with_cuda_stubbed(torch_mod, monkeypatch, tmp_
     monkeypatch.setattr(cuda, "max_memory_allocated", lambda *a, **k: 123)
     monkeypatch.setattr(cuda, "max_memory_reserved", lambda *a, **k: 456)
     monkeypatch.setattr(cuda, "Event", _FakeEvent)
+    spins = []
+    monkeypatch.setattr(cuda, "_sleep", spins.append)
     real_profile = torch_mod.profiler.profile
     cpu_only = [torch_mod.profiler.ProfilerActivity.CPU]  # no CUDA activity to record here
     monkeypatch.setattr(torch_mod.profiler, "profile", lambda activities, **kw: real_profile(activities=cpu_only))
@@ -421,10 +426,63 @@ def test_measure_code_path_on_cpu_with_cuda_stubbed(torch_mod, monkeypatch, tmp_
     assert rec["peak_mem_bytes"] == 123 and rec["compile_s"] > 0 and rec["lock_wait_s"] >= 0
     assert rec["step_kernel_time_s_all"] is not None and isinstance(rec["kernels"], list)
     assert "_events" not in rec and not L._LOCK.held
+    assert len(spins) == L.HOST_REPS and all(c > 0 for c in spins)
+    assert rec["host_step_valid"] is True and len(rec["host_step_s_all"]) == L.HOST_REPS
+    assert min(rec["host_step_s_all"]) <= rec["host_step_s"] <= max(rec["host_step_s_all"])
     json.dumps(rec)
     with pytest.raises(L.NoTimeLeft):  # too close to the deadline to time 5 steps
         L._measure_gpu(spec, opts, time.time() + 0.5, lambda p, **kw: None)
     assert not L._LOCK.held
+
+
+class _SpinTorch:
+    """A torch stand-in for :func:`perfmodel.bench.layer._host_time`: a spin that ends after ``gpu_s``
+    of host time (so an Event recorded behind it reports done once that has passed)."""
+
+    def __init__(self, gpu_s: float) -> None:
+        self.gpu_s, self.spin_end, self.cycles = gpu_s, 0.0, []
+        outer = self
+
+        class _Event:
+            def record(self) -> None:
+                self.at = outer.spin_end
+
+            def query(self) -> bool:
+                return time.perf_counter() >= self.at
+
+        class _Cuda:
+            Event = _Event
+
+            @staticmethod
+            def synchronize() -> None:
+                pass
+
+            @staticmethod
+            def _sleep(cycles: int) -> None:
+                outer.cycles.append(cycles)
+                outer.spin_end = time.perf_counter() + outer.gpu_s
+
+        self.cuda = _Cuda
+
+
+class _SleepCase:
+    def __init__(self, host_s: float) -> None:
+        self.host_s, self.steps = host_s, 0
+
+    def step(self) -> None:
+        self.steps += 1
+        time.sleep(self.host_s)
+
+
+@pytest.mark.parametrize(("gpu_s", "valid"), [(5.0, True), (0.0, False)])
+def test_host_time_launches_behind_a_spin_and_says_whether_it_held(gpu_s, valid):
+    fake, case = _SpinTorch(gpu_s), _SleepCase(0.004)
+    rec = L._host_time(fake, case, step_s=0.01, steps=3, reps=2)
+    assert case.steps == 6 and len(fake.cycles) == 2
+    assert fake.cycles[0] == int(2 * 3 * 0.01 * L.HOST_SPIN_CYCLES_PER_S)  # twice the steps' wall time
+    assert 0.004 <= rec["host_step_s"] < 0.05 and len(rec["host_step_s_all"]) == 2
+    assert rec["host_step_valid"] is valid  # a spin that ended before the launches did proves nothing
+    assert L._host_time(fake, case, step_s=0.01, steps=0, reps=2) == {}
 
 
 # ---- the scheduler, simulated (spawned workers, the real lock, no torch) -----------------------

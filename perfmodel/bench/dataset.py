@@ -111,8 +111,22 @@ def collect_meta(command: str) -> dict[str, Any]:
         if clocks:
             sm, mem, power = (c.strip() for c in clocks.split(","))
             meta.update(max_sm_clock_mhz=_num(sm), max_mem_clock_mhz=_num(mem), power_limit_w=_num(power))
+    meta.update(cpu_model=_cpu_model(), cpu_count=os.cpu_count())
     meta["env"] = {k: os.environ[k] for k in sorted(os.environ) if k.startswith(("TORCHINDUCTOR_", "TRITON_"))}
     return meta
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name from ``/proc/cpuinfo`` (Linux; ``None`` elsewhere): host-bound timings
+    (launch overhead, Python) depend on it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def _num(text: str) -> float | None:

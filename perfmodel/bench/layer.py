@@ -24,7 +24,11 @@ step, so no accumulation kernels run. Per config, in this order:
    CUDA events (``step_time_s`` median, ``_p20``, ``_p80``, ``_all``; ``step_time_s_back_to_back`` =
    first start event to last end event / steps), peak memory of those steps
    (``torch.cuda.max_memory_allocated``, ``peak_mem_bytes``);
-3. then torch.profiler (CUDA activity) over 5 steps, each followed by a synchronize and a 20 ms sleep,
+3. the host time: 5 runs of 2 steps launched behind a ``torch.cuda._sleep`` spin that keeps the GPU
+   busy, ``perf_counter`` around the launches (``host_step_s`` median per step, ``_all``;
+   ``host_step_valid``: the spin outlasted the launches in every run, so no launch waited for the GPU)
+   — what the Python side of a step costs, which bounds a step from below when it exceeds the GPU time;
+4. then torch.profiler (CUDA activity) over 5 steps, each followed by a synchronize and a 20 ms sleep,
    split at the largest idle gaps (``_device.split_steps``): ``step_kernel_time_s`` (median per-step
    kernel-time sum), ``_all``, ``kernels`` (name, seconds and calls per step),
    ``kernel_time_by_class_s`` (gemm_bf16, gemm_fp8, attention, triton, memory, other).
@@ -338,6 +342,10 @@ def done_ids(paths: Iterable[str | os.PathLike[str]]) -> set[str]:
 COMPILE_CPU_S: Mapping[str, float] = {"bf16": 40.0, "tensorwise": 70.0, "rowwise": 85.0, "rowwise_with_gw_hp": 80.0}
 WORKER_STARTUP_S = 15.0  # spawn + import torch/torchao + CUDA context, all workers at once
 WARMUP_STEPS, TIMED_STEPS, PROFILE_STEPS = 3, 20, 5
+# host-time runs: 2 steps (~260 launches) behind one GPU spin, repeated 5 times; kept short on the assumption
+# (not documented by CUDA) that the driver queues that many pending launches without blocking the host
+HOST_STEPS, HOST_REPS = 2, 5
+HOST_SPIN_CYCLES_PER_S = 2.0e9  # GPU cycles per second for torch.cuda._sleep (H200 max SM clock 1.98 GHz)
 PROFILE_SLEEP_S = 0.02
 MEASURE_OVERHEAD_S = 1.5  # profiler start/stop, trace parsing, allocator reset
 CONTEXT_BYTES = 0.8e9  # one CUDA context + the caching allocator's slack per process
@@ -367,8 +375,10 @@ def estimate_step_s(spec: LayerSpec) -> float:
 def estimate_measure_s(
     spec: LayerSpec, *, warmup: int = WARMUP_STEPS, timed: int = TIMED_STEPS, profiled: int = PROFILE_STEPS
 ) -> float:
-    """GPU-lock seconds of one measurement: warm-up, timed and profiled steps, sleeps, overhead."""
-    return (warmup + timed + profiled) * estimate_step_s(spec) + profiled * PROFILE_SLEEP_S + MEASURE_OVERHEAD_S
+    """GPU-lock seconds of one measurement: warm-up, timed and profiled steps, the host-time runs (each
+    a spin of twice its steps, then the steps), sleeps, overhead."""
+    host = 3 * HOST_STEPS * HOST_REPS
+    return (warmup + timed + profiled + host) * estimate_step_s(spec) + profiled * PROFILE_SLEEP_S + MEASURE_OVERHEAD_S
 
 
 def estimate_peak_mem_bytes(spec: LayerSpec) -> float:
@@ -417,7 +427,8 @@ def estimate_sweep(
     """Event simulation of :func:`run_sweep` with the prior estimates: ``workers`` compile in
     parallel (slowed by workers / compile_cores when oversubscribed, +10 % for shared memory
     bandwidth), one measures at a time (FIFO by compile end); with ``eta_check`` a config starts only
-    if it is estimated to finish by the deadline. Returns the ids finished before the
+    if it is estimated to finish by the deadline, its measurement queued behind those of the configs
+    started before it. Returns the ids finished before the
     deadline (``done``), those never started (``dropped``), the end time ``end_s`` (seconds from
     the start) and the CPU/GPU totals of the whole plan."""
     slow = max(1.0, workers / max(compile_cores, 1)) * 1.1
@@ -429,6 +440,7 @@ def estimate_sweep(
         heapq.heappush(events, (startup_s, next(seq), "free", w, None))
     gpu_queue: collections.deque[tuple[int, LayerSpec]] = collections.deque()
     gpu_busy = False
+    gpu_committed_s = 0.0  # estimated end of the measurements of every config started so far
     done: list[str] = []
     killed: list[str] = []
     end = 0.0
@@ -438,7 +450,10 @@ def estimate_sweep(
             while pending and t < budget_s:
                 nxt = pending.popleft()
                 compile_s = estimate_compile_s(nxt, threads) * slow
-                if not eta_check or t + compile_s + estimate_measure_s(nxt) <= deadline_s:
+                # its measurement waits for the ones committed before it (the GPU measures one at a time)
+                finish = max(t + compile_s, gpu_committed_s) + estimate_measure_s(nxt)
+                if not eta_check or finish <= deadline_s:
+                    gpu_committed_s = finish
                     heapq.heappush(events, (t + compile_s, next(seq), "compiled", w, nxt))
                     break
             continue
@@ -522,7 +537,8 @@ RECORD_FIELDS: tuple[str, ...] = (
     "step_time_s_back_to_back", "step_kernel_time_s", "step_kernel_time_s_all", "kernels",
     "kernel_time_by_class_s", "kernels_per_step", "gemm_kernels_per_step", "fp8_gemm_kernels_per_step",
     "expected_fp8_gemm_kernels_per_step", "peak_mem_bytes", "first_step_s", "compile_s", "autotune_lock_wait_s",
-    "lock_wait_s", "measure_s", "timed_steps", "graphs", "graph_breaks", "errors",
+    "lock_wait_s", "measure_s", "timed_steps", "graphs", "graph_breaks", "host_step_s", "host_step_s_all",
+    "host_step_valid", "errors",
 )  # fmt: skip
 
 
@@ -898,6 +914,7 @@ def _timed_and_profiled(
         "peak_mem_bytes": torch.cuda.max_memory_allocated(),
         "peak_mem_reserved_bytes": torch.cuda.max_memory_reserved(),
     }
+    out.update(_host_time(torch, case, step_s, opts.get("host_steps", HOST_STEPS), opts.get("host_reps", HOST_REPS)))
     with profile(activities=[activity.CUDA]) as prof:
         for _ in range(opts["profile_steps"]):
             case.step()
@@ -905,6 +922,30 @@ def _timed_and_profiled(
             time.sleep(PROFILE_SLEEP_S)  # step boundaries = the largest idle gaps (split_steps)
     out["_events"] = prof
     return out
+
+
+def _host_time(torch: Any, case: Case, step_s: float, steps: int, reps: int) -> dict[str, Any]:
+    """CPU seconds to launch one step while the GPU is held busy (a ``torch.cuda._sleep`` spin enqueued
+    first), so the host never waits for the GPU: ``host_step_s`` (median over ``reps`` runs of ``steps``
+    steps), ``_all``; ``host_step_valid``: the spin was still running when the last launch returned in
+    every run (else a step waited for the GPU somewhere and the figure is an upper bound of the host time)."""
+    if steps < 1 or reps < 1:
+        return {}
+    times, valid = [], True
+    # spin for twice the wall time of the launched steps (a warm-up step's wall time bounds its host time)
+    cycles = int(2 * steps * max(step_s, 1e-3) * HOST_SPIN_CYCLES_PER_S)
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        spin_done = torch.cuda.Event()
+        spin_done.record()
+        t = time.perf_counter()
+        for _ in range(steps):
+            case.step()
+        times.append((time.perf_counter() - t) / steps)
+        valid = valid and not spin_done.query()
+        torch.cuda.synchronize()
+    return {"host_step_s": statistics.median(times), "host_step_s_all": times, "host_step_valid": valid}
 
 
 def _simulate(spec: LayerSpec, opts: Mapping[str, Any], deadline: float, phase: Callable[..., None]) -> dict:
