@@ -31,10 +31,20 @@ from perfmodel.presets import LayerShape  # noqa: E402
 from perfmodel.step import best_convert, layer_time  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
-LAYER_FILE = DATA / "h200_layer_2026-12-01.json"
+#: the layer sweep the model is fitted and scored on: every one of the 164 configs measured with no compile running
+#: beside the measurement (``--quiet``), in three device calls of two sessions
+LAYER_FILES = (
+    DATA / "h200_layer_quiet_2026-12-01.json",
+    DATA / "h200_layer_quiet_part2_2026-12-01.json",
+    DATA / "h200_layer_quiet_large_2026-12-01.json",
+)
+#: the same configs measured in other sessions (label -> file): the first sweep, with 7-11 workers compiling
+#: beside every measurement, and a later one with host times (dims 2048 and 4096 at 4096 tokens, and four of 8192)
+REPEAT_FILES = {
+    "first sweep, compiles beside": DATA / "h200_layer_2026-12-01.json",
+    "host-time session": DATA / "h200_layer_host_2026-12-01.json",
+}
 FSDP_FILE = DATA / "h200_train_fsdp_1gpu_2026-12-01.json"
-#: a repeat in later device sessions, --quiet (the second file: the dim-2048 subsets the first one's deadline cut)
-QUIET_FILES = (DATA / "h200_layer_quiet_2026-12-01.json", DATA / "h200_layer_quiet_part2_2026-12-01.json")
 STEP_DOC = ROOT / "docs" / "step.md"
 VALIDATION_DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- step:begin -->", "<!-- step:end -->"
@@ -74,7 +84,7 @@ def _groups_label(groups: tuple[str, ...]) -> str:
 
 
 def evaluate() -> dict[str, Any]:
-    records = cl.load_records(LAYER_FILE)
+    records = cl.load_records(LAYER_FILES)
     shipped = load_layer_params(ROOT / "perfmodel" / "calibrations" / "h200_layer.json")
     rows, choices, rotation = [], [], {}
     for dim in DIMS:
@@ -191,7 +201,8 @@ def evaluate() -> dict[str, Any]:
         shipped=shipped,
         refit=cl.fit_with_residuals(records, source=shipped.source),
         kernels=kernel_counts(records),
-        repeat=score_repeat(records, choices),
+        repeats={label: score_repeat(records, choices, path) for label, path in REPEAT_FILES.items() if path.exists()},
+        host=score_host(records),
     )
 
 
@@ -199,14 +210,12 @@ def _spread(r: dict[str, Any]) -> float:
     return (r["step_time_s_p80"] - r["step_time_s_p20"]) / r["step_time_s"] * 100
 
 
-def score_repeat(records: list[dict[str, Any]], choices: list[dict[str, Any]]) -> dict[str, Any]:
-    """The layers measured again in a later session with no compile beside the measurement (``--quiet``):
-    per case, how much event and kernel step times moved, the within-run spread, the all-Linears savings
-    in both sessions, and the filter's held-out choice re-scored on the repeat."""
-    if not all(p.exists() for p in QUIET_FILES):
-        return {}
+def score_repeat(records: list[dict[str, Any]], choices: list[dict[str, Any]], path: Path) -> dict[str, Any]:
+    """The layers measured again in another session (``path``): per case, how much event and kernel step times
+    moved against the fitted sweep, the within-run spread in both, the all-Linears savings in both, and the
+    filter's held-out choice re-scored on the repeat (where it measured every subset)."""
     first = {r["id"]: r for r in records}
-    again = [r for p in QUIET_FILES for r in cl.load_records(p) if r["id"] in first]
+    again = [r for r in cl.load_records(path) if r["id"] in first]
     out: dict[str, Any] = {"cases": {}, "choices": []}
     for case in sorted({r["case"] for r in again}, key=lambda c: (len(c), c)):
         rs = [r for r in again if r["case"] == case]
@@ -254,6 +263,34 @@ def score_repeat(records: list[dict[str, Any]], choices: list[dict[str, Any]]) -
     return out
 
 
+def score_host(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Host (launch) time per step against GPU time, from the host-time session: per case, bf16 and the
+    float8 configs (min, median, max), their kernel time, and the host time per converted Linear."""
+    path = REPEAT_FILES["host-time session"]
+    if not path.exists():
+        return {}
+    out: dict[str, Any] = {}
+    host = [r for r in cl.load_records(path) if r.get("host_step_s")]
+    for case in sorted({r["case"] for r in host}, key=lambda c: (len(c), c)):
+        rs = [r for r in host if r["case"] == case]
+        bf = next(r for r in rs if r["recipe"] == "bf16")
+        f8 = [r for r in rs if r["recipe"] != "bf16"]
+        f8_host = [r["host_step_s"] for r in f8]
+        f8_kern = [r["step_kernel_time_s"] for r in f8]
+        spread = [(max(r["host_step_s_all"]) - min(r["host_step_s_all"])) / r["host_step_s"] * 100 for r in rs]
+        out[case] = dict(
+            n=len(rs),
+            valid=all(r["host_step_valid"] for r in rs),
+            bf16_host=bf["host_step_s"],
+            bf16_kernel=bf["step_kernel_time_s"],
+            f8_host=[min(f8_host), float(np.median(f8_host)), max(f8_host)],
+            f8_kernel=[min(f8_kern), max(f8_kern)],
+            per_linear=float(np.median([(r["host_step_s"] - bf["host_step_s"]) / len(r["converted"]) for r in f8])),
+            spread=float(np.median(spread)),
+        )
+    return out
+
+
 def score_fsdp(params: Any) -> list[dict[str, Any]]:
     """The one-GPU FSDP2 steps (seq 8192, never fitted): the layers' own kernel time against the prediction."""
     data = json.loads(FSDP_FILE.read_text())
@@ -281,7 +318,7 @@ def score_fsdp(params: Any) -> list[dict[str, Any]]:
                 ac=r["ac"],
                 meas=layer_k,
                 pred=float(lt.kernel_s) * n,
-                recompute_pred=float(lt.recompute_s / lt.in_step_factor) * n,
+                recompute_pred=float(sum(k.time_s for k in lt.kernels if k.phase == "recompute")) * n,
                 step=r["step_time_s"],
                 rest=r["step_kernel_time_s"] - layer_k,
             )
@@ -437,22 +474,54 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(f"| gemm_factors[{k}] | {v:.3f} | × calibrated GEMM time |")
     for k, v in p.cast_factors.items():
         out.append(f"| cast_factors[{k}] | {v:.3f} | × calibrated cast time |")
-    out.append(f"| in_step_factor | {p.in_step_factor:.3f} | event step / kernel sum |")
-    out.append(repeat_table(rep.get("repeat") or {}))
+    out.append(f"| in_step_factor | {p.in_step_factor:.3f} | event step / kernel sum, median of the GPU-bound steps |")
+    for k, v in p.step_factors.items():
+        out.append(f"| step_factors[{k}] | {v:.3f} | event-timed / profiled kernel time |")
+    for label, rp in (rep.get("repeats") or {}).items():
+        out.append(repeat_table(label, rp))
+    out.append(host_table(rep.get("host") or {}))
     return "\n".join(out)
 
 
-def repeat_table(rp: dict[str, Any]) -> str:
-    """The repeat session as markdown (empty when the repeat file is absent)."""
+def host_table(host: dict[str, Any]) -> str:
+    """Host time per step against GPU time (empty without the host-time session)."""
+    if not host:
+        return ""
+    out = [
+        "",
+        "**Host time per step** (host-time session: the launches of 2 steps timed on the CPU while a GPU spin keeps "
+        "the device busy, median of 5 runs; `host_step_s` of `h200_layer_host_2026-12-01.json`) against the GPU's "
+        "kernel time — a step whose host time exceeds its GPU time waits for its launches:\n",
+        "| case | configs | bf16: host / kernels ms | float8: host ms (min, median, max) "
+        "| float8: kernels ms (min, max) | host per converted Linear | run-to-run spread |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for case, v in host.items():
+        f8, k8 = v["f8_host"], v["f8_kernel"]
+        out.append(
+            _row(
+                case,
+                v["n"],
+                f"{_ms(v['bf16_host'])} / {_ms(v['bf16_kernel'])}",
+                f"{_ms(f8[0])}, {_ms(f8[1])}, {_ms(f8[2])}",
+                f"{_ms(k8[0])}, {_ms(k8[1])}",
+                f"{v['per_linear'] * 1e3:.2f} ms",
+                f"{v['spread']:.0f} %",
+            )
+        )
+    return "\n".join(out)
+
+
+def repeat_table(label: str, rp: dict[str, Any]) -> str:
+    """One repeat session as markdown (empty when its file is absent)."""
     if not rp:
         return ""
     out = [
         "",
-        "**Measured twice** — the dim-2048 layers and dim 4096 × 4096 tokens again in a later device session, "
-        "with no compile running beside the measurement (`--quiet`, 50 timed steps; "
-        "`h200_layer_quiet*_2026-12-01.json`): how far each config's step time moved (MdAPE / max, %), the "
-        "p20–p80 spread of the steps within one run (median over configs, first / second session), and the "
-        "all-Linears savings (points of the bf16 step) in the first / second session:\n",
+        f"**Measured again: {label}** (`{REPEAT_FILES[label].name}`) — against the fitted sweep: how far each "
+        "config's step time moved (MdAPE / max, %), the p20–p80 spread of the steps within one run (median over "
+        "configs, fitted sweep / this session), and the all-Linears savings (points of the bf16 step) in the "
+        "fitted sweep / this session:\n",
         "| case | configs | events moved | kernels moved | spread within a run | savings, events | savings, kernels |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -478,7 +547,7 @@ def repeat_table(rp: dict[str, Any]) -> str:
         within = sum(c["regret"] <= 2 for c in ch)
         out += [
             "",
-            f"The filter's held-out choice re-scored on the second session (events): never slower than bf16 in "
+            f"The filter's held-out choice re-scored on this session (events): never slower than bf16 in "
             f"{slower} of {len(ch)}, within 2 % of the best measured subset in {within} of {len(ch)}: "
             + "; ".join(
                 f"{c['case']} {c['recipe']}: {_groups_label(c['chosen'])} {c['vs_bf16']:+.1f} % vs bf16, "

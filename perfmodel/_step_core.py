@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._backend import check_size, namespace
-from ._step_kernels import RawKernel, StepKernel, price, raw_kernels
+from ._step_kernels import RawKernel, StepKernel, price, raw_kernels, step_kind
 from ._step_names import resolve_convert
-from ._step_params import LAYER_ASSUMPTIONS, LayerParams, shipped
+from ._step_params import LAYER_ASSUMPTIONS, STEP_FACTOR_KINDS, LayerParams, shipped
 from .errors import (
     IneligibleLinearError,
     ModuleShapeError,
@@ -82,9 +82,11 @@ class LayerTime:
     """Predicted fwd + bwd step of one decoder layer.
 
     ``step_s = gemm_s + cast_s + attention_s + other_s`` (seconds of a step timed with CUDA events back to
-    back); ``kernel_s`` is the summed kernel time a profiler reports (``step_s / in_step_factor``);
-    ``recompute_s`` the part of ``step_s`` that activation checkpointing re-runs. ``kernels`` lists every
-    kernel with its (kernel) seconds.
+    back); ``kernel_s`` is the summed kernel time a profiler reports; ``in_step_factor = step_s / kernel_s``
+    (each kernel's kernel time is scaled by the step factor of its kind, see
+    :attr:`~perfmodel._step_params.LayerParams.step_factors`); ``recompute_s`` the part of ``step_s`` that
+    activation checkpointing re-runs. ``kernels`` lists every kernel with its kernel seconds (``time_s``)
+    and step seconds (``step_s``).
     """
 
     layer: LayerShape
@@ -104,7 +106,8 @@ class LayerTime:
     recompute_s: Any
     kernel_s: Any
     step_s: Any
-    in_step_factor: float
+    in_step_factor: Any
+    step_factors: dict[str, float]
     time_model: str
     provenance: Provenance
 
@@ -129,7 +132,8 @@ class LayerTime:
             "kernel_s": _plain(self.kernel_s),
             "parts_s": {k: _plain(v) for k, v in self.parts.items()},
             "recompute_s": _plain(self.recompute_s),
-            "in_step_factor": self.in_step_factor,
+            "in_step_factor": _plain(self.in_step_factor),
+            "step_factors": dict(self.step_factors),
             "time_model": self.time_model,
             "provenance": self.provenance.to_dict(),
         }
@@ -267,24 +271,27 @@ def layer_time(
     calibrated = getattr(tm, "reference", None) is not None
     raw = raw_kernels(lay, batch=batch, seq_len=seq_len, recipe=rec, converted=converted, spec=spec, time_model=tm)
     again = _recomputed(raw, lay, ac)
-    kernels = [
-        StepKernel(
-            name=k.name,
-            part=k.part,
-            phase=k.phase if tag == "" else tag,
-            kind=k.kind,
-            time_s=price(k, params, spec, calibrated=calibrated),
-            group=k.group,
-            bytes=k.bytes,
-            flops=k.flops,
-        )
-        for tag, ks in (("", raw), ("recompute", again))
-        for k in ks
-    ]
-    f = params.in_step_factor
-    sums = {p: sum((k.time_s for k in kernels if k.part == p), 0) for p in ("gemm", "cast", "attention", "other")}
-    kernel_s = sums["gemm"] + sums["cast"] + sums["attention"] + sums["other"]
-    recompute = sum((k.time_s for k in kernels if k.phase == "recompute"), 0)
+    kernels = []
+    for tag, ks in (("", raw), ("recompute", again)):
+        for k in ks:
+            t = price(k, params, spec, calibrated=calibrated)
+            kernels.append(
+                StepKernel(
+                    name=k.name,
+                    part=k.part,
+                    phase=k.phase if tag == "" else tag,
+                    kind=k.kind,
+                    time_s=t,
+                    group=k.group,
+                    bytes=k.bytes,
+                    flops=k.flops,
+                    step_s=t * params.step_factor(step_kind(k)),
+                )
+            )
+    sums = {p: sum((k.step_s for k in kernels if k.part == p), 0) for p in ("gemm", "cast", "attention", "other")}
+    kernel_s = sum((k.time_s for k in kernels), 0)
+    step_s = sums["gemm"] + sums["cast"] + sums["attention"] + sums["other"]
+    recompute = sum((k.step_s for k in kernels if k.phase == "recompute"), 0)
     groups = tuple(g for g, names in lay.groups.items() if names and all(n in converted for n in names))
     return LayerTime(
         layer=lay,
@@ -297,14 +304,15 @@ def layer_time(
         groups=groups,
         ac=ac,
         kernels=tuple(kernels),
-        gemm_s=sums["gemm"] * f,
-        cast_s=sums["cast"] * f,
-        attention_s=sums["attention"] * f,
-        other_s=sums["other"] * f,
-        recompute_s=recompute * f,
+        gemm_s=sums["gemm"],
+        cast_s=sums["cast"],
+        attention_s=sums["attention"],
+        other_s=sums["other"],
+        recompute_s=recompute,
         kernel_s=kernel_s,
-        step_s=kernel_s * f,
-        in_step_factor=f,
+        step_s=step_s,
+        in_step_factor=step_s / kernel_s,
+        step_factors={kind: params.step_factor(kind) for kind in STEP_FACTOR_KINDS},
         time_model=str(getattr(tm, "name", type(tm).__name__)),
         provenance=_provenance(prov, params, spec),
     )

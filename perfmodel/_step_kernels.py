@@ -31,7 +31,7 @@ from .hardware import GPUSpec
 from .presets import LayerShape
 from .recipes import CastOptions, Recipe
 
-__all__ = ["FUSED_GRAD_OUTPUT", "FUSED_INPUT", "RawKernel", "StepKernel", "price", "raw_kernels"]
+__all__ = ["FUSED_GRAD_OUTPUT", "FUSED_INPUT", "RawKernel", "StepKernel", "price", "raw_kernels", "step_kind"]
 
 _BF16 = 2  # bytes per activation element
 
@@ -84,6 +84,17 @@ class StepKernel:
     group: str | None = None
     bytes: Any = 0
     flops: Any = 0
+    step_s: Any = None  # its seconds in a CUDA-event-timed step: time_s x the step factor of its kind
+
+
+def step_kind(raw: RawKernel) -> str:
+    """The step-factor kind of a kernel (:data:`perfmodel._step_params.STEP_FACTOR_KINDS`): tensor-core work
+    in 16-bit (bf16/fp16 GEMMs, SDPA) or in float8, or memory-bound (everything else)."""
+    if raw.kind == "gemm":
+        return "fp8_tensor_core" if raw.key.startswith("fp8") else "bf16_tensor_core"
+    if raw.kind in ("attention_fwd", "attention_bwd"):
+        return "bf16_tensor_core"
+    return "memory"
 
 
 def _memory(name: str, phase: str, nbytes: Any, part: str = "other") -> RawKernel:

@@ -26,7 +26,15 @@ from ._files import load_json, write_atomic
 from .calibrated_model import ReferenceGPU
 from .errors import CalibrationError
 
-__all__ = ["LAYER_ASSUMPTIONS", "LAYER_SCHEMA", "SHIPPED_LAYER_FILE", "LayerParams", "load_layer_params", "shipped"]
+__all__ = [
+    "LAYER_ASSUMPTIONS",
+    "LAYER_SCHEMA",
+    "SHIPPED_LAYER_FILE",
+    "STEP_FACTOR_KINDS",
+    "LayerParams",
+    "load_layer_params",
+    "shipped",
+]
 
 LAYER_SCHEMA = "perfmodel.layer_calibration/1"
 #: the shipped layer calibration (fitted on the H200 layer sweep of 2026-12-01)
@@ -43,6 +51,8 @@ LAYER_ASSUMPTIONS: tuple[str, ...] = (
 )
 
 _GEMM_GROUPS = ("bf16", "fp8_e4m3/tensorwise", "fp8_e4m3/rowwise")
+#: kernel kinds with a step factor of their own (:attr:`LayerParams.step_factors`)
+STEP_FACTOR_KINDS: tuple[str, ...] = ("bf16_tensor_core", "fp8_tensor_core", "memory")
 
 
 def _check(owner: str, name: str, value: Any, *, low: float, high: float, low_open: bool = True) -> float:
@@ -73,7 +83,14 @@ class LayerParams:
         gemm_factors: GEMM group (``bf16``, ``fp8_e4m3/tensorwise``, ``fp8_e4m3/rowwise``) -> GEMM kernel time
             inside a compiled layer step over the calibrated model's Linear-step prediction.
         cast_factors: recipe -> cast kernel time inside a layer over the calibrated model's Linear-step casts.
-        in_step_factor: step time by CUDA events over back-to-back steps / summed kernel time of a profiled step.
+        in_step_factor: step time by CUDA events over back-to-back steps / summed kernel time of a profiled step
+            (median over the fitted steps); every kernel's factor when ``step_factors`` is empty.
+        step_factors: kernel kind (:data:`STEP_FACTOR_KINDS`: ``bf16_tensor_core`` — bf16 GEMMs and SDPA,
+            ``fp8_tensor_core`` — float8 GEMMs, ``memory`` — every memory-bound kernel) -> its time in
+            back-to-back steps timed by CUDA events over its profiled kernel time. The profiled steps of the
+            sweep are each followed by a synchronize and a 20 ms sleep, so their tensor-core kernels run at
+            clocks that sustained back-to-back steps do not hold; memory-bound kernels do not depend on the
+            SM clock. Fitted on GPU-bound steps only (:mod:`perfmodel.calibrate_layer`).
         source: what the parameters were fitted on.
         reference: the GPU they were fitted on (its peaks are what the fractions are fractions of).
         residuals: fit statistics (written by :mod:`perfmodel.calibrate_layer`).
@@ -91,6 +108,7 @@ class LayerParams:
     source: str
     reference: ReferenceGPU
     residuals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    step_factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         own = "LayerParams"
@@ -110,6 +128,17 @@ class LayerParams:
                 for k, v in dict(getattr(self, field)).items()
             }
             object.__setattr__(self, field, table)
+        unknown = set(dict(self.step_factors)) - set(STEP_FACTOR_KINDS)
+        if unknown:
+            raise CalibrationError(
+                f"LayerParams.step_factors: unknown kernel kinds {sorted(unknown)}; "
+                f"valid: {', '.join(STEP_FACTOR_KINDS)}"
+            )
+        object.__setattr__(
+            self,
+            "step_factors",
+            {k: _check(own, f"step_factors[{k!r}]", v, low=0.5, high=3) for k, v in dict(self.step_factors).items()},
+        )
         if not isinstance(self.reference, ReferenceGPU):
             raise CalibrationError(f"LayerParams.reference must be a ReferenceGPU, got {self.reference!r}")
         if "bf16" not in self.reference.peaks_flops_per_s:
@@ -126,6 +155,11 @@ class LayerParams:
         if recipe in ("mxfp8", "blockwise") and "rowwise" in self.cast_factors:
             return self.cast_factors["rowwise"]
         return 1.0
+
+    def step_factor(self, kind: str) -> float:
+        """Event-timed over profiled kernel time for a kernel of ``kind`` (:data:`STEP_FACTOR_KINDS`);
+        :attr:`in_step_factor` where that kind was not fitted."""
+        return self.step_factors.get(kind, self.in_step_factor)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (schema :data:`LAYER_SCHEMA`)."""
@@ -144,6 +178,7 @@ class LayerParams:
                 "gemm_factors": dict(self.gemm_factors),
                 "cast_factors": dict(self.cast_factors),
                 "in_step_factor": self.in_step_factor,
+                "step_factors": dict(self.step_factors),
             },
             "residuals": dict(self.residuals),
         }

@@ -168,13 +168,12 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
         ac=cfg.ac,
         time_model=time_model,
     )
-    f = lt.in_step_factor
     fwd: Any = 0
     bwd: Any = 0
     parts: dict[str, Any] = {"gemm": 0, "cast": 0, "attention": 0, "other": 0}
     gemm = {"fwd": 0, "bwd": 0}
     for k in lt.kernels:
-        t = k.time_s * f * _scale(cfg, k.name)
+        t = k.step_s * _scale(cfg, k.name)
         if k.phase == "fwd":
             fwd = fwd + t
         else:
@@ -191,7 +190,8 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
             rec = cfg.recipe if lin.name in cfg.converted else None
             whole = float8.linear_time(T, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model).gemm_s
             chunk = float8.linear_time(T / tp, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model)
-            extra = extra + (tp * chunk.gemm_s - whole) * f
+            kind = "bf16_tensor_core" if rec is None else "fp8_tensor_core"
+            extra = extra + (tp * chunk.gemm_s - whole) * lt.step_factors[kind]
         extra = (extra + abs(extra)) / 2  # never a gain
         parts["gemm"] = parts["gemm"] + extra
         bwd = bwd + extra * 2 / 3  # two of a Linear's three GEMMs run in backward

@@ -1,8 +1,8 @@
 """Fit the decoder-layer step model's parameters (:class:`perfmodel.step.LayerParams`) on measured layer steps.
 
-``python -m perfmodel.calibrate_layer [DATA.json] [-o perfmodel/calibrations/h200_layer.json]`` fits on the
-layer sweep of ``python -m perfmodel.bench.layer`` (records ``op: "layer"``) and writes the JSON the step
-model ships. Nothing in the package imports this module (floor 5).
+``python -m perfmodel.calibrate_layer [DATA.json ...] [-o perfmodel/calibrations/h200_layer.json]`` fits on the
+layer sweep of ``python -m perfmodel.bench.layer`` (records ``op: "layer"``; default: the quiet H200 sweep,
+:data:`DEFAULT_PARTS`) and writes the JSON the step model ships. Nothing in the package imports this module (floor 5).
 
 Each parameter is fitted on the kernels it describes, read off the records' kernel lists (GEMMs, cuDNN's
 SDPA kernels and everything else are told apart by kernel name), in this order:
@@ -15,7 +15,12 @@ SDPA kernels and everything else are told apart by kernel name), in this order:
    fprop / bprop kernels.
 4. ``cast_factors[recipe]``, ``fused_amax_cost``, ``norm_bwd_cast_cost``: non-negative least squares on the
    float8 steps' non-GEMM, non-SDPA kernel time minus the bf16 step's of the same layer and tokens.
-5. ``in_step_factor``: median of CUDA-event step time / profiled kernel time over all records.
+5. ``step_factors``: non-negative least squares of the CUDA-event step time on the predicted kernel time per
+   kernel kind (bf16 tensor-core work — bf16 GEMMs and SDPA —, float8 GEMMs, memory-bound kernels), on the
+   GPU-bound steps only (kernel time >= :data:`GPU_BOUND_KERNEL_S`); ``in_step_factor``: the median event /
+   kernel ratio of the same steps. The profiled steps each end with a synchronize and a 20 ms sleep, the
+   event-timed ones run back to back: tensor-core kernels run slower there (sustained clocks), memory-bound
+   ones do not.
 
 ``fit(records, exclude_dims=(4096,))`` leaves a layer size out (the held-out validation of ``docs/step.md``).
 """
@@ -23,6 +28,7 @@ SDPA kernels and everything else are told apart by kernel name), in this order:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from ._files import load_json
-from ._step_kernels import raw_kernels
+from ._step_kernels import price, raw_kernels, step_kind
 from ._step_names import canonical
-from ._step_params import SHIPPED_LAYER_FILE, LayerParams
+from ._step_params import SHIPPED_LAYER_FILE, STEP_FACTOR_KINDS, LayerParams
 from .calibrated_model import ReferenceGPU
 from .errors import CalibrationError
 from .hardware import get_gpu
@@ -43,10 +49,18 @@ from .recipes import get_recipe
 from .registry import resolve
 from .step import layer_time
 
-__all__ = ["FIT_GPU", "LayerCase", "case_of", "fit", "load_records", "main", "measured_parts"]
+__all__ = ["FIT_GPU", "GPU_BOUND_KERNEL_S", "LayerCase", "case_of", "fit", "load_records", "main", "measured_parts"]
 
 #: the GPU the shipped layer data was measured on
 FIT_GPU = "H200"
+#: steps with at least this much kernel time are GPU-bound and fit the step factors: the host (Python and
+#: launch) time of a compiled layer step measured 2.0-5.6 ms per step on the H200 machine, bf16 and float8
+#: alike (``host_step_s`` of benchmarks/data/h200_2026-12-01/h200_layer_host_2026-12-01.json), so a step of
+#: 7 ms of kernels or more is not waiting for its launches
+GPU_BOUND_KERNEL_S = 7e-3
+#: the shipped fit's data (benchmarks/data/h200_2026-12-01/h200_layer_<part>_2026-12-01.json): all 164 configs of the
+#: sweep measured with no compile running beside the measurement (``--quiet``)
+DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large")
 _GEMM_PREFIXES = ("nvjet", "sm90_xmma", "sm90_gemm", "cutlass", "ampere_", "sm80_")
 
 
@@ -233,11 +247,17 @@ def fit(
     cast_factors = {rc: float(c) for rc, c in zip(recipes, coef[: len(recipes)], strict=True) if c > 0}
     fused_amax_cost, norm_bwd_cast_cost = float(coef[-2]), float(coef[-1])
 
-    # 5. in-step factor
-    in_step = float(statistics.median(float(r["step_time_s"]) / float(r["step_kernel_time_s"]) for r in recs))
-
+    # 5. step factors: CUDA-event step time = sum over kernel kinds of predicted kernel time x factor, on the
+    #    steps whose GPU time is well above their host (launch) time
+    gpu_bound = [r for r in recs if float(r["step_kernel_time_s"]) >= GPU_BOUND_KERNEL_S]
+    if not gpu_bound:
+        raise CalibrationError(
+            f"the step factors need GPU-bound layer steps (kernel time >= {GPU_BOUND_KERNEL_S * 1e3:.0f} ms); "
+            "none given"
+        )
+    in_step = float(statistics.median(float(r["step_time_s"]) / float(r["step_kernel_time_s"]) for r in gpu_bound))
     dims = sorted({int(r["dim"]) for r in recs})
-    return LayerParams(
+    params = LayerParams(
         attention_fwd_fraction=fwd_fraction,
         attention_bwd_fraction=bwd_fraction,
         elementwise_bw_fraction=ew_fraction,
@@ -250,6 +270,20 @@ def fit(
         source=source or f"{len(recs)} layer steps, dims {', '.join(map(str, dims))}",
         reference=ReferenceGPU.from_spec(spec),
     )
+    # the kernel prices do not depend on the step factors, so the parameters fitted so far price them
+    X = np.array([_kind_times(raws[r["id"]], params, spec) for r in gpu_bound])
+    used = X.sum(axis=0) > 0  # kinds the steps ran (a sweep without float8 has no fp8 tensor-core time)
+    coef = _nnls(X[:, used], np.array([float(r["step_time_s"]) for r in gpu_bound]))
+    kinds = [k for k, u in zip(STEP_FACTOR_KINDS, used, strict=True) if u]
+    return dataclasses.replace(params, step_factors={k: float(c) for k, c in zip(kinds, coef, strict=True)})
+
+
+def _kind_times(raw: Sequence[Any], params: LayerParams, spec: Any) -> list[float]:
+    """Predicted kernel seconds of a step per step-factor kind (:data:`STEP_FACTOR_KINDS` order)."""
+    out = dict.fromkeys(STEP_FACTOR_KINDS, 0.0)
+    for k in raw:
+        out[step_kind(k)] += float(price(k, params, spec, calibrated=True))
+    return [out[k] for k in STEP_FACTOR_KINDS]
 
 
 def _ape(pred: float, meas: float) -> float:
@@ -279,8 +313,6 @@ def residuals(params: LayerParams, records: Sequence[Mapping[str, Any]]) -> dict
 def fit_with_residuals(records: Sequence[Mapping[str, Any]], *, source: str) -> LayerParams:
     """:func:`fit` on all records, with in-sample residuals and the held-out rotation (each layer size
     predicted by a fit on the others) recorded in ``residuals``."""
-    import dataclasses
-
     params = fit(records, source=source)
     rotation = {}
     speed, step = [], []
@@ -305,13 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-o", "--out", default=str(SHIPPED_LAYER_FILE), help="output JSON (default: the shipped file)")
     ap.add_argument("--force", action="store_true", help="replace the output file if it exists")
     args = ap.parse_args(argv)
-    paths = args.data or [
-        Path(__file__).resolve().parent.parent
-        / "benchmarks"
-        / "data"
-        / "h200_2026-12-01"
-        / "h200_layer_2026-12-01.json"
-    ]
+    data = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200_2026-12-01"
+    paths = args.data or [data / f"h200_layer_{part}_2026-12-01.json" for part in DEFAULT_PARTS]
     records = load_records(paths)
     meta = load_json(paths[0], what="layer dataset", error=CalibrationError).get("meta", {})
     source = (

@@ -27,12 +27,33 @@ def kernel(lt, name, phase=None):
 
 
 # -- formulas ---------------------------------------------------------------------------------------------
-def test_parts_add_up_and_in_step_factor():
+def _factor(k, converted) -> float:
+    """The step factor of a kernel, by its kind as this test reads it: 16-bit tensor-core work (bf16 GEMMs,
+    SDPA), float8 GEMMs (the GEMMs of a converted Linear), everything else memory-bound."""
+    if k.part == "gemm":
+        return P.step_factors["fp8_tensor_core" if k.name.split(".")[0] in converted else "bf16_tensor_core"]
+    if k.kind in ("attention_fwd", "attention_bwd"):
+        return P.step_factors["bf16_tensor_core"]
+    return P.step_factors["memory"]
+
+
+def test_parts_add_up_with_a_step_factor_per_kernel_kind():
     lt = step.layer_time("llama3-8b", gpu="H200", seq_len=4096, batch=2, recipe="rowwise")
+    assert set(P.step_factors) == {"bf16_tensor_core", "fp8_tensor_core", "memory"}
     assert lt.step_s == pytest.approx(lt.gemm_s + lt.cast_s + lt.attention_s + lt.other_s)
-    assert lt.step_s == pytest.approx(lt.kernel_s * P.in_step_factor)
     assert lt.kernel_s == pytest.approx(sum(k.time_s for k in lt.kernels))
+    for k in lt.kernels:
+        assert k.step_s == pytest.approx(k.time_s * _factor(k, lt.converted)), k.name
+    assert lt.step_s == pytest.approx(sum(k.time_s * _factor(k, lt.converted) for k in lt.kernels))
+    assert lt.in_step_factor == pytest.approx(lt.step_s / lt.kernel_s)
+    assert min(P.step_factors.values()) <= lt.in_step_factor <= max(P.step_factors.values())
     assert lt.tokens == 8192 and lt.recompute_s == 0
+    # a file without step factors scales every kernel by its in_step_factor
+    flat = step.layer_time(
+        "llama3-8b", gpu="H200", seq_len=4096, batch=2, recipe="rowwise",
+        layer_params=dataclasses.replace(P, step_factors={}),
+    )  # fmt: skip
+    assert flat.step_s == pytest.approx(flat.kernel_s * P.in_step_factor)
 
 
 def test_attention_kernels_follow_the_flop_formula():
@@ -74,15 +95,16 @@ def test_gemms_are_the_linear_model_times_the_layer_factor():
         rec = "tensorwise" if lin.name in ("w1", "w3") else None
         for g in linear_time(T, lin.in_features, lin.out_features, rec, "H200").gemms:
             key = g.dtype if g.scaling is None else f"{g.dtype}/{g.scaling}"
-            want += g.time_s * P.gemm_factor(key)
-    assert lt.gemm_s == pytest.approx(want * P.in_step_factor)
+            kind = "bf16_tensor_core" if g.scaling is None else "fp8_tensor_core"
+            want += g.time_s * P.gemm_factor(key) * P.step_factors[kind]
+    assert lt.gemm_s == pytest.approx(want)
     # another time model: the in-layer factors (corrections of the calibrated model) are 1
     roof = step.layer_time(L8B, gpu="H200", seq_len=T, batch=1, time_model="roofline")
     plain = sum(
         linear_time(T, lin.in_features, lin.out_features, None, "H200", model="roofline").gemm_s
         for lin in L8B.linears()
     )
-    assert roof.gemm_s == pytest.approx(plain * P.in_step_factor)
+    assert roof.gemm_s == pytest.approx(plain * P.step_factors["bf16_tensor_core"])
     assert roof.provenance.kind == "roofline"
 
 
@@ -284,7 +306,7 @@ def test_step_report_for_the_lead():
 # -- provenance and parameters -------------------------------------------------------------------------------
 def test_provenance_names_the_layer_data():
     h200 = step.layer_time(L8B, gpu="H200", seq_len=4096).provenance
-    assert h200.kind == "measured" and "h200_layer_2026-12-01.json" in h200.source
+    assert h200.kind == "measured" and "h200_layer_quiet_large_2026-12-01.json" in h200.source
     assert h200.expected_error.speedup_pct == P.residuals["heldout"]["speedup_mdape_pct"]
     h100 = step.layer_time(L8B, gpu="H100", seq_len=4096).provenance
     assert h100.kind == "transferred" and set(LAYER_ASSUMPTIONS) <= set(h100.assumptions)
@@ -327,9 +349,12 @@ def test_layer_params_round_trip_and_validation(tmp_path):
     (tmp_path / "x.json").write_text("[1]")
     with pytest.raises(CalibrationError, match="expected a JSON object"):
         load_layer_params(tmp_path / "x.json")
-    custom = dataclasses.replace(P, in_step_factor=1.0)
+    custom = dataclasses.replace(P, in_step_factor=1.0, step_factors={})
     lt = step.layer_time(L8B, gpu="H200", seq_len=4096, layer_params=custom)
     assert lt.step_s == pytest.approx(lt.kernel_s)
+    for kinds, match in (({"gpu": 1.0}, "unknown kernel kinds"), ({"memory": 0.1}, r"step_factors\['memory'\]")):
+        with pytest.raises(CalibrationError, match=match):
+            dataclasses.replace(P, step_factors=kinds)
 
 
 # -- module filter -------------------------------------------------------------------------------------------

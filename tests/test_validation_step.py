@@ -72,7 +72,7 @@ def test_shipped_layer_calibration_is_the_fit(report):
     got, want = report["refit"].to_dict(), shipped.to_dict()
     assert_close(got["params"], want["params"])
     assert_close(got["residuals"], want["residuals"], "residuals", abs_tol=0.011)  # rounded to 0.01 %
-    assert got["source"] == want["source"] and "h200_layer_2026-12-01.json" in want["source"]
+    assert got["source"] == want["source"] and "h200_layer_quiet_large_2026-12-01.json" in want["source"]
 
 
 def test_heldout_figures_in_the_calibration_are_the_rotations(report):
@@ -111,17 +111,32 @@ def test_torchao_auto_filter_replica_is_torchao(validate, recipe, layer):
         float8._auto_filter_for_recipe("rowwise_with_gw_hp", [])
 
 
-def test_repeat_session_shows_host_jitter_only_on_the_smallest_steps(report):
-    """What docs/step.md says of the second session: at dim 2048 × 4096 tokens event times moved by
-    more than 10 % (median) while kernel times repeated within 2 %; the bigger steps repeat within 3 %."""
-    cases = report["repeat"]["cases"]
-    assert set(cases) == {"d2048-b1s4096", "d2048-b4s4096", "d4096-b1s4096"}
-    small = cases["d2048-b1s4096"]
-    assert small["n"] == 34 and small["event_mdape"] > 10 and small["kernel_mdape"] < 2
-    for case in ("d2048-b4s4096", "d4096-b1s4096"):
-        assert cases[case]["event_mdape"] < 3 and cases[case]["kernel_mdape"] < 3, case
-    assert cases["d2048-b4s4096"]["n"] == 34  # the second quiet call completed the subsets
-    assert len(report["repeat"]["choices"]) == 9
-    # the event-timed savings of the small layer differ between the sessions by > 10 points for tensorwise
-    first, again = small["savings"]["tensorwise"]["event"]
-    assert abs(first - again) > 10
+def test_repeat_sessions_show_host_jitter_only_on_the_smallest_steps(report):
+    """What docs/step.md says of the repeats: at dim 2048 x 4096 tokens event times moved by more than 10 %
+    (median) between sessions while kernel times repeated within 2 %; every bigger step repeats within 3 %."""
+    first = report["repeats"]["first sweep, compiles beside"]["cases"]
+    host = report["repeats"]["host-time session"]["cases"]
+    assert len(first) == 6 and set(host) == {"d2048-b1s4096", "d4096-b1s4096", "d8192-b1s4096"}
+    for cases in (first, host):
+        small = cases["d2048-b1s4096"]
+        assert small["n"] == 34 and small["event_mdape"] > 10 and small["kernel_mdape"] < 2
+        for case, v in cases.items():
+            if case != "d2048-b1s4096":
+                assert v["event_mdape"] < 3 and v["kernel_mdape"] < 3, case
+        # the event-timed tensorwise savings of the small layer differ between the sessions by > 10 points
+        fitted, again = small["savings"]["tensorwise"]["event"]
+        assert abs(fitted - again) > 10
+    assert len(report["repeats"]["first sweep, compiles beside"]["choices"]) == 18
+
+
+def test_host_time_is_comparable_to_the_gpu_time_only_for_the_smallest_layer(report):
+    """docs/step.md: every host-time run held (the GPU spin outlasted the launches); float8 adds host time to
+    every layer; at dim 2048 x 4096 tokens host and GPU time overlap, from dim 4096 on the GPU time is larger."""
+    host = report["host"]
+    assert all(v["valid"] for v in host.values())
+    for case, v in host.items():
+        assert v["f8_host"][1] > v["bf16_host"], case
+    small = host["d2048-b1s4096"]
+    assert small["f8_host"][2] > small["f8_kernel"][1] and small["f8_host"][0] < small["f8_kernel"][1]
+    for case in ("d4096-b1s4096", "d8192-b1s4096"):
+        assert host[case]["f8_host"][2] < host[case]["f8_kernel"][0], case
