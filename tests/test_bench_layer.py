@@ -131,6 +131,20 @@ def test_budget_cut_drops_a_suffix_of_the_plan():
     assert est["killed"] == []
 
 
+def test_extra_sizes_plan_their_own_configs_and_bad_names_are_refused(capsys):
+    extra = L.layer_plan(sizes=[L.layer_size("d5120")])
+    assert {s.case for s in extra} == {"d5120-b1s4096", "d5120-b4s4096"}
+    assert max(s.priority for s in extra) == 3  # no 2- and 3-group subsets for it
+    assert len(extra) == 2 * (1 + 3 + 4 * 2 + 2)  # bf16, 3 recipes x all, 4 groups x 2 recipes, q x 2
+    big = next(s for s in extra if s.id == "d5120-b1s4096-bf16")
+    assert (big.dim, big.ffn, big.heads, big.kv_heads, big.head_dim) == (5120, 13824, 40, 8, 128)
+    assert L.layer_plan() == L.layer_plan(sizes=L.LAYER_SIZES)  # the default sweep is unchanged
+    with pytest.raises(ValueError, match="unknown layer size 'd9999'; valid: d2048, d4096, d8192, d5120"):
+        L.layer_size("d9999")
+    with pytest.raises(SystemExit, match="--sizes: unknown layer size"):
+        L.main(["plan", "--sizes", "d9999"])
+
+
 def test_select_filters():
     specs = L.layer_plan()
     assert len(L.select(specs, priority_max=0)) == 18

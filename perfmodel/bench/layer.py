@@ -96,6 +96,7 @@ from typing import Any
 from ._decoder import LINEAR_GROUPS, DecoderConfig
 
 __all__ = [
+    "EXTRA_SIZES",
     "LAYER_SIZES",
     "PRIORITIES",
     "RECORD_FIELDS",
@@ -111,6 +112,7 @@ __all__ = [
     "estimate_sweep",
     "format_table",
     "layer_plan",
+    "layer_size",
     "main",
     "make_spec",
     "run_sweep",
@@ -139,6 +141,12 @@ LAYER_SIZES: tuple[LayerSize, ...] = (
     LayerSize(key="d2048", model="llama3.2-1b-like", dim=2048, ffn=8192, heads=16, kv_heads=8, subsets=True),
     LayerSize(key="d4096", model="llama3-8b", dim=4096, ffn=14336, heads=32, kv_heads=8, subsets=True),
     LayerSize(key="d8192", model="llama3-70b", dim=8192, ffn=28672, heads=64, kv_heads=8),
+)
+#: sizes measured only when asked for (``--sizes``): layers no fit has seen, to score the step model on
+EXTRA_SIZES: tuple[LayerSize, ...] = (
+    # Qwen2.5-14B's shapes (hidden 5120, MLP 13824, 40 query / 8 KV heads of 128; huggingface.co/Qwen/Qwen2.5-14B
+    # config.json) as a Llama-style layer (no q/k/v bias)
+    LayerSize(key="d5120", model="qwen2.5-14b-like", dim=5120, ffn=13824, heads=40, kv_heads=8),
 )
 QUICK_SIZE = LayerSize(key="d1024", model="tiny", dim=1024, ffn=4096, heads=8, kv_heads=4)
 SEQ_LEN = 4096
@@ -274,7 +282,15 @@ def make_spec(
     )
 
 
-def layer_plan(*, quick: bool = False) -> list[LayerSpec]:
+def layer_size(key: str) -> LayerSize:
+    """The sweep size named ``key`` (:data:`LAYER_SIZES` and :data:`EXTRA_SIZES`)."""
+    sizes = {s.key: s for s in (*LAYER_SIZES, *EXTRA_SIZES)}
+    if key not in sizes:
+        raise ValueError(f"unknown layer size {key!r}; valid: {', '.join(sizes)}")
+    return sizes[key]
+
+
+def layer_plan(*, quick: bool = False, sizes: Sequence[LayerSize] = LAYER_SIZES) -> list[LayerSpec]:
     """Every config in run order (priority, then case, then recipe/subset); deterministic.
 
     Per (layer, tokens): bf16; tensorwise and rowwise with all 7 Linears, each group alone and q
@@ -286,7 +302,7 @@ def layer_plan(*, quick: bool = False) -> list[LayerSpec]:
             make_spec(QUICK_SIZE, 1, QUICK_SEQ_LEN, "bf16"),
             make_spec(QUICK_SIZE, 1, QUICK_SEQ_LEN, "tensorwise", GROUPS),
         ]
-    cases = [(size, b) for size in LAYER_SIZES for b in BATCHES]
+    cases = [(size, b) for size in sizes for b in BATCHES]
     specs: list[LayerSpec] = []
     for size, b in cases:
         specs.append(make_spec(size, b, SEQ_LEN, "bf16", priority=0))
@@ -296,12 +312,12 @@ def layer_plan(*, quick: bool = False) -> list[LayerSpec]:
         specs += [make_spec(size, b, SEQ_LEN, r, (g,), priority=2) for g in GROUPS for r in FP8_RECIPES]
     for size, b in cases:
         specs += [make_spec(size, b, SEQ_LEN, r, (), converted=Q_ONLY, subset="q", priority=3) for r in FP8_RECIPES]
-    sizes = {s.key: s for s in LAYER_SIZES}
+    by_key = {s.key: s for s in sizes}
     subsets = [c for n in (2, 3) for c in itertools.combinations(GROUPS, n)]
     for key, b in SUBSET_CASE_ORDER:
-        if sizes[key].subsets:
+        if key in by_key and by_key[key].subsets:
             specs += [
-                make_spec(sizes[key], b, SEQ_LEN, r, c, priority=4) for c in subsets for r in ("rowwise", "tensorwise")
+                make_spec(by_key[key], b, SEQ_LEN, r, c, priority=4) for c in subsets for r in ("rowwise", "tensorwise")
             ]
     return specs
 
@@ -1383,6 +1399,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure only while no worker compiles (batches compile, then measure one by one; slower)",
     )
+    p.add_argument(
+        "--sizes",
+        default=",".join(s.key for s in LAYER_SIZES),
+        help="comma-separated layer sizes to plan: the sweep's "
+        f"{', '.join(s.key for s in LAYER_SIZES)} (default) and {', '.join(s.key for s in EXTRA_SIZES)}",
+    )
     p.add_argument("--only", default="", help="comma-separated fnmatch patterns of config ids, e.g. 'd2048-*'")
     p.add_argument("--priority-max", type=int, default=None, help="only configs of priority <= this")
     p.add_argument(
@@ -1419,8 +1441,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     budget_s = args.budget_s if args.budget_s is not None else (30.0 if args.quick else 500.0)
     deadline_s = args.deadline_s if args.deadline_s is not None else (58.0 if args.quick else 550.0)
+    try:
+        sizes = [layer_size(k.strip()) for k in args.sizes.split(",") if k.strip()]
+    except ValueError as exc:
+        raise SystemExit(f"--sizes: {exc}") from None
     specs = select(
-        layer_plan(quick=args.quick),
+        layer_plan(quick=args.quick, sizes=sizes),
         only=[p for p in args.only.split(",") if p.strip()],
         priority_max=args.priority_max,
         skip_ids=done_ids(args.skip_from),
