@@ -31,15 +31,20 @@ from perfmodel.presets import LayerShape  # noqa: E402
 from perfmodel.step import best_convert, layer_time  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
-#: the layer sweep the model is fitted and scored on: every one of the 164 configs measured with no compile running
-#: beside the measurement (``--quiet``), in three device calls of two sessions
+#: the layer sweep the model is fitted and scored on: every one of the 164 configs of the sweep measured with no
+#: compile running beside the measurement (``--quiet``), in three device calls of two sessions, and the 28 of a
+#: fourth layer size (dim 5120), measured later after the model's predictions for it were committed
 LAYER_FILES = (
     DATA / "h200_layer_quiet_2026-12-01.json",
     DATA / "h200_layer_quiet_part2_2026-12-01.json",
     DATA / "h200_layer_quiet_large_2026-12-01.json",
+    DATA / "h200_layer_fresh_d5120_2026-12-01.json",
 )
 #: the same configs measured in other sessions (label -> file): the first sweep, with 7-11 workers compiling
 #: beside every measurement, and a later one with host times (dims 2048 and 4096 at 4096 tokens, and four of 8192)
+#: a layer size no fit saw (Qwen2.5-14B shapes), measured after the step model's predictions for it were committed
+FRESH_FILE = DATA / "h200_layer_fresh_d5120_2026-12-01.json"
+FRESH_PREDICTED = DATA / "h200_layer_fresh_d5120_predicted_2026-12-01.json"
 REPEAT_FILES = {
     "first sweep, compiles beside": DATA / "h200_layer_2026-12-01.json",
     "host-time session": DATA / "h200_layer_host_2026-12-01.json",
@@ -49,7 +54,7 @@ STEP_DOC = ROOT / "docs" / "step.md"
 VALIDATION_DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- step:begin -->", "<!-- step:end -->"
 TABLES_BEGIN, TABLES_END = "<!-- step-tables:begin -->", "<!-- step-tables:end -->"
-DIMS = (2048, 4096, 8192)
+DIMS = (2048, 4096, 5120, 8192)
 RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
 #: kernels of an FSDP2 step that are not the layers' own compute (optimizer, FSDP copies, memsets)
 NOT_LAYER = ("multi_tensor_apply", "chunk_cat", "Memcpy", "bfloat16_copy", "Memset", "vectorized_elementwise_kernel")
@@ -203,6 +208,8 @@ def evaluate() -> dict[str, Any]:
         kernels=kernel_counts(records),
         repeats={label: score_repeat(records, choices, path) for label, path in REPEAT_FILES.items() if path.exists()},
         host=score_host(records),
+        fresh=score_fresh(shipped),
+        n_records=len(records),
     )
 
 
@@ -261,6 +268,118 @@ def score_repeat(records: list[dict[str, Any]], choices: list[dict[str, Any]], p
                 )
             )
     return out
+
+
+def score_fresh(shipped: Any) -> dict[str, Any]:
+    """The fresh layer size against the predictions committed before it was measured (``FRESH_PREDICTED``) and
+    against the shipped model: per case and recipe (every Linear), step and kernel time, speedup, savings error
+    by events and by kernel time, and the filter's choice among the measured subsets; MdAPE over all configs."""
+    if not (FRESH_FILE.exists() and FRESH_PREDICTED.exists()):
+        return {}
+    meas = {r["id"]: r for r in cl.load_records(FRESH_FILE)}
+    pre = json.loads(FRESH_PREDICTED.read_text())
+    sources = {
+        "predicted before measuring": (
+            {r["id"]: (r["step_s"], r["kernel_s"]) for r in pre["records"]},
+            {k: tuple(v) for k, v in pre["choices"].items()},
+        ),
+    }
+    now, choices = {}, {}
+    for i, r in meas.items():
+        lt = cl.LayerCase(r).predict(shipped)
+        now[i] = (float(lt.step_s), float(lt.kernel_s))
+    for case in sorted({r["case"] for r in meas.values()}):
+        c = cl.LayerCase(next(r for r in meas.values() if r["case"] == case))
+        for recipe in RECIPES:
+            cands = [tuple(r["groups"]) for r in meas.values() if r["case"] == case and r["recipe"] == recipe]
+            cands = [g for g in cands if g] + [()]
+            opts = dict(gpu="H200", seq_len=c.seq_len, batch=c.batch, recipe=recipe, layer_params=shipped)
+            choices[f"{case} {recipe}"] = best_convert(c.layer, candidates=cands, **opts)
+    sources["shipped model"] = (now, choices)
+    out: dict[str, Any] = {"commit": pre["meta"]["commit"], "n": len(meas)}
+    for label, (pred, chosen) in sources.items():
+        rows, picks = [], []
+        for case in sorted({r["case"] for r in meas.values()}):
+            b = meas[f"{case}-bf16"]
+            for recipe in RECIPES:
+                a = meas[f"{case}-{recipe}-all"]
+                (pb, kb), (pa, ka) = pred[b["id"]], pred[a["id"]]
+                mb, ma = b["step_time_s"], a["step_time_s"]
+                rows.append(
+                    dict(
+                        case=case,
+                        recipe=recipe,
+                        speedup_meas=mb / ma,
+                        speedup_pred=pb / pa,
+                        save_err=((pb - pa) - (mb - ma)) / mb * 100,
+                        save_err_kernel=((kb - ka) - (b["step_kernel_time_s"] - a["step_kernel_time_s"]))
+                        / b["step_kernel_time_s"]
+                        * 100,
+                    )
+                )
+                sub = {tuple(r["groups"]): r for r in meas.values() if r["case"] == case and r["recipe"] == recipe}
+                sub = {g: r for g, r in sub.items() if g} | {(): b}
+                pick = sub[tuple(chosen[f"{case} {recipe}"])]
+                best = min(sub.values(), key=lambda r: r["step_time_s"])
+                picks.append(
+                    dict(
+                        case=case,
+                        recipe=recipe,
+                        chosen=tuple(chosen[f"{case} {recipe}"]),
+                        vs_bf16=(pick["step_time_s"] / mb - 1) * 100,
+                        regret=(pick["step_time_s"] / best["step_time_s"] - 1) * 100,
+                        best=tuple(best["groups"]),
+                    )
+                )
+        out[label] = dict(
+            rows=rows,
+            choices=picks,
+            step_mdape=float(np.median([abs(pred[i][0] / r["step_time_s"] - 1) * 100 for i, r in meas.items()])),
+            kernel_mdape=float(
+                np.median([abs(pred[i][1] / r["step_kernel_time_s"] - 1) * 100 for i, r in meas.items()])
+            ),
+        )
+    return out
+
+
+def fresh_table(fr: dict[str, Any]) -> str:
+    """The fresh layer size as markdown (empty without its files)."""
+    if not fr:
+        return ""
+    out = [
+        "",
+        f"**A layer size no fit saw: dim 5120** (Qwen2.5-14B's shapes as a Llama-style layer; "
+        f"`{FRESH_FILE.name}`, {fr['n']} configs: bf16, every Linear in each recipe, each group alone and q alone, "
+        f"at 4096 and 16384 tokens), measured after the step model's predictions for it were committed "
+        f"(`{FRESH_PREDICTED.name}`, commit {fr['commit'][:7]}) — those predictions, and the shipped model's "
+        "(whose step factors were refitted after this measurement was seen, on the quiet sweep only: not a "
+        "held-out score):\n",
+        "| model | tokens | recipe (all Linears) | speedup meas / pred | savings error (events) | (kernels) | "
+        "filter's choice | vs bf16 % | regret % |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label in ("predicted before measuring", "shipped model"):
+        v = fr[label]
+        for r, c in zip(v["rows"], v["choices"], strict=True):
+            out.append(
+                _row(
+                    label,
+                    16384 if "b4" in r["case"] else 4096,
+                    r["recipe"],
+                    f"{r['speedup_meas']:.2f} / {r['speedup_pred']:.2f}",
+                    _pm(r["save_err"]),
+                    _pm(r["save_err_kernel"]),
+                    _groups_label(c["chosen"]),
+                    _pm(c["vs_bf16"]),
+                    f"{c['regret']:.1f}",
+                )
+            )
+    pre, now = fr["predicted before measuring"], fr["shipped model"]
+    out.append(
+        f"\nStep time MdAPE over the {fr['n']} configs: {pre['step_mdape']:.1f} % before measuring, "
+        f"{now['step_mdape']:.1f} % shipped; kernel time {pre['kernel_mdape']:.1f} % and {now['kernel_mdape']:.1f} %."
+    )
+    return "\n".join(out)
 
 
 def score_host(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -393,7 +512,8 @@ def tables(rep: dict[str, Any]) -> str:
     out.append("")
     out.append(
         "**Which groups to convert** — the filter's choice (`best_convert` among the subsets measured for that "
-        "layer: all 16 for dim 2048 and 4096, none / one group / all for 8192, bf16 / all for rowwise_with_gw_hp), "
+        "layer: all 16 for dim 2048 and 4096, none / one group / all for 5120 and 8192, bf16 / all for "
+        "rowwise_with_gw_hp), "
         "its measured step, the best measured "
         "subset, the regret (% slower than the best; by kernel time in brackets), next to torchao 0.18's "
         "`_auto_filter_for_recipe` (its rules applied to the layer's Linears by shape; its measured step where that "
@@ -455,7 +575,10 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(f"| {k['case']} | " + " | ".join(cells) + " |")
     out.append("")
     p = rep["shipped"]
-    out.append("**Shipped parameters** (`perfmodel/calibrations/h200_layer.json`, fitted on all 164 configs):\n")
+    out.append(
+        f"**Shipped parameters** (`perfmodel/calibrations/h200_layer.json`, fitted on all {rep['n_records']} "
+        "configs):\n"
+    )
     out.append("| parameter | value | unit |")
     out.append("|---|---|---|")
     out.append(f"| attention_fwd_fraction | {p.attention_fwd_fraction:.3f} | of the dense bf16 peak |")
@@ -476,10 +599,13 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(f"| cast_factors[{k}] | {v:.3f} | × calibrated cast time |")
     out.append(f"| in_step_factor | {p.in_step_factor:.3f} | event step / kernel sum, median of the GPU-bound steps |")
     for k, v in p.step_factors.items():
-        out.append(f"| step_factors[{k}] | {v:.3f} | event-timed / profiled kernel time |")
+        out.append(f"| step_factors[{k}] | {v:.3f} | sustained / from-idle kernel time |")
+    if p.boost_window_s is not None:
+        out.append(f"| boost_window_s | {p.boost_window_s * 1e3:.1f} ms | of a step from idle at its first clocks |")
     for label, rp in (rep.get("repeats") or {}).items():
         out.append(repeat_table(label, rp))
     out.append(host_table(rep.get("host") or {}))
+    out.append(fresh_table(rep.get("fresh") or {}))
     return "\n".join(out)
 
 

@@ -271,25 +271,29 @@ def layer_time(
     calibrated = getattr(tm, "reference", None) is not None
     raw = raw_kernels(lay, batch=batch, seq_len=seq_len, recipe=rec, converted=converted, spec=spec, time_model=tm)
     again = _recomputed(raw, lay, ac)
-    kernels = []
-    for tag, ks in (("", raw), ("recompute", again)):
-        for k in ks:
-            t = price(k, params, spec, calibrated=calibrated)
-            kernels.append(
-                StepKernel(
-                    name=k.name,
-                    part=k.part,
-                    phase=k.phase if tag == "" else tag,
-                    kind=k.kind,
-                    time_s=t,
-                    group=k.group,
-                    bytes=k.bytes,
-                    flops=k.flops,
-                    step_s=t * params.step_factor(step_kind(k)),
-                )
-            )
+    priced = [
+        (tag, k, price(k, params, spec, calibrated=calibrated))
+        for tag, ks in (("", raw), ("recompute", again))
+        for k in ks
+    ]
+    kernel_s = sum((t for _, _, t in priced), 0)
+    # the share of the step that a step starting from idle runs at its first clocks (module doc)
+    boosted = 1 if params.boost_window_s is None else namespace(kernel_s).min(1, params.boost_window_s / kernel_s)
+    kernels = [
+        StepKernel(
+            name=k.name,
+            part=k.part,
+            phase=k.phase if tag == "" else tag,
+            kind=k.kind,
+            time_s=t,
+            group=k.group,
+            bytes=k.bytes,
+            flops=k.flops,
+            step_s=t * (1 + (params.step_factor(step_kind(k)) - 1) * boosted),
+        )
+        for tag, k, t in priced
+    ]
     sums = {p: sum((k.step_s for k in kernels if k.part == p), 0) for p in ("gemm", "cast", "attention", "other")}
-    kernel_s = sum((k.time_s for k in kernels), 0)
     step_s = sums["gemm"] + sums["cast"] + sums["attention"] + sums["other"]
     recompute = sum((k.step_s for k in kernels if k.phase == "recompute"), 0)
     groups = tuple(g for g, names in lay.groups.items() if names and all(n in converted for n in names))

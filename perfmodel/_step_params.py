@@ -86,11 +86,15 @@ class LayerParams:
         in_step_factor: step time by CUDA events over back-to-back steps / summed kernel time of a profiled step
             (median over the fitted steps); every kernel's factor when ``step_factors`` is empty.
         step_factors: kernel kind (:data:`STEP_FACTOR_KINDS`: ``bf16_tensor_core`` — bf16 GEMMs and SDPA,
-            ``fp8_tensor_core`` — float8 GEMMs, ``memory`` — every memory-bound kernel) -> its time in
-            back-to-back steps timed by CUDA events over its profiled kernel time. The profiled steps of the
-            sweep are each followed by a synchronize and a 20 ms sleep, so their tensor-core kernels run at
-            clocks that sustained back-to-back steps do not hold; memory-bound kernels do not depend on the
-            SM clock. Fitted on GPU-bound steps only (:mod:`perfmodel.calibrate_layer`).
+            ``fp8_tensor_core`` — float8 GEMMs, ``memory`` — every memory-bound kernel) -> how much slower it
+            runs in back-to-back steps timed by CUDA events than at the clocks of a step that starts from idle.
+            The profiled steps of the sweep are each followed by a synchronize and a 20 ms sleep, so their
+            first ``boost_window_s`` run at clocks that sustained steps do not hold; memory-bound kernels do
+            not depend on the SM clock. Fitted on GPU-bound steps only (:mod:`perfmodel.calibrate_layer`).
+        boost_window_s: how long a step that starts from idle keeps its clocks, seconds: a step of ``K``
+            seconds of profiled kernels runs ``min(K, boost_window_s)`` of them at those clocks, so
+            ``step = K + min(1, boost_window_s / K) · Σ_kind (step_factor − 1) · K_kind``. ``None``: every
+            kernel at its kind's factor, whatever the step's length.
         source: what the parameters were fitted on.
         reference: the GPU they were fitted on (its peaks are what the fractions are fractions of).
         residuals: fit statistics (written by :mod:`perfmodel.calibrate_layer`).
@@ -109,6 +113,7 @@ class LayerParams:
     reference: ReferenceGPU
     residuals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     step_factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    boost_window_s: float | None = None
 
     def __post_init__(self) -> None:
         own = "LayerParams"
@@ -139,6 +144,10 @@ class LayerParams:
             "step_factors",
             {k: _check(own, f"step_factors[{k!r}]", v, low=0.5, high=3) for k, v in dict(self.step_factors).items()},
         )
+        if self.boost_window_s is not None:
+            object.__setattr__(
+                self, "boost_window_s", _check(own, "boost_window_s", self.boost_window_s, low=0.0, high=10.0)
+            )
         if not isinstance(self.reference, ReferenceGPU):
             raise CalibrationError(f"LayerParams.reference must be a ReferenceGPU, got {self.reference!r}")
         if "bf16" not in self.reference.peaks_flops_per_s:
@@ -179,6 +188,7 @@ class LayerParams:
                 "cast_factors": dict(self.cast_factors),
                 "in_step_factor": self.in_step_factor,
                 "step_factors": dict(self.step_factors),
+                "boost_window_s": self.boost_window_s,
             },
             "residuals": dict(self.residuals),
         }

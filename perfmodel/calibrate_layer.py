@@ -15,12 +15,14 @@ SDPA kernels and everything else are told apart by kernel name), in this order:
    fprop / bprop kernels.
 4. ``cast_factors[recipe]``, ``fused_amax_cost``, ``norm_bwd_cast_cost``: non-negative least squares on the
    float8 steps' non-GEMM, non-SDPA kernel time minus the bf16 step's of the same layer and tokens.
-5. ``step_factors``: non-negative least squares of the CUDA-event step time on the predicted kernel time per
-   kernel kind (bf16 tensor-core work — bf16 GEMMs and SDPA —, float8 GEMMs, memory-bound kernels), on the
-   GPU-bound steps only (kernel time >= :data:`GPU_BOUND_KERNEL_S`); ``in_step_factor``: the median event /
-   kernel ratio of the same steps. The profiled steps each end with a synchronize and a 20 ms sleep, the
-   event-timed ones run back to back: tensor-core kernels run slower there (sustained clocks), memory-bound
-   ones do not.
+5. ``step_factors``, ``boost_window_s``: the CUDA-event step time as the profiled kernel time ``K`` plus
+   ``min(1, window / K) · Σ_kind (factor − 1) · K_kind`` over the kernel kinds (bf16 tensor-core work — bf16
+   GEMMs and SDPA —, float8 GEMMs, memory-bound kernels): non-negative least squares for the factors on a
+   grid of windows, on the GPU-bound steps only (kernel time >= :data:`GPU_BOUND_KERNEL_S`);
+   ``in_step_factor``: the median event / kernel ratio of the same steps. The profiled steps each follow a
+   synchronize and a 20 ms sleep, the event-timed ones run back to back: the first ``window`` seconds of a
+   profiled step run at clocks that sustained steps do not hold, which slows tensor-core kernels and not
+   memory-bound ones.
 
 ``fit(records, exclude_dims=(4096,))`` leaves a layer size out (the held-out validation of ``docs/step.md``).
 """
@@ -59,8 +61,8 @@ FIT_GPU = "H200"
 #: 7 ms of kernels or more is not waiting for its launches
 GPU_BOUND_KERNEL_S = 7e-3
 #: the shipped fit's data (benchmarks/data/h200_2026-12-01/h200_layer_<part>_2026-12-01.json): all 164 configs of the
-#: sweep measured with no compile running beside the measurement (``--quiet``)
-DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large")
+#: sweep and the 28 of a fourth layer size (dim 5120), measured with no compile beside the measurement (``--quiet``)
+DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large", "fresh_d5120")
 _GEMM_PREFIXES = ("nvjet", "sm90_xmma", "sm90_gemm", "cutlass", "ampere_", "sm80_")
 
 
@@ -272,10 +274,31 @@ def fit(
     )
     # the kernel prices do not depend on the step factors, so the parameters fitted so far price them
     X = np.array([_kind_times(raws[r["id"]], params, spec) for r in gpu_bound])
+    factors, window = _fit_step_factors(X, np.array([float(r["step_time_s"]) for r in gpu_bound]))
+    return dataclasses.replace(params, step_factors=factors, boost_window_s=window)
+
+
+#: boost windows tried by the step-factor fit, seconds (a grid: the fit's one nonlinear parameter)
+BOOST_WINDOWS_S = tuple(round(2.5e-3 * i, 4) for i in range(2, 81))  # 5 ms .. 200 ms
+
+
+def _fit_step_factors(X: np.ndarray, event_s: np.ndarray) -> tuple[dict[str, float], float]:
+    """Step factors per kind and the boost window (:class:`LayerParams`): for each window on the grid
+    :data:`BOOST_WINDOWS_S`, non-negative least squares of ``event − K`` on ``K_kind · min(1, window / K)``
+    (coefficients: ``factor − 1 >= 0``); the window whose fit has the least squared log error wins.
+    ``X``: predicted kernel seconds per kind (rows: steps, columns :data:`STEP_FACTOR_KINDS`)."""
     used = X.sum(axis=0) > 0  # kinds the steps ran (a sweep without float8 has no fp8 tensor-core time)
-    coef = _nnls(X[:, used], np.array([float(r["step_time_s"]) for r in gpu_bound]))
+    K = X.sum(axis=1)
+    best: tuple[float, float, np.ndarray] | None = None
+    for window in BOOST_WINDOWS_S:
+        A = X[:, used] * np.minimum(1.0, window / K)[:, None]
+        coef = _nnls(A, event_s - K)
+        err = float(np.sum(np.log((K + A @ coef) / event_s) ** 2))
+        if best is None or err < best[0]:
+            best = (err, window, coef)
+    assert best is not None
     kinds = [k for k, u in zip(STEP_FACTOR_KINDS, used, strict=True) if u]
-    return dataclasses.replace(params, step_factors={k: float(c) for k, c in zip(kinds, coef, strict=True)})
+    return {k: 1.0 + float(c) for k, c in zip(kinds, best[2], strict=True)}, best[1]
 
 
 def _kind_times(raw: Sequence[Any], params: LayerParams, spec: Any) -> list[float]:
