@@ -140,3 +140,18 @@ def test_host_time_is_comparable_to_the_gpu_time_only_for_the_smallest_layer(rep
     assert small["f8_host"][2] > small["f8_kernel"][1] and small["f8_host"][0] < small["f8_kernel"][1]
     for case in ("d4096-b1s4096", "d8192-b1s4096"):
         assert host[case]["f8_host"][2] < host[case]["f8_kernel"][0], case
+
+
+def test_predict_layer_gives_what_the_validation_scores(report):
+    """benchmarks/predict_layer.py (how the pre-registered dim-5120 predictions were made) predicts, with the
+    shipped parameters, the step times and choices validate_step.py scores as the shipped model's."""
+    spec = importlib.util.spec_from_file_location("predict_layer", ROOT / "benchmarks" / "predict_layer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = module.predictions(["d5120"], ROOT / "perfmodel" / "calibrations" / "h200_layer.json")
+    assert doc["schema"] == "perfmodel.predictions/1" and len(doc["records"]) == 28
+    shipped = report["fresh"]["shipped model"]
+    for c in shipped["choices"]:
+        assert tuple(doc["choices"][f"{c['case']} {c['recipe']}"]) == c["chosen"]
+    pre = report["fresh"]["predicted before measuring"]
+    assert [r["speedup_pred"] for r in pre["rows"]] != [r["speedup_pred"] for r in shipped["rows"]]  # two models
