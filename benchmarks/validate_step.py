@@ -352,8 +352,8 @@ def fresh_table(fr: dict[str, Any]) -> str:
         f"`{FRESH_FILE.name}`, {fr['n']} configs: bf16, every Linear in each recipe, each group alone and q alone, "
         f"at 4096 and 16384 tokens), measured after the step model's predictions for it were committed "
         f"(`{FRESH_PREDICTED.name}`, commit {fr['commit'][:7]}) — those predictions, and the shipped model's "
-        "(whose step factors were refitted after this measurement was seen, on the quiet sweep only: not a "
-        "held-out score):\n",
+        "(whose step factors took their form after this measurement was seen, and whose parameters are fitted "
+        "on it too: not a held-out score; the rotation above holds this size out):\n",
         "| model | tokens | recipe (all Linears) | speedup meas / pred | savings error (events) | (kernels) | "
         "filter's choice | vs bf16 % | regret % |",
         "|---|---|---|---|---|---|---|---|---|",
