@@ -82,8 +82,9 @@ class LayerTime:
     """Predicted fwd + bwd step of one decoder layer.
 
     ``step_s = gemm_s + cast_s + attention_s + other_s`` (seconds of a step timed with CUDA events back to
-    back); ``kernel_s`` is the summed kernel time a profiler reports; ``in_step_factor = step_s / kernel_s``
-    (each kernel's kernel time is scaled by the step factor of its kind, see
+    back); ``kernel_s`` is the summed kernel time a profiler reports; ``in_step_factor = step_s / kernel_s``;
+    ``step_factors``: kernel kind -> the factor its kernels' time gets in this step (``1 + (f − 1) ·
+    min(1, boost_window / kernel_s)`` with ``f`` the kind's
     :attr:`~perfmodel._step_params.LayerParams.step_factors`); ``recompute_s`` the part of ``step_s`` that
     activation checkpointing re-runs. ``kernels`` lists every kernel with its kernel seconds (``time_s``)
     and step seconds (``step_s``).
@@ -107,7 +108,7 @@ class LayerTime:
     kernel_s: Any
     step_s: Any
     in_step_factor: Any
-    step_factors: dict[str, float]
+    step_factors: dict[str, Any]
     time_model: str
     provenance: Provenance
 
@@ -133,7 +134,7 @@ class LayerTime:
             "parts_s": {k: _plain(v) for k, v in self.parts.items()},
             "recompute_s": _plain(self.recompute_s),
             "in_step_factor": _plain(self.in_step_factor),
-            "step_factors": dict(self.step_factors),
+            "step_factors": {k: _plain(v) for k, v in self.step_factors.items()},
             "time_model": self.time_model,
             "provenance": self.provenance.to_dict(),
         }
@@ -277,8 +278,10 @@ def layer_time(
         for k in ks
     ]
     kernel_s = sum((t for _, _, t in priced), 0)
-    # the share of the step that a step starting from idle runs at its first clocks (module doc)
+    # the share of the step that a step starting from idle runs at its first clocks (module doc), and the factor
+    # each kind's kernels get from it
     boosted = 1 if params.boost_window_s is None else namespace(kernel_s).min(1, params.boost_window_s / kernel_s)
+    factors = {kind: 1 + (params.step_factor(kind) - 1) * boosted for kind in STEP_FACTOR_KINDS}
     kernels = [
         StepKernel(
             name=k.name,
@@ -289,7 +292,7 @@ def layer_time(
             group=k.group,
             bytes=k.bytes,
             flops=k.flops,
-            step_s=t * (1 + (params.step_factor(step_kind(k)) - 1) * boosted),
+            step_s=t * factors[step_kind(k)],
         )
         for tag, k, t in priced
     ]
@@ -316,7 +319,7 @@ def layer_time(
         kernel_s=kernel_s,
         step_s=step_s,
         in_step_factor=step_s / kernel_s,
-        step_factors={kind: params.step_factor(kind) for kind in STEP_FACTOR_KINDS},
+        step_factors=factors,
         time_model=str(getattr(tm, "name", type(tm).__name__)),
         provenance=_provenance(prov, params, spec),
     )

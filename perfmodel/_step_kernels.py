@@ -84,7 +84,7 @@ class StepKernel:
     group: str | None = None
     bytes: Any = 0
     flops: Any = 0
-    step_s: Any = None  # its seconds in a CUDA-event-timed step: time_s x the step factor of its kind
+    step_s: Any = None  # its seconds in a CUDA-event-timed step: time_s x LayerTime.step_factors[its kind]
 
 
 def step_kind(raw: RawKernel) -> str:

@@ -166,8 +166,8 @@ class LayerParams:
         return 1.0
 
     def step_factor(self, kind: str) -> float:
-        """Event-timed over profiled kernel time for a kernel of ``kind`` (:data:`STEP_FACTOR_KINDS`);
-        :attr:`in_step_factor` where that kind was not fitted."""
+        """How much slower a kernel of ``kind`` (:data:`STEP_FACTOR_KINDS`) runs in sustained back-to-back steps
+        than from idle (:attr:`step_factors`); :attr:`in_step_factor` where that kind was not fitted."""
         return self.step_factors.get(kind, self.in_step_factor)
 
     def to_dict(self) -> dict[str, Any]:

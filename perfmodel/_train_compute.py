@@ -191,7 +191,7 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
             whole = float8.linear_time(T, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model).gemm_s
             chunk = float8.linear_time(T / tp, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model)
             kind = "bf16_tensor_core" if rec is None else "fp8_tensor_core"
-            extra = extra + (tp * chunk.gemm_s - whole) * lt.step_factors[kind]
+            extra = extra + (tp * chunk.gemm_s - whole) * lt.step_factors[kind]  # this step's factor of its kind
         extra = (extra + abs(extra)) / 2  # never a gain
         parts["gemm"] = parts["gemm"] + extra
         bwd = bwd + extra * 2 / 3  # two of a Linear's three GEMMs run in backward

@@ -6,8 +6,9 @@ between them, a float8 cast can fuse into the kernel that produces its input (or
 an input share its cast, and the whole runs inside one compiled graph. :func:`layer_time` adds up every
 kernel of the step (:mod:`perfmodel._step_kernels` lists them with their byte and FLOP counts)::
 
-    step_s     = sum over kernels of kernel time x step_factor(kind)      CUDA-event time of back-to-back steps
-                 kind: bf16 tensor-core work (bf16 GEMMs, SDPA) | float8 GEMMs | memory-bound (everything else)
+    step_s     = kernel_s + min(1, boost_window / kernel_s) x sum over kinds of (step_factor(kind) - 1) x kernel_s(kind)
+                 CUDA-event time of back-to-back steps; kind: bf16 tensor-core work (bf16 GEMMs, SDPA) | float8
+                 GEMMs | memory-bound (everything else)
     kernel_s   = gemm + cast + attention + other               (+ the forward re-run by activation checkpointing)
     gemm       = sum over the 3 GEMMs of every Linear of float8.linear_time(...) x gemm_factor(format)
     attention  = 2 latency + 2·b·s²·H·hd / (f_fwd · peak_bf16) + 2.5 · 2·b·s²·H·hd / (f_bwd · peak_bf16)
@@ -19,8 +20,9 @@ kernel of the step (:mod:`perfmodel._step_kernels` lists them with their byte an
 
 Every part is reported in step seconds (its kernels' time x their step factors), so the parts add up to
 ``step_s``; ``in_step_factor = step_s / kernel_s``. The step factors say how much slower each kind of kernel runs
-in sustained back-to-back steps than in the profiled ones of the sweep (which end with a 20 ms sleep each):
-tensor-core kernels lose clock, memory-bound ones do not. The model prices the GPU: a step whose host (Python and
+in sustained back-to-back steps than in a step that starts from idle, as the sweep's profiled ones do (each
+follows a 20 ms sleep), for the first ``boost_window`` seconds of it: tensor-core kernels lose clock,
+memory-bound ones do not. The model prices the GPU: a step whose host (Python and
 launch) time exceeds its GPU time — small layers in float8, where torchao's Linears add launches and host
 work — takes longer than predicted (``docs/step.md``, host time). GEMMs and casts use the GPU's time model
 (:func:`perfmodel.registry.time_model`); the layer parameters (fractions of peak and of HBM bandwidth,

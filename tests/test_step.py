@@ -108,6 +108,39 @@ def test_gemms_are_the_linear_model_times_the_layer_factor():
     assert roof.provenance.kind == "roofline"
 
 
+def test_the_boost_window_caps_the_sustained_slowdown_of_long_steps():
+    """step = K + min(1, window / K) · Σ_kind (f_kind − 1) · K_kind: a step shorter than the window gets every
+    kind's full factor, a longer one a constant (f − 1) · window on top of its kernel time."""
+    assert P.boost_window_s is not None and 0.005 <= P.boost_window_s <= 0.2
+    long = step.layer_time("llama3-70b", gpu="H200", seq_len=8192, batch=4, recipe="tensorwise")
+    assert float(long.kernel_s) > 2 * P.boost_window_s
+    by_kind = {"bf16_tensor_core": 0.0, "fp8_tensor_core": 0.0, "memory": 0.0}
+    for k in long.kernels:
+        kind = "memory"
+        if k.part == "gemm":
+            kind = "fp8_tensor_core" if k.name.split(".")[0] in long.converted else "bf16_tensor_core"
+        elif k.kind in ("attention_fwd", "attention_bwd"):
+            kind = "bf16_tensor_core"
+        by_kind[kind] += float(k.time_s)
+    K = sum(by_kind.values())
+    extra = P.boost_window_s / K * sum((P.step_factors[kind] - 1) * t for kind, t in by_kind.items())
+    assert float(long.step_s) == pytest.approx(K + extra)
+    for kind, f in P.step_factors.items():
+        assert long.step_factors[kind] == pytest.approx(1 + (f - 1) * P.boost_window_s / K)
+    # without a window every kernel gets its kind's whole factor
+    flat = dataclasses.replace(P, boost_window_s=None)
+    whole = step.layer_time("llama3-70b", gpu="H200", seq_len=8192, batch=4, recipe="tensorwise", layer_params=flat)
+    assert float(whole.step_s) == pytest.approx(sum(P.step_factors[kind] * t for kind, t in by_kind.items()))
+    # sympy: the window is a Min, equal to the numbers once substituted
+    sp = pytest.importorskip("sympy")
+    s_ = sp.Symbol("s", positive=True)
+    sym = step.layer_time("llama3-70b", gpu="H200", seq_len=s_, batch=4, recipe="tensorwise")
+    assert sym.step_s.has(sp.Min)
+    assert float(sym.step_s.subs(s_, 8192)) == pytest.approx(float(long.step_s), rel=1e-9)
+    with pytest.raises(CalibrationError, match="boost_window_s"):
+        dataclasses.replace(P, boost_window_s=-1.0)
+
+
 # -- float8 interactions -----------------------------------------------------------------------------------
 def test_a_shared_input_is_cast_once_per_group():
     one = step.layer_time(L8B, gpu="H200", seq_len=4096, recipe="tensorwise", convert=["wq"])
