@@ -3,12 +3,13 @@
     python benchmarks/validate_step.py            # prints the tables of docs/step.md
     python benchmarks/validate_step.py --write    # rewrites them in docs/step.md and docs/validation.md
 
-Every number comes from ``benchmarks/data/h200_2026-12-01/`` (layer sweep and one-GPU FSDP steps) and the
-step model: for each layer size (dim 2048, 4096, 8192) the layer parameters are refitted on the other two
-(``perfmodel.calibrate_layer.fit(..., exclude_dims=(dim,))``) and the held-out size is predicted. Measured
-step time is the CUDA-event median of 20 back-to-back steps (``step_time_s``); kernel time is the profiled
-per-step kernel sum (``step_kernel_time_s``). ``tests/test_validation_step.py`` checks that the docs are
-what this script gives.
+Every number comes from ``benchmarks/data/h200_2026-12-01/`` (:data:`LAYER_FILES`, the repeats of
+:data:`REPEAT_FILES`, the dim-5120 predictions committed before it was measured, and the one-GPU FSDP steps)
+and the step model: for each layer size (dim 2048, 4096, 5120, 8192) the layer parameters are refitted on the
+others (``perfmodel.calibrate_layer.fit(..., exclude_dims=(dim,))``) and the held-out size is predicted.
+Measured step time is the CUDA-event median of 30-50 back-to-back steps (``step_time_s``); kernel time is the
+profiled per-step kernel sum (``step_kernel_time_s``). ``tests/test_validation_step.py`` checks that the docs
+are what this script gives.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ LAYER_FILES = (
     DATA / "h200_layer_quiet_large_2026-12-01.json",
     DATA / "h200_layer_fresh_d5120_2026-12-01.json",
 )
-#: the same configs measured in other sessions (label -> file): the first sweep, with 7-11 workers compiling
-#: beside every measurement, and a later one with host times (dims 2048 and 4096 at 4096 tokens, and four of 8192)
 #: a layer size no fit saw (Qwen2.5-14B shapes), measured after the step model's predictions for it were committed
 FRESH_FILE = DATA / "h200_layer_fresh_d5120_2026-12-01.json"
 FRESH_PREDICTED = DATA / "h200_layer_fresh_d5120_predicted_2026-12-01.json"
+#: the same configs measured in other sessions (label -> file): the first sweep, with 7-11 workers compiling
+#: beside every measurement, and a later one with host times (dims 2048 and 4096 at 4096 tokens, and four of 8192)
 REPEAT_FILES = {
     "first sweep, compiles beside": DATA / "h200_layer_2026-12-01.json",
     "host-time session": DATA / "h200_layer_host_2026-12-01.json",

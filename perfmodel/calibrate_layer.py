@@ -249,8 +249,8 @@ def fit(
     cast_factors = {rc: float(c) for rc, c in zip(recipes, coef[: len(recipes)], strict=True) if c > 0}
     fused_amax_cost, norm_bwd_cast_cost = float(coef[-2]), float(coef[-1])
 
-    # 5. step factors: CUDA-event step time = sum over kernel kinds of predicted kernel time x factor, on the
-    #    steps whose GPU time is well above their host (launch) time
+    # 5. step factors and boost window (module doc), on the steps whose GPU time is well above their host
+    #    (launch) time
     gpu_bound = [r for r in recs if float(r["step_kernel_time_s"]) >= GPU_BOUND_KERNEL_S]
     if not gpu_bound:
         raise CalibrationError(
