@@ -48,6 +48,8 @@ LAYER_ASSUMPTIONS: tuple[str, ...] = (
     "latency each",
     "inductor fuses the same float8 casts into the same producers as on the fitted stack (torch 2.11, torchao "
     "0.17); the in-layer factors on GEMMs and casts and the in-step factor are the architecture's",
+    "sustained back-to-back steps slow tensor-core kernels by the fitted step factors after the fitted boost "
+    "window, as on the H200 at 700 W; another GPU's power limit and clock management may differ",
 )
 
 _GEMM_GROUPS = ("bf16", "fp8_e4m3/tensorwise", "fp8_e4m3/rowwise")
