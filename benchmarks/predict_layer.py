@@ -36,17 +36,11 @@ def predictions(sizes: list[str], params_file: Path) -> dict[str, Any]:
     specs = L.layer_plan(sizes=[L.layer_size(s) for s in sizes])
     records = []
     for s in specs:
-        lt = cl.LayerCase(L.base_record(s)).predict(params)
+        rec = L.base_record(s)  # the record the sweep will write, measurements empty
+        lt = cl.LayerCase(rec).predict(params)
         records.append(
-            dict(
-                id=s.id,
-                case=s.case,
-                recipe=s.recipe,
-                subset=s.subset,
-                converted=list(s.converted),
-                step_s=float(lt.step_s),
-                kernel_s=float(lt.kernel_s),
-            )
+            {k: rec[k] for k in ("id", "case", "recipe", "subset", "converted")}
+            | {"step_s": float(lt.step_s), "kernel_s": float(lt.kernel_s)}
         )
     choices = {}
     for case in sorted({s.case for s in specs}):
