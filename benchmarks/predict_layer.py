@@ -5,6 +5,8 @@ planned sizes, and the groups its filter picks among the configs that will be me
     # with the layer parameters of another commit (how h200_layer_fresh_d5120_predicted_2026-12-01.json was made):
     git show 3709b61:perfmodel/calibrations/h200_layer.json > /tmp/layer.json
     python benchmarks/predict_layer.py --sizes d5120 --layer-params /tmp/layer.json -o predicted.json
+    # the mix-order rule's test configs (perfmodel.bench.layer.MIX_ORDER_CASES):
+    python benchmarks/predict_layer.py --plan mix_order -o predicted.json
 
 The output (``perfmodel.predictions/1``) is what ``benchmarks/validate_step.py`` scores the measurement against.
 """
@@ -30,20 +32,26 @@ from perfmodel.step import best_convert  # noqa: E402
 RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
 
 
-def predictions(sizes: list[str], params_file: Path) -> dict[str, Any]:
-    """The predictions document for the configs :func:`perfmodel.bench.layer.layer_plan` plans for ``sizes``."""
+def predictions(sizes: list[str], params_file: Path, plan: str = "sweep") -> dict[str, Any]:
+    """The predictions document for the configs :func:`perfmodel.bench.layer.layer_plan` plans for ``sizes``
+    (``plan="mix_order"``: :func:`perfmodel.bench.layer.mix_order_plan`'s, ``sizes`` ignored); each record says
+    whether the model expects inductor's mix-order norm-backward variant (``mix_order_cast``)."""
     params = load_layer_params(params_file)
-    specs = L.layer_plan(sizes=[L.layer_size(s) for s in sizes])
+    specs = L.mix_order_plan() if plan == "mix_order" else L.layer_plan(sizes=[L.layer_size(s) for s in sizes])
     records = []
     for s in specs:
         rec = L.base_record(s)  # the record the sweep will write, measurements empty
         lt = cl.LayerCase(rec).predict(params)
         records.append(
             {k: rec[k] for k in ("id", "case", "recipe", "subset", "converted")}
-            | {"step_s": float(lt.step_s), "kernel_s": float(lt.kernel_s)}
+            | {
+                "step_s": float(lt.step_s),
+                "kernel_s": float(lt.kernel_s),
+                "mix_order_cast": any(k.kind == "mix_order_cast" and float(k.bytes) > 0 for k in lt.kernels),
+            }
         )
     choices = {}
-    for case in sorted({s.case for s in specs}):
+    for case in sorted({s.case for s in specs} if plan == "sweep" else ()):
         c = cl.LayerCase(L.base_record(next(s for s in specs if s.case == case)))
         for recipe in RECIPES:
             cands = [tuple(s.groups) for s in specs if s.case == case and s.recipe == recipe and s.subset != "q"]
@@ -54,7 +62,9 @@ def predictions(sizes: list[str], params_file: Path) -> dict[str, Any]:
         "schema": "perfmodel.predictions/1",
         "meta": {
             "date": datetime.date.today().isoformat(),
-            "what": f"the step model's predictions for {', '.join(sizes)} before it was measured",
+            "what": "the step model's predictions for "
+            + (", ".join(sizes) if plan == "sweep" else "the mix_order plan")
+            + " before it was measured",
             "commit": commit,
             "model": str(params_file.relative_to(ROOT)) if params_file.is_relative_to(ROOT) else str(params_file),
             "gpu": "H200",
@@ -67,10 +77,11 @@ def predictions(sizes: list[str], params_file: Path) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="d5120", help="comma-separated layer sizes (perfmodel.bench.layer)")
+    ap.add_argument("--plan", default="sweep", choices=L.PLANS, help="sweep (of --sizes) or mix_order")
     ap.add_argument("--layer-params", type=Path, default=SHIPPED_LAYER_FILE, help="a layer calibration JSON")
     ap.add_argument("-o", "--out", type=Path, help="write here (default: print)")
     args = ap.parse_args()
-    doc = predictions([s.strip() for s in args.sizes.split(",") if s.strip()], args.layer_params.resolve())
+    doc = predictions([s.strip() for s in args.sizes.split(",") if s.strip()], args.layer_params.resolve(), args.plan)
     text = json.dumps(doc, indent=1)
     if args.out:
         args.out.write_text(text + "\n")

@@ -594,6 +594,14 @@ def tables(rep: dict[str, Any]) -> str:
             "HBM passes over 3·tokens·hidden bytes (tensorwise q/k/v)",
         )
     )
+    if p.mix_order_cast_cost is not None:
+        out.append(
+            _row(
+                "mix_order_cast_cost",
+                f"{p.mix_order_cast_cost:.2f}",
+                "the same, in inductor's persistent mix-order norm backward (batch 1, tensorwise wq, wk, wv)",
+            )
+        )
     for k, v in p.gemm_factors.items():
         out.append(f"| gemm_factors[{k}] | {v:.3f} | × calibrated GEMM time |")
     for k, v in p.cast_factors.items():

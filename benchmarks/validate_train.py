@@ -66,6 +66,16 @@ def _gpu(run: dict[str, Any]) -> str:
     return GPUS[g]
 
 
+#: torch releases whose inductor has the mix-order reduction of the norm backward (pytorch/pytorch#165370, merged
+#: 2025-10; first in 2.10): a run's ``software`` naming one of these (or a 2026 build) gets it, older ones do not
+MIX_ORDER_TORCH = ("2.10", "2.11", "2.12", "2.13", "2026")
+
+
+def has_mix_order(run: dict[str, Any]) -> bool:
+    """Whether the run's torch had inductor's mix-order norm-backward kernel (:data:`MIX_ORDER_TORCH`)."""
+    return any(v in str(run.get("software") or "") for v in MIX_ORDER_TORCH)
+
+
 def run_config(run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``train.estimate`` keywords for a published run, and what had to be assumed."""
     assumed = []
@@ -108,6 +118,7 @@ def run_config(run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         async_tp=bool(run["async_tp"]),
         ac=ac,
         network=NETWORKS.get(run["gpu"]),
+        mix_order_norm_bwd=has_mix_order(run),
     )
     return kw, assumed
 

@@ -239,6 +239,7 @@ def layer_time(
     ac: str = "none",
     time_model: ModelLike = None,
     layer_params: LayerParams | None = None,
+    mix_order_norm_bwd: bool | None = None,
 ) -> LayerTime:
     """Predicted fwd + bwd step of one decoder layer on ``batch · seq_len`` tokens, seconds, by part.
 
@@ -255,6 +256,11 @@ def layer_time(
         time_model: overrides the GPU's time model (``"roofline"``, ``"original"``, ``"calibrated"`` or a
             model object), as ``model=`` does in :mod:`perfmodel.float8`.
         layer_params: overrides the shipped layer parameters (:mod:`perfmodel.calibrate_layer` fits them).
+        mix_order_norm_bwd: whether torch.compile has inductor's *mix-order reduction* (one persistent kernel for
+            the RMSNorm backward and its weight gradient; torch 2.10 and later, pytorch/pytorch#165370), into
+            which it fuses tensorwise q/k/v's transposed float8 cast at batch 1 — a kernel ~10x slower than the
+            bf16 one (:func:`perfmodel._step_kernels.mix_order_cast`, ``docs/step.md``). ``None`` (default): as
+            the stack the layer parameters were fitted on (torch 2.11: yes); ``False`` for torch 2.9 and older.
 
     Raises:
         UnknownPresetError, UnsupportedLayerError, UnknownLinearError, IneligibleLinearError,
@@ -270,7 +276,18 @@ def layer_time(
     tm, prov = resolve(spec, time_model)
     params = layer_params if layer_params is not None else shipped()
     calibrated = getattr(tm, "reference", None) is not None
-    raw = raw_kernels(lay, batch=batch, seq_len=seq_len, recipe=rec, converted=converted, spec=spec, time_model=tm)
+    if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
+        raise PerfModelError(f"mix_order_norm_bwd must be True, False or None, got {mix_order_norm_bwd!r}")
+    raw = raw_kernels(
+        lay,
+        batch=batch,
+        seq_len=seq_len,
+        recipe=rec,
+        converted=converted,
+        spec=spec,
+        time_model=tm,
+        mix_order=mix_order_norm_bwd,
+    )
     again = _recomputed(raw, lay, ac)
     priced = [
         (tag, k, price(k, params, spec, calibrated=calibrated))

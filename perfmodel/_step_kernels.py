@@ -15,6 +15,8 @@ bandwidth; ``peak``: its dense bf16 FLOP/s)::
     launch        the GPU time model's launch-only kernel (a scale's second reduction stage)
     fused_amax    bytes / bw x p.fused_amax_cost      (an amax inductor fused into the producing kernel)
     norm_bwd_cast bytes / bw x p.norm_bwd_cast_cost   (tensorwise q/k/v: the transposed cast in the norm bwd)
+    mix_order_cast bytes / bw x p.mix_order_cast_cost (the same cast in inductor's persistent mix-order kernel,
+                  :func:`mix_order_cast`; ``norm_bwd_cast_cost`` where the parameters have no such cost)
 
 The ``gemm`` and ``cast`` factors correct the calibrated model's Linear-step prices to layer steps; with
 another time model (``"roofline"``, ``"original"``, your own) they are 1.
@@ -25,13 +27,26 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ._backend import namespace
 from ._step_params import LayerParams
 from .float8 import linear_time
 from .hardware import GPUSpec
 from .presets import LayerShape
 from .recipes import CastOptions, Recipe
 
-__all__ = ["FUSED_GRAD_OUTPUT", "FUSED_INPUT", "RawKernel", "StepKernel", "price", "raw_kernels", "step_kind"]
+__all__ = [
+    "FUSED_GRAD_OUTPUT",
+    "FUSED_INPUT",
+    "MIX_ORDER_MAX_COLS",
+    "MIX_ORDER_MIN_NUMEL",
+    "MIX_ORDER_MIN_ROWS",
+    "RawKernel",
+    "StepKernel",
+    "mix_order_cast",
+    "price",
+    "raw_kernels",
+    "step_kind",
+]
 
 _BF16 = 2  # bytes per activation element
 
@@ -53,6 +68,50 @@ FUSED_GRAD_OUTPUT: dict[str, bool] = {
 }
 
 
+#: Inductor's shape test for a *mix-order reduction* — one kernel for a reduction over rows and one over
+#: columns of the same [rows, cols] tensor (the RMSNorm backward over the hidden size and the norm-weight
+#: gradient over the tokens): rows·cols >= 5·2**20, rows >= 2·cols, rows >= 4096, cols <= 16384 (torch 2.11,
+#: ``torch/_inductor/scheduler.py``, ``MixOrderReduction.can_fuse``; the kernel is always generated persistent,
+#: ``codegen/simd.py``, ``_generate_kernel_code_for_mix_order_reduction``).
+MIX_ORDER_MIN_NUMEL = 5 * 2**20
+MIX_ORDER_MIN_ROWS = 4096
+MIX_ORDER_MAX_COLS = 16384
+
+
+def mix_order_cast(hidden: Any, batch: Any, seq_len: Any) -> Any:
+    """Whether inductor fuses tensorwise q/k/v's transposed float8 cast of the attention-norm output into its
+    persistent mix-order reduction kernel of the norm backward (``triton_per_fused__scaled_mm_..._div_expand_
+    ..._t_transpose_view_*``), which stores the cast 3 times, one byte at a time across rows, and runs ~10x
+    longer than the bf16 kernel.
+
+    True when the mix-order shape test holds for ``rows = batch · seq_len`` tokens and ``cols = hidden``
+    (:data:`MIX_ORDER_MIN_NUMEL`, :data:`MIX_ORDER_MIN_ROWS`, :data:`MIX_ORDER_MAX_COLS`, rows >= 2·cols)
+    **and batch == 1** — an empirical condition: with batch 2, 3 and 4 at the same token counts inductor put
+    the cast into a separate looped kernel instead (H200, torch 2.11, torchao 0.17; ``docs/step.md``). The
+    caller adds "tensorwise, and wq, wk, wv all converted" (q alone does not fuse the cast). A bool, a bool
+    array, or a sympy condition."""
+    T = batch * seq_len
+    xp = namespace(hidden, batch, seq_len)
+    if xp.name == "sympy":
+        import sympy
+
+        return sympy.And(
+            sympy.Ge(T * hidden, MIX_ORDER_MIN_NUMEL),
+            sympy.Ge(T, 2 * hidden),
+            sympy.Ge(T, MIX_ORDER_MIN_ROWS),
+            sympy.Le(hidden, MIX_ORDER_MAX_COLS),
+            sympy.Eq(batch, 1),
+        )
+    fires = (
+        (T * hidden >= MIX_ORDER_MIN_NUMEL)
+        & (T >= 2 * hidden)
+        & (T >= MIX_ORDER_MIN_ROWS)
+        & (hidden <= MIX_ORDER_MAX_COLS)
+        & (batch == 1)
+    )
+    return fires if xp.name == "numpy" and getattr(fires, "ndim", 0) else bool(fires)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RawKernel:
     """A kernel before the layer parameters price it: ``base_s`` is the time model's own price (gemm, cast,
@@ -62,6 +121,7 @@ class RawKernel:
     part: str  # gemm | cast | attention | other
     phase: str  # fwd | bwd
     kind: str  # gemm | attention_fwd | attention_bwd | memory | cast | launch | fused_amax | norm_bwd_cast
+    #: | mix_order_cast
     group: str | None = None
     key: str = ""  # gemm group for gemm kernels, recipe for casts
     base_s: Any = 0
@@ -183,10 +243,12 @@ def raw_kernels(
     converted: frozenset[str],
     spec: GPUSpec,
     time_model: Any,
+    mix_order: bool | None = None,
 ) -> list[RawKernel]:
     """Every kernel of one fwd + bwd step of ``layer``, unpriced (see the module doc).
 
-    ``converted``: canonical Linear names run in ``recipe`` (the others in bf16).
+    ``converted``: canonical Linear names run in ``recipe`` (the others in bf16); ``mix_order``: whether
+    inductor has the mix-order reduction (:func:`mix_order_cast`; ``None``: as the fitted stack, torch 2.11).
     """
     T = batch * seq_len
     ks: list[RawKernel] = []
@@ -211,12 +273,19 @@ def raw_kernels(
             )
     ks += _attention(layer, batch, seq_len)
     ks += _elementwise(layer, T)
-    ks += _casts(layer, T, recipe, converted, spec, time_model)
+    ks += _casts(layer, batch, seq_len, recipe, converted, spec, time_model, mix_order is not False)
     return ks
 
 
 def _casts(
-    layer: LayerShape, T: Any, recipe: Recipe, converted: frozenset[str], spec: GPUSpec, time_model: Any
+    layer: LayerShape,
+    batch: Any,
+    seq_len: Any,
+    recipe: Recipe,
+    converted: frozenset[str],
+    spec: GPUSpec,
+    time_model: Any,
+    mix_order: bool = True,
 ) -> list[RawKernel]:
     """float8 cast kernels per group, as torchao + inductor ran them on the H200 (``docs/step.md``):
 
@@ -227,8 +296,11 @@ def _casts(
       disappears, the producer slows down by ``fused_amax_cost`` HBM passes over those bytes;
     * weights and grad_outputs are cast per Linear;
     * tensorwise with q/k/v converted: the transposed cast of the attention-norm output for the grad_weight
-      GEMMs is fused into the attention-norm backward, which slows it down (``norm_bwd_cast``).
+      GEMMs is fused into the attention-norm backward, which slows it down (``norm_bwd_cast``); with all three
+      converted, where :func:`mix_order_cast` holds, into inductor's persistent mix-order kernel instead
+      (``mix_order_cast``, much slower).
     """
+    T = batch * seq_len
     out: list[RawKernel] = []
     if not converted or recipe.name == "bf16":
         return out
@@ -289,6 +361,11 @@ def _casts(
                     )
                 )
         if conv and group == "qkv" and recipe.scaling == "tensorwise":
+            nbytes = 3 * T * layer.hidden
+            fires: Any = False
+            if mix_order and set(names) <= set(conv):
+                fires = mix_order_cast(layer.hidden, batch, seq_len)
+            xp = namespace(nbytes, fires)
             out.append(
                 RawKernel(
                     name="qkv.input.transposed_cast_in_attention_norm_bwd",
@@ -296,9 +373,20 @@ def _casts(
                     phase="bwd",
                     kind="norm_bwd_cast",
                     group=group,
-                    bytes=3 * T * layer.hidden,
+                    bytes=xp.where(fires, 0 * nbytes, nbytes),
                 )
             )
+            if fires is not False:
+                out.append(
+                    RawKernel(
+                        name="qkv.input.transposed_cast_in_mix_order_norm_bwd",
+                        part="cast",
+                        phase="bwd",
+                        kind="mix_order_cast",
+                        group=group,
+                        bytes=xp.where(fires, nbytes, 0 * nbytes),
+                    )
+                )
     return out
 
 
@@ -322,4 +410,7 @@ def price(raw: RawKernel, params: LayerParams, spec: GPUSpec, *, calibrated: boo
         return raw.bytes / bw * params.fused_amax_cost
     if raw.kind == "norm_bwd_cast":
         return raw.bytes / bw * params.norm_bwd_cast_cost
+    if raw.kind == "mix_order_cast":
+        cost = params.mix_order_cast_cost
+        return raw.bytes / bw * (params.norm_bwd_cast_cost if cost is None else cost)
     raise AssertionError(f"unknown kernel kind {raw.kind!r}")

@@ -82,6 +82,10 @@ class LayerParams:
         norm_bwd_cast_cost: tensorwise only — the attention-norm backward into which inductor fuses the
             transposed float8 cast of the norm output (q/k/v converted) runs this many HBM passes over
             ``3 · tokens · hidden`` bytes longer.
+        mix_order_cast_cost: the same, where inductor fuses that cast into its persistent mix-order kernel of the
+            norm backward (:func:`perfmodel._step_kernels.mix_order_cast`: batch 1, enough tokens); ``None``
+            where the fit saw no such step (then ``norm_bwd_cast_cost`` prices it, and the step is
+            underestimated).
         gemm_factors: GEMM group (``bf16``, ``fp8_e4m3/tensorwise``, ``fp8_e4m3/rowwise``) -> GEMM kernel time
             inside a compiled layer step over the calibrated model's Linear-step prediction.
         cast_factors: recipe -> cast kernel time inside a layer over the calibrated model's Linear-step casts.
@@ -116,6 +120,7 @@ class LayerParams:
     residuals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     step_factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
     boost_window_s: float | None = None
+    mix_order_cast_cost: float | None = None
 
     def __post_init__(self) -> None:
         own = "LayerParams"
@@ -128,6 +133,9 @@ class LayerParams:
         )
         for name in ("fused_amax_cost", "norm_bwd_cast_cost"):
             object.__setattr__(self, name, _check(own, name, getattr(self, name), low=0.0, high=50.0, low_open=False))
+        if self.mix_order_cast_cost is not None:
+            cost = _check(own, "mix_order_cast_cost", self.mix_order_cast_cost, low=0.0, high=500.0, low_open=False)
+            object.__setattr__(self, "mix_order_cast_cost", cost)
         object.__setattr__(self, "in_step_factor", _check(own, "in_step_factor", self.in_step_factor, low=0.5, high=3))
         for field in ("gemm_factors", "cast_factors"):
             table = {
@@ -186,6 +194,7 @@ class LayerParams:
                 "elementwise_latency_s": self.elementwise_latency_s,
                 "fused_amax_cost": self.fused_amax_cost,
                 "norm_bwd_cast_cost": self.norm_bwd_cast_cost,
+                "mix_order_cast_cost": self.mix_order_cast_cost,
                 "gemm_factors": dict(self.gemm_factors),
                 "cast_factors": dict(self.cast_factors),
                 "in_step_factor": self.in_step_factor,

@@ -167,6 +167,7 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
         convert=cfg.converted if cfg.recipe.name != "bf16" else None,
         ac=cfg.ac,
         time_model=time_model,
+        mix_order_norm_bwd=cfg.mix_order_norm_bwd,
     )
     fwd: Any = 0
     bwd: Any = 0

@@ -107,6 +107,7 @@ class TrainConfig:
     fsdp: Groups
     tp_group: Groups
     replicate: Groups
+    mix_order_norm_bwd: bool | None = None
 
     @property
     def fp8_gathered_params(self) -> int:
@@ -148,6 +149,7 @@ def check_config(
     async_tp: Any,
     ac: str,
     convert: Any = None,
+    mix_order_norm_bwd: Any = None,
 ) -> TrainConfig:
     """Validate a job and derive its process groups (every problem a named error saying what is valid).
     ``convert``: the layer's Linears in float8 (names as :func:`perfmodel.step.layer_time` takes them);
@@ -183,6 +185,8 @@ def check_config(
     for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp)):
         if not isinstance(value, bool):
             raise PerfModelError(f"{flag} must be True or False, got {value!r}")
+    if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
+        raise PerfModelError(f"mix_order_norm_bwd must be True, False or None, got {mix_order_norm_bwd!r}")
     if float8_all_gather and rec.name != "tensorwise":
         raise PerfModelError(
             f"float8_all_gather=True needs recipe='tensorwise' (torchao casts FSDP2 all-gathers to float8 with "
@@ -226,4 +230,5 @@ def check_config(
         fsdp=fsdp,
         tp_group=tpg,
         replicate=rep,
+        mix_order_norm_bwd=mix_order_norm_bwd,
     )

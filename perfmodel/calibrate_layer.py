@@ -13,8 +13,9 @@ SDPA kernels and everything else are told apart by kernel name), in this order:
    non-GEMM, non-SDPA kernel time = ``n_kernels · latency + bytes / (fraction · HBM)`` (the model's kernel list).
 3. ``attention_{fwd,bwd}_fraction``: median of ``FLOP / (peak_bf16 · (t − latency))`` of cuDNN's flash
    fprop / bprop kernels.
-4. ``cast_factors[recipe]``, ``fused_amax_cost``, ``norm_bwd_cast_cost``: non-negative least squares on the
-   float8 steps' non-GEMM, non-SDPA kernel time minus the bf16 step's of the same layer and tokens.
+4. ``cast_factors[recipe]``, ``fused_amax_cost``, ``norm_bwd_cast_cost``, ``mix_order_cast_cost``: non-negative
+   least squares on the float8 steps' non-GEMM, non-SDPA kernel time minus the bf16 step's of the same layer and
+   tokens (``mix_order_cast_cost`` is ``None`` when no fitted step ran inductor's mix-order variant).
 5. ``step_factors``, ``boost_window_s``: the CUDA-event step time as the profiled kernel time ``K`` plus
    ``min(1, window / K) · Σ_kind (factor − 1) · K_kind`` over the kernel kinds (bf16 tensor-core work — bf16
    GEMMs and SDPA —, float8 GEMMs, memory-bound kernels): non-negative least squares for the factors on a
@@ -240,14 +241,20 @@ def fit(
     for r in f8:
         ks = raws[r["id"]]
         row = [sum(float(k.base_s) for k in ks if k.kind == "cast") if r["recipe"] == rc else 0.0 for rc in recipes]
-        row += [sum(float(k.bytes) for k in ks if k.kind == kind) / bw for kind in ("fused_amax", "norm_bwd_cast")]
+        row += [
+            sum(float(k.bytes) for k in ks if k.kind == kind) / bw
+            for kind in ("fused_amax", "norm_bwd_cast", "mix_order_cast")
+        ]
         rows.append(row)
         ys.append(
             meas[r["id"]]["other"] - other_bf16[r["case"]] - sum(float(k.base_s) for k in ks if k.kind == "launch")
         )
-    coef = _nnls(np.array(rows), np.array(ys)) if rows else np.zeros(len(recipes) + 2)
+    X = np.array(rows)
+    coef = _nnls(X, np.array(ys)) if rows else np.zeros(len(recipes) + 3)
     cast_factors = {rc: float(c) for rc, c in zip(recipes, coef[: len(recipes)], strict=True) if c > 0}
-    fused_amax_cost, norm_bwd_cast_cost = float(coef[-2]), float(coef[-1])
+    fused_amax_cost, norm_bwd_cast_cost = float(coef[-3]), float(coef[-2])
+    # the mix-order variant's cost, only where a fitted step ran it (else None: priced as norm_bwd_cast)
+    mix_order_cast_cost = float(coef[-1]) if rows and bool(np.any(X[:, -1] > 0)) else None
 
     # 5. step factors and boost window (module doc), on the steps whose GPU time is well above their host
     #    (launch) time
@@ -266,6 +273,7 @@ def fit(
         elementwise_latency_s=float(latency),
         fused_amax_cost=fused_amax_cost,
         norm_bwd_cast_cost=norm_bwd_cast_cost,
+        mix_order_cast_cost=mix_order_cast_cost,
         gemm_factors=gemm_factors,
         cast_factors=cast_factors,
         in_step_factor=in_step,

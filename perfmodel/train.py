@@ -264,6 +264,7 @@ def estimate(
     vocab: int | None = None,
     time_model: ModelLike = None,
     train_params: TrainParams | None = None,
+    mix_order_norm_bwd: bool | None = None,
 ) -> TrainEstimate:
     """Predicted training step of one GPU in an FSDP2 (+ TP, HSDP) job.
 
@@ -290,6 +291,8 @@ def estimate(
         pp, cp: pipeline and context parallel degrees; anything but 1 is refused (not modeled).
         time_model: the GEMM/cast time model (as ``model=`` elsewhere in perfmodel).
         train_params: overrides the fitted optimizer/FSDP overhead parameters.
+        mix_order_norm_bwd: as :func:`perfmodel.step.layer_time` takes it (``None``: the fitted stack's
+            inductor, torch 2.11; ``False`` for torch 2.9 and older).
 
     Raises:
         InvalidParallelismError: n_gpus not divisible by tp·dp_replicate, heads, KV heads, FFN or vocab not
@@ -311,6 +314,7 @@ def estimate(
         float8_all_gather=float8_all_gather,
         async_tp=async_tp,
         ac=ac,
+        mix_order_norm_bwd=mix_order_norm_bwd,
     )
     if not (isinstance(convert, str) and convert.strip().lower() == "auto"):
         cfg = check_config(sizes, spec, **job, convert=convert)

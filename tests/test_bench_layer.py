@@ -623,3 +623,22 @@ def test_table_command_reads_the_dataset(tmp_path, capsys):
     # a second call skips what the first measured
     assert L.main(["plan", "--priority-max", "0", "--skip-from", str(tmp_path / "layer.json")]) == 0
     assert "15 configs" in capsys.readouterr().out
+
+
+def test_mix_order_plan_tests_the_rule_both_ways():
+    from perfmodel._step_kernels import mix_order_cast
+
+    specs = L.mix_order_plan()
+    assert len(specs) == len({s.id for s in specs}) == 21
+    assert L.layer_size("d3072").dim == 3072
+    fires = {
+        s.id
+        for s in specs
+        if s.recipe == "tensorwise" and s.subset in ("all", "qkv") and mix_order_cast(s.dim, s.batch, s.seq_len)
+    }
+    # batch 1 where the rule fires, batch 2 at the same tokens where it does not, and a case below its row test
+    assert "d2048-b1s8192-tensorwise-all" in fires and "d2048-b2s8192-tensorwise-all" not in fires
+    assert "d3072-b1s4096-tensorwise-all" not in fires and "d4096-b1s8192-tensorwise-qkv" in fires
+    assert all(s.subset != "none" or s.recipe == "bf16" for s in specs)
+    # every case has its bf16 baseline
+    assert {s.case for s in specs} == {s.case for s in specs if s.recipe == "bf16"}

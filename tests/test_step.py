@@ -467,3 +467,67 @@ def test_filter_on_a_torch_model_with_torchao():
         f"{'attention' if c in ('wq', 'wk', 'wv', 'wo') else 'feed_forward'}.{c}" for g in groups for c in lay.groups[g]
     }
     assert converted == want and groups
+
+
+def test_mix_order_rule_by_hand():
+    from perfmodel._step_kernels import mix_order_cast
+
+    # rows = tokens, cols = hidden: rows*cols >= 5*2**20, rows >= 2*cols, rows >= 4096, cols <= 16384, batch 1
+    assert mix_order_cast(2048, 1, 4096) is True
+    assert mix_order_cast(2048, 4, 4096) is False  # batch 4: the cast goes to a looped kernel
+    assert mix_order_cast(4096, 1, 4096) is False  # 4096 tokens < 2 x 4096
+    assert mix_order_cast(4096, 1, 8192) is True  # Llama 3 8B at seq 8192
+    assert mix_order_cast(1024, 1, 4096) is False  # 4096 x 1024 < 5 x 2**20
+    assert mix_order_cast(2048, 1, 2048) is False  # fewer than 4096 rows
+    assert mix_order_cast(20480, 1, 65536) is False  # more than 16384 columns
+    got = mix_order_cast(2048, np.array([1, 2, 1]), np.array([4096, 4096, 2048]))
+    np.testing.assert_array_equal(got, [True, False, False])
+    import sympy
+
+    b, s = sympy.symbols("b s", positive=True, integer=True)
+    cond = mix_order_cast(2048, b, s)
+    for bv, sv in ((1, 4096), (4, 4096), (1, 2048), (1, 8192)):
+        assert bool(cond.subs({b: bv, s: sv})) is mix_order_cast(2048, bv, sv)
+
+
+def _mix_kernels(lt):
+    return [k for k in lt.kernels if k.kind == "mix_order_cast" and float(k.bytes) > 0]
+
+
+def test_mix_order_variant_is_priced_where_the_rule_fires():
+    p = shipped()
+    assert p.mix_order_cast_cost is not None and p.mix_order_cast_cost > p.norm_bwd_cast_cost
+    kw = dict(gpu="H200", seq_len=4096, batch=1, recipe="tensorwise")
+    lay = LayerShape(name="d2048", hidden=2048, ffn=8192, heads=16, kv_heads=8)
+    lt = step.layer_time(lay, **kw)
+    (k,) = _mix_kernels(lt)
+    bw = pm.get_gpu("H200").mem_bw_bytes_per_s
+    assert float(k.bytes) == 3 * 4096 * 2048
+    assert float(k.time_s) == pytest.approx(3 * 4096 * 2048 / bw * p.mix_order_cast_cost, rel=1e-12)
+    looped = [x for x in lt.kernels if x.kind == "norm_bwd_cast"]
+    assert all(float(x.bytes) == 0 for x in looped)
+    # q alone does not fuse the cast; rowwise has no such kernel; batch 4 or the switch off: the looped price
+    assert not _mix_kernels(step.layer_time(lay, **kw, convert=["wq"]))
+    assert not _mix_kernels(step.layer_time(lay, **{**kw, "recipe": "rowwise"}))
+    assert not _mix_kernels(step.layer_time(lay, **{**kw, "batch": 4}))
+    off = step.layer_time(lay, **kw, mix_order_norm_bwd=False)
+    assert not _mix_kernels(off)
+    assert float(off.kernel_s) < float(lt.kernel_s)
+    (nb,) = [x for x in off.kernels if x.kind == "norm_bwd_cast"]
+    assert float(nb.time_s) == pytest.approx(3 * 4096 * 2048 / bw * p.norm_bwd_cast_cost, rel=1e-12)
+    with pytest.raises(PerfModelError, match="mix_order_norm_bwd"):
+        step.layer_time(lay, **kw, mix_order_norm_bwd="yes")
+    # parameters fitted without such a step price it as the looped kernel (the old model), not as free
+    old = dataclasses.replace(p, mix_order_cast_cost=None)
+    assert float(step.layer_time(lay, **kw, layer_params=old).kernel_s) == pytest.approx(float(off.kernel_s))
+
+
+def test_mix_order_variant_symbolic_matches_numeric():
+    import sympy
+
+    b = sympy.Symbol("b", positive=True, integer=True)
+    lay = LayerShape(name="d2048", hidden=2048, ffn=8192, heads=16, kv_heads=8)
+    sym = step.layer_time(lay, gpu="H200", seq_len=4096, batch=b, recipe="tensorwise")
+    for bv in (1, 2):
+        num = step.layer_time(lay, gpu="H200", seq_len=4096, batch=bv, recipe="tensorwise")
+        assert float(sym.kernel_s.subs(b, bv)) == pytest.approx(float(num.kernel_s), rel=1e-9)

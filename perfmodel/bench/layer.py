@@ -98,6 +98,8 @@ from ._decoder import LINEAR_GROUPS, DecoderConfig
 __all__ = [
     "EXTRA_SIZES",
     "LAYER_SIZES",
+    "MIX_ORDER_CASES",
+    "PLANS",
     "PRIORITIES",
     "RECORD_FIELDS",
     "GpuLock",
@@ -115,6 +117,7 @@ __all__ = [
     "layer_size",
     "main",
     "make_spec",
+    "mix_order_plan",
     "run_sweep",
 ]
 
@@ -147,7 +150,30 @@ EXTRA_SIZES: tuple[LayerSize, ...] = (
     # Qwen2.5-14B's shapes (hidden 5120, MLP 13824, 40 query / 8 KV heads of 128; huggingface.co/Qwen/Qwen2.5-14B
     # config.json) as a Llama-style layer (no q/k/v bias)
     LayerSize(key="d5120", model="qwen2.5-14b-like", dim=5120, ffn=13824, heads=40, kv_heads=8),
+    # Llama 3.2 3B (hidden 3072, MLP 8192, 24 query / 8 KV heads of 128; huggingface.co/meta-llama/Llama-3.2-3B
+    # config.json)
+    LayerSize(key="d3072", model="llama3.2-3b", dim=3072, ffn=8192, heads=24, kv_heads=8),
 )
+#: ``--plan mix_order``: (size, batch, seq_len) -> configs (recipe, groups; "q" = attention.wq alone) that test
+#: the step model's rule for inductor's persistent mix-order norm backward with tensorwise q/k/v
+#: (perfmodel._step_kernels.mix_order_cast): batch 1 where the rule fires, batch 2 at the same tokens where it
+#: does not, three layer sizes, and token counts the main sweep does not have (8192, 16384 at batch 1)
+MIX_ORDER_CASES: tuple[tuple[str, int, int, tuple[tuple[str, str], ...]], ...] = (
+    ("d2048", 1, 8192, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "qkv"), ("rowwise", "all"))),
+    ("d2048", 2, 8192, (("bf16", ""), ("tensorwise", "all"))),
+    ("d2048", 1, 16384, (("bf16", ""), ("tensorwise", "all"))),
+    ("d3072", 1, 4096, (("bf16", ""), ("tensorwise", "all"))),
+    (
+        "d3072",
+        1,
+        8192,
+        (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "qkv"), ("tensorwise", "q"), ("rowwise", "all")),
+    ),
+    ("d4096", 1, 8192, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "qkv"), ("rowwise", "all"))),
+    ("d4096", 2, 8192, (("bf16", ""), ("tensorwise", "all"))),
+)
+#: named plans besides the main sweep (``--plan``)
+PLANS: tuple[str, ...] = ("sweep", "mix_order")
 QUICK_SIZE = LayerSize(key="d1024", model="tiny", dim=1024, ffn=4096, heads=8, kv_heads=4)
 SEQ_LEN = 4096
 BATCHES: tuple[int, ...] = (1, 4)
@@ -319,6 +345,20 @@ def layer_plan(*, quick: bool = False, sizes: Sequence[LayerSize] = LAYER_SIZES)
             specs += [
                 make_spec(by_key[key], b, SEQ_LEN, r, c, priority=4) for c in subsets for r in ("rowwise", "tensorwise")
             ]
+    return specs
+
+
+def mix_order_plan() -> list[LayerSpec]:
+    """The ``mix_order`` plan (:data:`MIX_ORDER_CASES`), in that order."""
+    specs = []
+    for key, batch, seq_len, configs in MIX_ORDER_CASES:
+        size = layer_size(key)
+        for recipe, groups in configs:
+            if groups == "q":
+                specs.append(make_spec(size, batch, seq_len, recipe, (), converted=Q_ONLY, subset="q"))
+            else:
+                chosen = GROUPS if groups == "all" else (groups,) if groups else ()
+                specs.append(make_spec(size, batch, seq_len, recipe, chosen))
     return specs
 
 
@@ -1405,6 +1445,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated layer sizes to plan: the sweep's "
         f"{', '.join(s.key for s in LAYER_SIZES)} (default) and {', '.join(s.key for s in EXTRA_SIZES)}",
     )
+    p.add_argument(
+        "--plan",
+        default="sweep",
+        choices=PLANS,
+        help="sweep: the layer sweep of --sizes (default); mix_order: the configs that test the mix-order norm "
+        "backward rule (MIX_ORDER_CASES; --sizes ignored)",
+    )
     p.add_argument("--only", default="", help="comma-separated fnmatch patterns of config ids, e.g. 'd2048-*'")
     p.add_argument("--priority-max", type=int, default=None, help="only configs of priority <= this")
     p.add_argument(
@@ -1446,7 +1493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         raise SystemExit(f"--sizes: {exc}") from None
     specs = select(
-        layer_plan(quick=args.quick, sizes=sizes),
+        mix_order_plan() if args.plan == "mix_order" and not args.quick else layer_plan(quick=args.quick, sizes=sizes),
         only=[p for p in args.only.split(",") if p.strip()],
         priority_max=args.priority_max,
         skip_ids=done_ids(args.skip_from),
