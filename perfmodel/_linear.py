@@ -122,7 +122,8 @@ class LinearTime:
             family = shape_family(self.M, self.K, self.N)
         except PerfModelError:  # arrays, symbols
             family = "all"
-        return error_bar("linear_time", self.provenance.kind, family, "kernel")
+        which = "tiles" if self.provenance.time_model == "tiles" else ""
+        return error_bar("linear_time", self.provenance.kind, family, "kernel", model=which)
 
     @property
     def cast_bytes(self) -> Any:

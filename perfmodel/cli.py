@@ -40,7 +40,7 @@ from .errors import PerfModelError, PerfModelWarning
 
 __all__ = ["build_parser", "main"]
 
-_TIME_MODELS = ("roofline", "original", "calibrated")
+_TIME_MODELS = ("roofline", "original", "calibrated", "tiles")
 
 
 def _positive_int(text: str) -> int:
@@ -84,7 +84,7 @@ def _gpu(args: argparse.Namespace) -> Any:
     spec = get_gpu(args.gpu)
     if args.calibration is None:
         return spec
-    if args.time_model in ("roofline", "original"):
+    if args.time_model in ("roofline", "original", "tiles"):
         raise PerfModelError(
             f"--calibration uses your fit, --time-model {args.time_model} ignores it: pass one of them "
             "(or --time-model calibrated)"

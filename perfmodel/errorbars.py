@@ -110,6 +110,8 @@ class ErrorBar:
         n: measurements the bar comes from.
         basis: what they are (data set, GPU, model).
         borrowed: why this class uses another class's bar (empty when the bar is its own).
+        model: the time model the bar was measured for within its class: ``""`` the class's default
+            model, ``"tiles"`` the H200 tile model (``model="tiles"``).
     """
 
     quantity: str
@@ -122,6 +124,7 @@ class ErrorBar:
     n: int
     basis: str
     borrowed: str = ""
+    model: str = ""
 
     def __post_init__(self) -> None:
         for name in ("low", "high", "median"):
@@ -185,8 +188,11 @@ def error_bar(
     kind: str,
     family: str = "all",
     timing: str = "kernel",
+    *,
+    model: str = "",
 ) -> ErrorBar | None:
-    """The bar for ``quantity`` of provenance class ``kind`` on ``family`` shapes, timed as ``timing``.
+    """The bar for ``quantity`` of provenance class ``kind`` on ``family`` shapes, timed as ``timing``
+    (``model="tiles"``: the tile model's own bars, ``None`` where it has none).
 
     Falls back from the family to ``"all"`` and from the timing to ``"any"``; a ``transferred`` GEMM time
     borrows the ``measured`` bar (marked ``borrowed``). ``None`` where nothing was measured for the class
@@ -198,18 +204,19 @@ def error_bar(
     _check("kind", kind, PROVENANCE_KINDS)
     _check("family", family, (*SHAPE_FAMILIES, "all"))
     _check("timing", timing, TIMINGS)
+    _check("model", model, ("", "tiles"))
     bars = error_bar_table()
 
     def find(k: str, q: str) -> ErrorBar | None:
         for fam in dict.fromkeys((family, "all")):
             for tim in (timing, "any"):
                 for b in bars:
-                    if (b.quantity, b.kind, b.family, b.timing) == (q, k, fam, tim):
+                    if (b.quantity, b.kind, b.family, b.timing, b.model) == (q, k, fam, tim, model):
                         return b
         return None
 
     own = find(kind, quantity)
-    if own is not None:
+    if own is not None or model:
         return own
     if kind == "transferred" and quantity != "speedup":
         b = find("measured", quantity)

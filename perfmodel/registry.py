@@ -14,7 +14,9 @@ For a GPU spec (a table row, a ``dataclasses.replace`` of one, or :func:`perfmod
    :class:`~perfmodel.errors.PerfModelWarning` once per GPU.
 
 ``model=`` overrides it per call: ``"roofline"``, ``"original"``, ``"calibrated"`` (steps 1–3; an
-error where none exists) or a :class:`~perfmodel.timemodel.TimeModel` object. Every answer's
+error where none exists), ``"tiles"`` (the H200's tile model, :mod:`perfmodel.tile_model`: numeric
+GEMM kernel times on the H200 only; a named error elsewhere) or a :class:`~perfmodel.timemodel.TimeModel`
+object. Every answer's
 provenance carries the error measured for its class (:data:`EXPECTED_ERRORS`, from
 ``docs/validation.md``).
 """
@@ -27,27 +29,30 @@ from typing import Any
 
 from ._specs import attached_time_model, set_time_model_lookup
 from .calibrated_model import ASSUMPTIONS, CalibratedModel
-from .calibrations import MEASURED, ShippedCalibration
+from .calibrations import DIR, MEASURED, ShippedCalibration
 from .calibrations.estimates import ESTIMATES, estimated_model
 from .errorbars import ErrorBar, error_bar
 from .errors import CalibrationError, PerfModelError, PerfModelWarning, choices_message
 from .hardware import GPULike, GPUSpec, get_gpu
+from .tile_model import TileModel, load_tile_model
 from .timemodel import ORIGINAL, ROOFLINE, ExpectedError, Provenance, Roofline, TimeModel
 
 __all__ = [
     "EXPECTED_ERRORS",
     "MODEL_NAMES",
+    "TILES_EXPECTED_ERROR",
     "ModelLike",
     "calibrated_model",
     "gpu_error_bar",
     "provenance",
     "resolve",
+    "tile_model",
     "time_model",
 ]
 
 ModelLike = str | TimeModel | None
 #: names ``model=`` accepts
-MODEL_NAMES: tuple[str, ...] = ("roofline", "original", "calibrated")
+MODEL_NAMES: tuple[str, ...] = ("roofline", "original", "calibrated", "tiles")
 _NAMED = {"roofline": ROOFLINE, "original": ORIGINAL}
 
 #: Error measured per provenance class on data no fit saw (docs/validation.md; a test checks these
@@ -76,12 +81,38 @@ EXPECTED_ERRORS: dict[str, ExpectedError] = {
     ),
 }
 
+#: The tile model's expected error (docs/validation.md, "The tile model"; checked by the test suite against
+#: the report benchmarks/validate.py recomputes).
+TILES_EXPECTED_ERROR = ExpectedError(
+    gemm_time_pct=None,
+    basis="H200 only; not yet scored on shapes measured after its fit (its cross-validated fit error: h200_tiles.json)",
+)
+
 _SHIPPED: dict[str, ShippedCalibration] = {arch: ShippedCalibration(name) for arch, name in MEASURED.items()}
+_TILES: dict[str, TileModel] = {}
 _warned: set[str] = set()
+#: the shipped tile model's file
+TILES_PATH = DIR / "h200_tiles.json"
 
 
 def _measured_for(arch: str) -> ShippedCalibration | None:
     return _SHIPPED.get(arch)
+
+
+def tile_model(gpu: GPULike = "H200") -> TileModel:
+    """The shipped tile model (:mod:`perfmodel.tile_model`), read on first use; ``gpu`` must be the GPU it
+    was measured on (the H200), else a named error."""
+    spec = get_gpu(gpu)
+    if "model" not in _TILES:
+        base = _measured_for("90")
+        _TILES["model"] = load_tile_model(TILES_PATH, base=base)
+    model = _TILES["model"]
+    if spec.name != model.gpu:
+        raise PerfModelError(
+            f"the tile model (model='tiles') was measured on the {model.gpu} only and does not rescale to "
+            f"{spec.name}; use the default model there (model=None)"
+        )
+    return model
 
 
 def calibrated_model(gpu: GPULike) -> TimeModel | None:
@@ -207,6 +238,9 @@ def resolve(gpu: GPULike, model: ModelLike = None) -> tuple[TimeModel, Provenanc
                     "use model='roofline', or fit one with `perfmodel calibrate` (docs/validation.md)"
                 )
             return chosen, _provenance_of(spec, chosen, attached=attached_time_model(spec) is not None)
+        if model == "tiles":
+            tiles = tile_model(spec)
+            return tiles, _tiles_provenance(spec, tiles)
         if model not in _NAMED:
             raise PerfModelError(choices_message("time model", model, MODEL_NAMES))
         return _NAMED[model], _roofline_provenance(spec, _NAMED[model], asked=True)
@@ -217,7 +251,21 @@ def resolve(gpu: GPULike, model: ModelLike = None) -> tuple[TimeModel, Provenanc
     return model, _provenance_of(spec, model, attached=False, explicit=True)
 
 
+def _tiles_provenance(spec: GPUSpec, model: TileModel) -> Provenance:
+    date = re.search(r"\d{4}-\d{2}-\d{2}", model.source)
+    return Provenance(
+        kind="measured",
+        gpu=spec.name,
+        time_model=model.name,
+        source=f"tile model fitted on {model.gpu} ({model.source}); memory kernels: the {model.gpu} calibration",
+        summary=f"the {model.gpu} tile model" + (f" (measured {date[0]})" if date else ""),
+        expected_error=TILES_EXPECTED_ERROR,
+    )
+
+
 def _provenance_of(spec: GPUSpec, model: Any, *, attached: bool, explicit: bool = False) -> Provenance:
+    if isinstance(model, TileModel):
+        return _tiles_provenance(spec, model)
     if _is_roofline(model):
         return _roofline_provenance(spec, model, asked=True)
     if _is_calibrated(model):
@@ -254,7 +302,9 @@ def gpu_error_bar(
     """The error bar of ``gpu``'s answers (with ``model=``: that model's) for ``quantity`` on ``family``
     shapes: :func:`perfmodel.errorbars.error_bar` for the answer's provenance class; ``None`` where that
     class was never validated (estimated speedups, models you supply)."""
-    return error_bar(quantity, provenance(gpu, model).kind, family, timing)  # type: ignore[arg-type]
+    tm, prov = resolve(gpu, model)
+    which = "tiles" if isinstance(tm, TileModel) else ""
+    return error_bar(quantity, prov.kind, family, timing, model=which)  # type: ignore[arg-type]
 
 
 set_time_model_lookup(calibrated_model)

@@ -36,6 +36,7 @@ FLOORS: dict[str, int] = {
     "calibrations": 2,
     "calibrations.estimates": 2,
     "registry": 2,
+    "tile_model": 2,
     "gemm": 2,
     # 3: float8 decisions, model presets, report, the original model's names
     "_linear": 3,
@@ -69,6 +70,7 @@ FLOORS: dict[str, int] = {
     "bench": 5,
     "calibrate_layer": 5,
     "calibrate_train": 5,
+    "calibrate_tiles": 5,
     # 6: the command line and the package face
     "cli": 6,
     "__main__": 6,

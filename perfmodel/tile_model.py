@@ -1,0 +1,421 @@
+"""The tile model: H200 cuBLAS GEMM kernel time from a per-tile formula, minimised over candidate tiles.
+
+``model="tiles"`` (:func:`perfmodel.gemm_time_s`, the CLI's ``--model tiles``) prices a GEMM
+``[M, K] @ [K, N]`` the way a persistent Hopper kernel runs it: for each candidate tile of a short,
+fitted list (:class:`TileKind`), the time of its waves of CTAs, then a soft minimum over the candidates
+(an idealised cuBLAS heuristic: no kernel name is needed). It is fitted on the profiled kernel times of
+the 2026-12-01 H200 layout sweep (:mod:`perfmodel.calibrate_tiles`, L2 flushed before every call) and
+describes the effects the default calibrated model (:mod:`perfmodel.calibrated_model`) leaves out:
+wave quantization at cluster granularity, split-K, per-CTA load and L2 limits, partial M tiles, and
+row strides that are 16-byte but not 32- or 128-byte aligned. Where it comes from and how it scored on
+shapes measured after the fit: ``docs/validation.md`` ("The tile model").
+
+Per candidate tile ``(tM, tN)`` with cluster ``(cM, cN)`` and optional split-K, for a GEMM in one format
+and layout (``S`` SMs, ``eb`` bytes per operand element, ``tK`` the K step, ``peak`` the dense peak)::
+
+    Tm, Tn   = ⌈M/tM⌉, ⌈N/tN⌉;  T = Tm·Tn                                   output tiles
+    s        = max(1, min(⌊S/T⌋, ⌊K/split_k_min⌋)) with split-K, else 1     K slices
+    Kq       = ⌈K/(s·tK)⌉·tK;   rows, cols = M/Tm, N/Tn                      per-CTA work
+    C        = ⌈Tm/cM⌉·cM · ⌈Tn/cN⌉·cN · s                                   CTAs, whole clusters
+    slots    = S (clusters of ≤ 2) or S − 4;  W = ⌈C/slots⌉;  r = C − (W−1)·slots
+    f(n)     = ‖ compute, tma, l2(n), hbm(n) + out(n), cta_hbm ‖_p + tile_overhead      n CTAs at once
+      compute  = Kq/tK · (2·tM·tN·tK / (rate_fraction·peak/S) + k_step)
+      tma      = Kq·eb·(rows·iA + cols·iB) / cta_load_bw
+      l2(n)    = n·Kq·eb·(rows·iA/cN + cols·iB/cM) / l2_bw                  multicast shares loads
+      hbm(n)   = n·(M·K + N·K)·eb/(T·s) · (1 + partial_m·(1 − rows/tM)) / hbm_bw
+      cta_hbm  = (M·K + N·K)·eb/(T·s) · (1 + partial_m·(1 − rows/tM)) / cta_hbm_bw
+      out(n)   = n·rows·cols·ob / out_bw            (ob: 2 bytes, 4 for split-K partial sums)
+    time     = latency + (W−1)·f(slots) + f(r) + multi_wave·[C > 2·slots]
+               + [split-K] · (reduce_latency + (4·s·M·N + 2·M·N) / reduce_bw)
+
+``iA``, ``iB``: the row stride of A, B in bytes (its layout's leading dimension × eb) not a multiple of
+32 multiplies that operand's loads by ``stride32``, not of 128 by ``stride128`` too. The soft minimum
+over candidate times ``t_i`` is ``exp(min ln t − τ·ln Σ exp(−(ln t_i − min ln t)/τ))`` with ``τ`` the
+kind's ``softmin``; a kind without one (fp8 rowwise: one candidate; the fallback kernels) takes the
+plain minimum. bf16 GEMMs whose leading dimensions are not multiples of 8 (K, N for ``rr``/``rc``;
+M, N for ``cr``; and every K < 8), M > 1, run cuBLAS's pre-Hopper fallback kernels: their own kind per
+layout (``bf16@fallback/rr`` …: CUTLASS-like tiles without clusters, ``tK`` 32, the rate and the per-CTA
+load rate scaled by ``align1_rate`` and ``align1_load`` when the dimensions are only 1-aligned).
+
+Scope, said rather than guessed: the H200 it was measured on only (another GPU — even another Hopper —
+gets a named error: nothing here rescales), bf16 (fp16 borrows it) and fp8 e4m3 (e5m2 borrows it) with
+tensorwise or rowwise scaling, bf16 output; numbers and numpy arrays only — the minimum over candidate
+tiles has no compact closed form, so sympy input gets a named error (the default model stays symbolic).
+Memory-bound kernels, launches and the event gap are the H200 calibration's (:meth:`TileModel.base`);
+the in-step GEMM factors are 1 (the tile model is not fitted to GEMMs inside training steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._backend import is_symbolic
+from .errors import CalibrationError, PerfModelError, UnsupportedFormatError
+from .formats import Format
+from .hardware import GPUSpec
+
+__all__ = [
+    "PARAM_NAMES",
+    "SCHEMA",
+    "Tile",
+    "TileKind",
+    "TileModel",
+    "fallback_mask",
+    "load_tile_model",
+]
+
+SCHEMA = "perfmodel.tiles/1"
+#: The formula's parameters (module doc), in the order the fit uses them; units in :class:`TileKind`.
+PARAM_NAMES: tuple[str, ...] = (
+    "latency_s",
+    "rate_fraction",
+    "k_step_s",
+    "cta_load_bw",
+    "l2_bw",
+    "hbm_bw",
+    "cta_hbm_bw",
+    "p_norm",
+    "stride32",
+    "stride128",
+    "multi_wave_s",
+    "tile_overhead_s",
+    "out_bw",
+    "partial_m",
+    "reduce_latency_s",
+    "reduce_bw",
+    "split_k_min",
+)
+#: Extra parameters of the fallback kinds (pre-Hopper kernels; module doc).
+FALLBACK_PARAM_NAMES: tuple[str, ...] = ("align1_rate", "align1_load")
+#: SMs a cluster of more than 2 CTAs leaves idle (4 of the H200's 132: fitted as slots, not measured apart).
+_CLUSTER_IDLE_SMS = 4
+_KIND_OF_FORMAT = {"bf16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e4m3"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Tile:
+    """One candidate: output tile ``m`` × ``n`` elements, cluster ``cluster_m`` × ``cluster_n`` CTAs, split-K or not."""
+
+    m: int
+    n: int
+    cluster_m: int = 1
+    cluster_n: int = 1
+    split_k: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("m", "n", "cluster_m", "cluster_n"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= 1024:
+                raise CalibrationError(f"Tile.{name} must be an int in 1..1024, got {v!r}")
+        if not isinstance(self.split_k, bool):
+            raise CalibrationError(f"Tile.split_k must be true or false, got {self.split_k!r}")
+
+    def to_list(self) -> list[Any]:
+        return [self.m, self.n, self.cluster_m, self.cluster_n, self.split_k]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TileKind:
+    """The fitted formula of one kind of GEMM (format, scaling, layout): candidate tiles and parameters.
+
+    Attributes:
+        tiles: the candidate tiles.
+        tile_k: the K step of the kernels, elements.
+        softmin: temperature of the soft minimum in log time (``None``: the plain minimum).
+        params: :data:`PARAM_NAMES` (and :data:`FALLBACK_PARAM_NAMES` for fallback kinds) -> value. Units:
+            seconds for ``*_s``; bytes/s for ``*_bw`` (``cta_*``: one CTA's rate; the others the whole GPU's);
+            ``rate_fraction`` of the dense peak; ``p_norm``, ``stride*``, ``partial_m``, ``align1_*``
+            dimensionless; ``split_k_min`` elements of K per split.
+        element_bytes: bytes per operand element (2 for bf16, 1 for fp8).
+        fallback: cuBLAS's pre-Hopper fallback kernels (two more parameters, :data:`FALLBACK_PARAM_NAMES`).
+    """
+
+    tiles: tuple[Tile, ...]
+    tile_k: int
+    softmin: float | None
+    params: Mapping[str, float]
+    element_bytes: int = 2
+    fallback: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.tiles:
+            raise CalibrationError("TileKind.tiles must list at least one candidate tile")
+        if isinstance(self.tile_k, bool) or not isinstance(self.tile_k, int) or not 0 < self.tile_k <= 1024:
+            raise CalibrationError(f"TileKind.tile_k must be an int in 1..1024, got {self.tile_k!r}")
+        if self.element_bytes not in (1, 2):
+            raise CalibrationError(f"TileKind.element_bytes must be 1 or 2, got {self.element_bytes!r}")
+        if self.softmin is not None and not (math.isfinite(self.softmin) and self.softmin > 0):
+            raise CalibrationError(f"TileKind.softmin must be a positive number or null, got {self.softmin!r}")
+        want = PARAM_NAMES + (FALLBACK_PARAM_NAMES if self.fallback else ())
+        missing = [n for n in want if n not in self.params]
+        extra = [n for n in self.params if n not in want]
+        if missing or extra:
+            raise CalibrationError(f"TileKind.params: missing {missing}, unknown {extra} (valid: {', '.join(want)})")
+        for name in want:
+            v = self.params[name]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise CalibrationError(f"TileKind.params[{name!r}] must be a finite number >= 0, got {v!r}")
+        for name in ("rate_fraction", "cta_load_bw", "l2_bw", "hbm_bw", "cta_hbm_bw", "p_norm", "out_bw", "reduce_bw"):
+            if not self.params[name] > 0:
+                raise CalibrationError(f"TileKind.params[{name!r}] must be > 0, got {self.params[name]!r}")
+        if self.params["rate_fraction"] > 1.0 + 1e-9:
+            raise CalibrationError(f"TileKind rate_fraction {self.params['rate_fraction']!r} is above the peak")
+
+    def time_s(self, M: np.ndarray, K: np.ndarray, N: np.ndarray, *, layout: str, peak: float, sms: int) -> np.ndarray:
+        """Kernel seconds (float64 arrays in, out; shapes already checked)."""
+        p = self.params
+        eb = float(self.element_bytes)
+        rate = peak * p["rate_fraction"]
+        load = p["cta_load_bw"]
+        if self.fallback:
+            one = _alignment_of(*_lead(layout, M, K, N)) == 1
+            rate = rate * np.where(one, p["align1_rate"], 1.0)
+            load = load * np.where(one, p["align1_load"], 1.0)
+        sa, sb = _strides(layout, M, K, N, eb)
+        ia, ib = _inflation(sa, p), _inflation(sb, p)
+        times = [self._tile_time(t, M, K, N, eb, rate, load, ia, ib, sms) for t in self.tiles]
+        return _softmin(times, self.softmin)
+
+    def _tile_time(self, t: Tile, M, K, N, eb, rate, load, ia, ib, sms) -> np.ndarray:
+        p = self.params
+        tk = self.tile_k
+        Tm, Tn = np.ceil(M / t.m), np.ceil(N / t.n)
+        T = Tm * Tn
+        if t.split_k:
+            s = np.maximum(1.0, np.minimum(np.floor(sms / np.maximum(T, 1.0)), np.floor(K / p["split_k_min"])))
+        else:
+            s = np.ones_like(M)
+        Kq = np.ceil(K / s / tk) * tk
+        slots = sms if t.cluster_m * t.cluster_n <= 2 else sms - _CLUSTER_IDLE_SMS
+        C = np.ceil(Tm / t.cluster_m) * t.cluster_m * np.ceil(Tn / t.cluster_n) * t.cluster_n * s
+        W = np.ceil(C / slots)
+        r = C - (W - 1) * slots
+        rows, cols = M / Tm, N / Tn
+        hbm_tile = (M * K + N * K) * eb / (T * s) * (1 + p["partial_m"] * (1 - rows / t.m))
+        out_tile = (4.0 if t.split_k else 2.0) * rows * cols
+        compute = Kq / tk * (2.0 * t.m * t.n * tk / (rate / sms) + p["k_step_s"])
+        tma = Kq * eb * (rows * ia + cols * ib) / load
+        cta_hbm = hbm_tile / p["cta_hbm_bw"]
+        pw = p["p_norm"]
+
+        def wave(n: Any) -> np.ndarray:
+            l2 = n * Kq * eb * (rows * ia / t.cluster_n + cols * ib / t.cluster_m) / p["l2_bw"]
+            mem = n * hbm_tile / p["hbm_bw"] + n * out_tile / p["out_bw"]
+            terms = (compute, tma, l2, mem, cta_hbm)
+            return sum(x**pw for x in terms) ** (1.0 / pw) + p["tile_overhead_s"]
+
+        time = p["latency_s"] + (W - 1) * wave(slots) + wave(r) + p["multi_wave_s"] * (C > 2 * slots)
+        if t.split_k:
+            time = time + p["reduce_latency_s"] + (4.0 * s * M * N + 2.0 * M * N) / p["reduce_bw"]
+        return time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tiles": [t.to_list() for t in self.tiles],
+            "tile_k": self.tile_k,
+            "softmin": self.softmin,
+            "element_bytes": self.element_bytes,
+            "fallback": self.fallback,
+            "params": {k: float(v) for k, v in self.params.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str) -> TileKind:
+        try:
+            tiles = tuple(Tile(int(a), int(b), int(c), int(d), bool(e)) for a, b, c, d, e in data["tiles"])
+            return cls(
+                tiles=tiles,
+                tile_k=data["tile_k"],
+                softmin=None if data.get("softmin") is None else float(data["softmin"]),
+                params=dict(data["params"]),
+                element_bytes=data.get("element_bytes", 2),
+                fallback=bool(data.get("fallback", False)),
+            )
+        except CalibrationError as exc:
+            raise CalibrationError(f"{where}: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"{where}: not a tile kind ({type(exc).__name__}: {exc})") from None
+
+
+def _lead(layout: str, M: Any, K: Any, N: Any) -> tuple[Any, Any]:
+    return (M, N) if layout == "cr" else (K, N)
+
+
+def _alignment_of(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The largest power of two up to 8 dividing both (elements)."""
+    g = np.gcd(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    return np.gcd(g, 8)
+
+
+def _strides(layout: str, M, K, N, eb: float) -> tuple[Any, Any]:
+    """Row strides of A and B in bytes: ``rr`` (K, N), ``rc`` (K, K), ``cr`` (M, N) elements."""
+    if layout == "rr":
+        return K * eb, N * eb
+    if layout == "rc":
+        return K * eb, K * eb
+    return M * eb, N * eb
+
+
+def _inflation(stride: np.ndarray, p: Mapping[str, float]) -> np.ndarray:
+    return np.where(stride % 32 != 0, p["stride32"], 1.0) * np.where(stride % 128 != 0, p["stride128"], 1.0)
+
+
+def _softmin(times: Sequence[np.ndarray], tau: float | None) -> np.ndarray:
+    logs = np.log(np.array(times))
+    low = logs.min(axis=0)
+    if tau is None:
+        return np.exp(low)
+    return np.exp(low - tau * np.log(np.exp(-(logs - low) / tau).sum(axis=0)))
+
+
+def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any] | None = None) -> np.ndarray:
+    """Which bf16 GEMMs run cuBLAS's pre-Hopper fallback kernels: a leading dimension (``lead_dims``, else
+    the layout's: K, N for ``rr``/``rc``, M, N for ``cr``) not a multiple of 8 with M > 1, or K < 8."""
+    a, b = lead_dims if lead_dims is not None else _lead(layout, M, K, N)
+    a, b, M, K = (np.asarray(x, dtype=np.float64) for x in (a, b, M, K))
+    return (((a % 8 != 0) | (b % 8 != 0)) & (M != 1)) | (K < 8)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TileModel:
+    """A :class:`perfmodel.timemodel.TimeModel` whose GEMMs follow the tile formula (module doc).
+
+    Attributes:
+        gpu: the GPU it was fitted on (the only one it prices).
+        kinds: ``"bf16@rr"``, ``"bf16@rc"``, ``"bf16@cr"``, ``"bf16@fallback/rr"`` (… ``/rc``, ``/cr``),
+            ``"fp8_e4m3/tensorwise"``, ``"fp8_e4m3/rowwise"`` -> :class:`TileKind`.
+        source: what it was fitted on (files, GPU, date, versions).
+        residuals: the fit's error statistics per kind (train, cross-validated).
+        base: the time model that prices everything but GEMMs (memory kernels, launches, the event gap).
+    """
+
+    gpu: str
+    kinds: Mapping[str, TileKind]
+    source: str
+    residuals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    base: Any = None
+    name: str = "tiles"
+
+    def kind_key(self, fmt: Format, scaling: str | None, layout: str) -> str:
+        family = _KIND_OF_FORMAT.get(fmt.name)
+        if family is None:
+            raise UnsupportedFormatError(
+                f"the tile model prices bf16, fp16, fp8_e4m3 and fp8_e5m2 GEMMs, not {fmt.name}; use the default "
+                "model (model=None or 'calibrated') for it"
+            )
+        if family == "bf16":
+            return f"bf16@{layout}"
+        if scaling not in ("tensorwise", "rowwise"):
+            raise UnsupportedFormatError(
+                f"the tile model prices fp8 GEMMs with tensorwise or rowwise scaling, not {scaling!r} "
+                "(valid: tensorwise, rowwise); use the default model for it"
+            )
+        return f"fp8_e4m3/{scaling}"
+
+    def _check_gpu(self, gpu: GPUSpec) -> None:
+        if gpu.name != self.gpu:
+            raise PerfModelError(
+                f"the tile model was measured on the {self.gpu} only and does not rescale to {gpu.name}; use the "
+                "default model there (model=None), which transfers within an architecture"
+            )
+
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
+        if any(is_symbolic(x) for x in (M, K, N)) or (lead_dims is not None and any(map(is_symbolic, lead_dims))):
+            raise PerfModelError(
+                "the tile model is numeric only: its minimum over candidate tiles has no compact closed form; for "
+                "symbols use the default model (model=None or 'calibrated'), whose formula is symbolic"
+            )
+        self._check_gpu(gpu)
+        key = self.kind_key(fmt, scaling, layout)
+        scalar = all(np.ndim(x) == 0 for x in (M, K, N))
+        M, K, N = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N)))
+        M, K, N = (np.atleast_1d(x) for x in (M, K, N))
+        peak = gpu.peak_flops_per_s(fmt)
+        out = np.empty(M.shape)
+        if key.startswith("bf16"):
+            dims = (
+                None if lead_dims is None else tuple(np.broadcast_to(np.asarray(d, float), M.shape) for d in lead_dims)
+            )
+            fb = fallback_mask(M, K, N, layout, dims)
+            if (~fb).any():
+                out[~fb] = self.kinds[key].time_s(M[~fb], K[~fb], N[~fb], layout=layout, peak=peak, sms=gpu.num_sms)
+            if fb.any():
+                kind = self.kinds[f"bf16@fallback/{layout}"]
+                out[fb] = kind.time_s(M[fb], K[fb], N[fb], layout=layout, peak=peak, sms=gpu.num_sms)
+        else:
+            out[...] = self.kinds[key].time_s(M, K, N, layout="rc", peak=peak, sms=gpu.num_sms)
+        return float(out.reshape(-1)[0]) if scalar else out
+
+    def _base(self) -> Any:
+        if self.base is None:
+            raise PerfModelError("this tile model has no base model for memory kernels and launches")
+        return self.base
+
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
+        self._check_gpu(gpu)
+        return self._base().memory_kernel_time_s(bytes_moved, gpu=gpu, recipe=recipe, tensor=tensor)
+
+    def launch_time_s(self, *, gpu):
+        return self._base().launch_time_s(gpu=gpu)
+
+    def event_overhead_s(self) -> float:
+        return float(self._base().event_overhead_s())
+
+    def step_gemm_factor(self, fmt, scaling):
+        return 1.0
+
+    def cast_params(self, recipe: str) -> Any:
+        return self._base().cast_params(recipe)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "gpu": self.gpu,
+            "source": self.source,
+            "kinds": {k: v.to_dict() for k, v in sorted(self.kinds.items())},
+            "residuals": dict(self.residuals),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, origin: str = "<dict>", base: Any = None) -> TileModel:
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            got = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+            raise CalibrationError(f"{origin}: not a tile model (schema {got!r}, expected {SCHEMA!r})")
+        kinds_in = data.get("kinds")
+        if not isinstance(kinds_in, Mapping) or not kinds_in:
+            raise CalibrationError(f"{origin}: 'kinds' must be a non-empty object")
+        kinds = {str(k): TileKind.from_dict(v, where=f"{origin}: kind {k!r}") for k, v in kinds_in.items()}
+        need = [f"bf16@{lay}" for lay in ("rr", "rc", "cr")] + [f"bf16@fallback/{lay}" for lay in ("rr", "rc", "cr")]
+        need += ["fp8_e4m3/tensorwise", "fp8_e4m3/rowwise"]
+        missing = [k for k in need if k not in kinds]
+        if missing:
+            raise CalibrationError(f"{origin}: kinds missing: {', '.join(missing)}")
+        gpu, source = data.get("gpu"), data.get("source")
+        if not isinstance(gpu, str) or not isinstance(source, str):
+            raise CalibrationError(f"{origin}: 'gpu' and 'source' must be strings")
+        return cls(gpu=gpu, kinds=kinds, source=source, residuals=dict(data.get("residuals") or {}), base=base)
+
+    def save(self, path: str | Path, *, force: bool = False) -> Path:
+        """Write the model as JSON (refuses to overwrite an existing file unless ``force``)."""
+        import json
+
+        path = Path(path)
+        if path.exists() and not force:
+            raise PerfModelError(f"{path} exists; pass force=True (--force) to overwrite it")
+        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
+        return path
+
+
+def load_tile_model(path: str | Path, *, base: Any = None) -> TileModel:
+    """Read a tile model written by :meth:`TileModel.save` (named errors for anything else)."""
+    from ._files import DATA_MAX_BYTES, load_json
+
+    path = Path(path)
+    data = load_json(path, what="tile model", error=CalibrationError, default_limit_bytes=DATA_MAX_BYTES)
+    return TileModel.from_dict(data, origin=str(path), base=base)
