@@ -62,8 +62,9 @@ FIT_GPU = "H200"
 #: 7 ms of kernels or more is not waiting for its launches
 GPU_BOUND_KERNEL_S = 7e-3
 #: the shipped fit's data (benchmarks/data/h200_2026-12-01/h200_layer_<part>_2026-12-01.json): all 164 configs of the
-#: sweep and the 28 of a fourth layer size (dim 5120), measured with no compile beside the measurement (``--quiet``)
-DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large", "fresh_d5120")
+#: sweep, the 28 of a fourth layer size (dim 5120) and the 21 of the mix_order plan (dims 2048, 3072, 4096 at 4096
+#: to 16384 tokens), measured with no compile beside the measurement (``--quiet``)
+DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large", "fresh_d5120", "mix_order")
 _GEMM_PREFIXES = ("nvjet", "sm90_xmma", "sm90_gemm", "cutlass", "ampere_", "sm80_")
 
 

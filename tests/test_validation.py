@@ -175,3 +175,12 @@ def test_error_bars_are_what_the_data_gives(validate, report):
     assert_same_text_but_rounding(
         validate.markdown_error_bars(bars), _section(validate, validate.ERRORBARS_BEGIN, validate.ERRORBARS_END)
     )
+
+
+def test_tile_model_section_is_reproducible():
+    spec = importlib.util.spec_from_file_location("validate_tiles", ROOT / "benchmarks" / "validate_tiles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    shipped = doc.split(module.BEGIN)[1].split(module.END)[0].strip()
+    assert_same_text_but_rounding(module.markdown(module.evaluate()).strip(), shipped)

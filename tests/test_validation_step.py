@@ -8,6 +8,7 @@ import re
 import pytest
 
 from perfmodel._step_params import load_layer_params
+from perfmodel.bench.layer import mix_order_plan
 from perfmodel.presets import LayerShape, get_preset
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -83,10 +84,14 @@ def test_heldout_figures_in_the_calibration_are_the_rotations(report):
 
 
 def test_every_held_out_layer_is_scored(report):
-    assert sorted(report["rotation"]) == [2048, 4096, 5120, 8192]
-    assert len(report["choices"]) == 4 * 2 * 3  # sizes x token counts x recipes
+    assert sorted(report["rotation"]) == [2048, 3072, 4096, 5120, 8192]
+    # the sweep: 4 sizes x 2 token counts x 3 recipes; the mix_order plan: 10 (case, recipe) with float8 configs
+    assert len(report["choices"]) == 4 * 2 * 3 + 10
+    mix = {s.case for s in mix_order_plan()}
     for c in report["choices"]:
-        if c["recipe"] == "rowwise_with_gw_hp":
+        if c["case"] in mix:  # bf16 and every Linear; with q/k/v alone where the plan measured it
+            assert c["n_measured"] == (3 if c["recipe"] == "tensorwise" and c["case"].endswith("b1s8192") else 2), c
+        elif c["recipe"] == "rowwise_with_gw_hp":
             assert c["n_measured"] == 2, c  # bf16 or every Linear
         else:  # dims 5120 and 8192: none, 4 single groups, all; else all 16 subsets
             assert c["n_measured"] == (6 if c["case"].startswith(("d5120", "d8192")) else 16), c
