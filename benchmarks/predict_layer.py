@@ -5,8 +5,9 @@ planned sizes, and the groups its filter picks among the configs that will be me
     # with the layer parameters of another commit (how h200_layer_fresh_d5120_predicted_2026-12-01.json was made):
     git show 3709b61:perfmodel/calibrations/h200_layer.json > /tmp/layer.json
     python benchmarks/predict_layer.py --sizes d5120 --layer-params /tmp/layer.json -o predicted.json
-    # the mix-order rule's test configs (perfmodel.bench.layer.MIX_ORDER_CASES):
+    # the mix-order rule's test configs (perfmodel.bench.layer.MIX_ORDER_CASES), the filter's picks (FILTER_CASES):
     python benchmarks/predict_layer.py --plan mix_order -o predicted.json
+    python benchmarks/predict_layer.py --plan filter -o predicted.json
 
 The output (``perfmodel.predictions/1``) is what ``benchmarks/validate_step.py`` scores the measurement against.
 """
@@ -34,10 +35,11 @@ RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
 
 def predictions(sizes: list[str], params_file: Path, plan: str = "sweep") -> dict[str, Any]:
     """The predictions document for the configs :func:`perfmodel.bench.layer.layer_plan` plans for ``sizes``
-    (``plan="mix_order"``: :func:`perfmodel.bench.layer.mix_order_plan`'s, ``sizes`` ignored); each record says
-    whether the model expects inductor's mix-order norm-backward variant (``mix_order_cast``)."""
+    (``plan="mix_order"`` or ``"filter"``: :func:`perfmodel.bench.layer.named_plan`'s, ``sizes`` ignored); each
+    record says whether the model expects inductor's mix-order norm-backward variant (``mix_order_cast``); the
+    ``filter`` plan's document also holds the filter's free choice per case and recipe."""
     params = load_layer_params(params_file)
-    specs = L.mix_order_plan() if plan == "mix_order" else L.layer_plan(sizes=[L.layer_size(s) for s in sizes])
+    specs = L.named_plan(plan) if plan != "sweep" else L.layer_plan(sizes=[L.layer_size(s) for s in sizes])
     records = []
     for s in specs:
         rec = L.base_record(s)  # the record the sweep will write, measurements empty
@@ -51,6 +53,12 @@ def predictions(sizes: list[str], params_file: Path, plan: str = "sweep") -> dic
             }
         )
     choices = {}
+    if plan == "filter":  # the filter's free choice (any of the 16 group subsets) per case and float8 recipe
+        for case in sorted({s.case for s in specs}):
+            c = cl.LayerCase(L.base_record(next(s for s in specs if s.case == case)))
+            for recipe in sorted({s.recipe for s in specs if s.case == case} - {"bf16"}):
+                opts = dict(gpu="H200", seq_len=c.seq_len, batch=c.batch, recipe=recipe, layer_params=params)
+                choices[f"{case} {recipe}"] = list(best_convert(c.layer, **opts))
     for case in sorted({s.case for s in specs} if plan == "sweep" else ()):
         c = cl.LayerCase(L.base_record(next(s for s in specs if s.case == case)))
         for recipe in RECIPES:
@@ -63,7 +71,7 @@ def predictions(sizes: list[str], params_file: Path, plan: str = "sweep") -> dic
         "meta": {
             "date": datetime.date.today().isoformat(),
             "what": "the step model's predictions for "
-            + (", ".join(sizes) if plan == "sweep" else "the mix_order plan")
+            + (", ".join(sizes) if plan == "sweep" else f"the {plan} plan")
             + " before it was measured",
             "commit": commit,
             "model": str(params_file.relative_to(ROOT)) if params_file.is_relative_to(ROOT) else str(params_file),
@@ -77,7 +85,7 @@ def predictions(sizes: list[str], params_file: Path, plan: str = "sweep") -> dic
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="d5120", help="comma-separated layer sizes (perfmodel.bench.layer)")
-    ap.add_argument("--plan", default="sweep", choices=L.PLANS, help="sweep (of --sizes) or mix_order")
+    ap.add_argument("--plan", default="sweep", choices=L.PLANS, help="sweep (of --sizes), mix_order or filter")
     ap.add_argument("--layer-params", type=Path, default=SHIPPED_LAYER_FILE, help="a layer calibration JSON")
     ap.add_argument("-o", "--out", type=Path, help="write here (default: print)")
     args = ap.parse_args()

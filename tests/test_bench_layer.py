@@ -642,3 +642,15 @@ def test_mix_order_plan_tests_the_rule_both_ways():
     assert all(s.subset != "none" or s.recipe == "bf16" for s in specs)
     # every case has its bf16 baseline
     assert {s.case for s in specs} == {s.case for s in specs if s.recipe == "bf16"}
+
+
+def test_filter_plan_and_named_plans():
+    specs = L.named_plan("filter")
+    assert len(specs) == len({s.id for s in specs}) == 16
+    assert "d4096-b1s8192-tensorwise-o+w13+w2" in {s.id for s in specs}
+    for case in {s.case for s in specs}:  # every pick is measured next to bf16 and every Linear converted
+        ids = {s.id for s in specs if s.case == case}
+        assert {f"{case}-bf16", f"{case}-tensorwise-all"} <= ids
+    assert [s.id for s in L.named_plan("mix_order")] == [s.id for s in L.mix_order_plan()]
+    with pytest.raises(ValueError, match="unknown plan"):
+        L.named_plan("nope")

@@ -97,6 +97,7 @@ from ._decoder import LINEAR_GROUPS, DecoderConfig
 
 __all__ = [
     "EXTRA_SIZES",
+    "FILTER_CASES",
     "LAYER_SIZES",
     "MIX_ORDER_CASES",
     "PLANS",
@@ -107,6 +108,7 @@ __all__ = [
     "LayerSpec",
     "LinearFilter",
     "build_case",
+    "cases_plan",
     "estimate_compile_s",
     "estimate_measure_s",
     "estimate_peak_mem_bytes",
@@ -118,6 +120,7 @@ __all__ = [
     "main",
     "make_spec",
     "mix_order_plan",
+    "named_plan",
     "run_sweep",
 ]
 
@@ -172,8 +175,27 @@ MIX_ORDER_CASES: tuple[tuple[str, int, int, tuple[tuple[str, str], ...]], ...] =
     ("d4096", 1, 8192, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "qkv"), ("rowwise", "all"))),
     ("d4096", 2, 8192, (("bf16", ""), ("tensorwise", "all"))),
 )
+#: ``--plan filter``: the float8 groups the step model's filter picks where the mix-order rule fires (tensorwise:
+#: every group but q/k/v; rowwise: w13 or w13 + w2), next to bf16 and every Linear converted in the same session
+FILTER_CASES: tuple[tuple[str, int, int, tuple[tuple[str, str], ...]], ...] = (
+    ("d2048", 1, 8192, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "o+w13+w2"))),
+    ("d2048", 1, 16384, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "o+w13+w2"), ("rowwise", "w13"))),
+    ("d3072", 1, 8192, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "o+w13+w2"), ("rowwise", "w13"))),
+    (
+        "d4096",
+        1,
+        8192,
+        (
+            ("bf16", ""),
+            ("tensorwise", "all"),
+            ("tensorwise", "o+w13+w2"),
+            ("rowwise", "w13+w2"),
+            ("rowwise", "all"),
+        ),
+    ),
+)
 #: named plans besides the main sweep (``--plan``)
-PLANS: tuple[str, ...] = ("sweep", "mix_order")
+PLANS: tuple[str, ...] = ("sweep", "mix_order", "filter")
 QUICK_SIZE = LayerSize(key="d1024", model="tiny", dim=1024, ffn=4096, heads=8, kv_heads=4)
 SEQ_LEN = 4096
 BATCHES: tuple[int, ...] = (1, 4)
@@ -350,14 +372,29 @@ def layer_plan(*, quick: bool = False, sizes: Sequence[LayerSize] = LAYER_SIZES)
 
 def mix_order_plan() -> list[LayerSpec]:
     """The ``mix_order`` plan (:data:`MIX_ORDER_CASES`), in that order."""
+    return cases_plan(MIX_ORDER_CASES)
+
+
+def named_plan(name: str) -> list[LayerSpec]:
+    """A ``--plan``: ``"mix_order"`` (:data:`MIX_ORDER_CASES`) or ``"filter"`` (:data:`FILTER_CASES`)."""
+    if name == "mix_order":
+        return cases_plan(MIX_ORDER_CASES)
+    if name == "filter":
+        return cases_plan(FILTER_CASES)
+    raise ValueError(f"unknown plan {name!r}; valid: {', '.join(PLANS)}")
+
+
+def cases_plan(cases: Sequence[tuple[str, int, int, Sequence[tuple[str, str]]]]) -> list[LayerSpec]:
+    """Specs for (size key, batch, seq_len, ((recipe, groups), ...)): groups ``""`` (bf16), ``"all"``, ``"q"``
+    (attention.wq alone) or ``+``-joined group names."""
     specs = []
-    for key, batch, seq_len, configs in MIX_ORDER_CASES:
+    for key, batch, seq_len, configs in cases:
         size = layer_size(key)
         for recipe, groups in configs:
             if groups == "q":
                 specs.append(make_spec(size, batch, seq_len, recipe, (), converted=Q_ONLY, subset="q"))
             else:
-                chosen = GROUPS if groups == "all" else (groups,) if groups else ()
+                chosen = GROUPS if groups == "all" else tuple(groups.split("+")) if groups else ()
                 specs.append(make_spec(size, batch, seq_len, recipe, chosen))
     return specs
 
@@ -1450,7 +1487,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="sweep",
         choices=PLANS,
         help="sweep: the layer sweep of --sizes (default); mix_order: the configs that test the mix-order norm "
-        "backward rule (MIX_ORDER_CASES; --sizes ignored)",
+        "backward rule (MIX_ORDER_CASES); filter: the step model's picks where it fires (FILTER_CASES); --sizes "
+        "ignored by both",
     )
     p.add_argument("--only", default="", help="comma-separated fnmatch patterns of config ids, e.g. 'd2048-*'")
     p.add_argument("--priority-max", type=int, default=None, help="only configs of priority <= this")
@@ -1493,7 +1531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         raise SystemExit(f"--sizes: {exc}") from None
     specs = select(
-        mix_order_plan() if args.plan == "mix_order" and not args.quick else layer_plan(quick=args.quick, sizes=sizes),
+        named_plan(args.plan) if args.plan != "sweep" and not args.quick else layer_plan(quick=args.quick, sizes=sizes),
         only=[p for p in args.only.split(",") if p.strip()],
         priority_max=args.priority_max,
         skip_ids=done_ids(args.skip_from),
