@@ -73,14 +73,18 @@ def test_error_bar_type():
 
 def test_shipped_table_is_well_formed():
     bars = error_bar_table()
-    keys = [(b.quantity, b.kind, b.family, b.timing) for b in bars]
-    assert len(keys) == len(set(keys)), "one bar per (quantity, class, family, timing)"
+    keys = [(b.quantity, b.kind, b.family, b.timing, b.model) for b in bars]
+    assert len(keys) == len(set(keys)), "one bar per (quantity, class, family, timing, model)"
     for b in bars:
         assert b.low <= b.median <= b.high and b.n >= 20
         assert b.family in (*SHAPE_FAMILIES, "all")
-    # every class that has bars has an "all" bar per quantity and timing
-    for q, k, _, t in keys:
-        assert (q, k, "all", t) in keys
+        assert b.model in ("", "tiles")
+    # every class (and model) that has bars has an "all" bar per quantity and timing
+    for q, k, _, t, m in keys:
+        assert (q, k, "all", t, m) in keys
+    # the tile model's bars are its own, from the session measured after its fit
+    tiles = [b for b in bars if b.model == "tiles"]
+    assert tiles and all(b.kind == "measured" and "seed 2027" in b.basis for b in tiles)
 
 
 def test_lookup_falls_back_and_says_what_it_borrowed():
