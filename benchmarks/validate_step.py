@@ -54,6 +54,9 @@ REPEAT_FILES = {
 #: the mix_order plan (perfmodel.bench.layer.MIX_ORDER_CASES), measured after its predictions were committed
 MIX_ORDER_FILE = DATA / "h200_layer_mix_order_2026-12-01.json"
 MIX_ORDER_PREDICTED = DATA / "h200_layer_mix_order_predicted_2026-12-01.json"
+#: the filter plan (perfmodel.bench.layer.FILTER_CASES), measured after its predictions and choices were committed
+FILTER_FILE = DATA / "h200_layer_filter_2026-12-01.json"
+FILTER_PREDICTED = DATA / "h200_layer_filter_predicted_2026-12-01.json"
 #: the kernel of inductor's mix-order norm backward with the fused transposed float8 cast (docs/step.md)
 MIX_ORDER_KERNEL = ("triton_per_fused__scaled_mm_", "div_expand", "t_transpose")
 FSDP_FILE = DATA / "h200_train_fsdp_1gpu_2026-12-01.json"
@@ -219,6 +222,7 @@ def evaluate() -> dict[str, Any]:
         host=score_host(records),
         fresh=score_fresh(shipped),
         mix_order=score_mix_order(),
+        filter=score_filter(),
         n_records=len(records),
     )
 
@@ -396,6 +400,65 @@ def score_mix_order() -> dict[str, Any]:
         step_mdape=float(np.median([abs(r["step_err"]) for r in rows])),
         kernel_mdape=float(np.median([abs(r["kernel_err"]) for r in rows])),
     )
+
+
+def score_filter() -> dict[str, Any]:
+    """The filter plan against its committed predictions: per case and float8 recipe, the filter's free choice
+    (any of the 16 group subsets), its measured step next to bf16's and every Linear's of the same session, the
+    best of those, and the predicted and measured speedups."""
+    if not (FILTER_FILE.exists() and FILTER_PREDICTED.exists()):
+        return {}
+    meas = {r["id"]: r for r in cl.load_records(FILTER_FILE)}
+    doc = json.loads(FILTER_PREDICTED.read_text())
+    pred = {r["id"]: r for r in doc["records"]}
+    rows = []
+    for key, groups in doc["choices"].items():
+        case, recipe = key.split()
+        b = meas[f"{case}-bf16"]
+        label = "all" if tuple(groups) == ("qkv", "o", "w13", "w2") else "+".join(groups) or "none"
+        pick = b if label == "none" else meas[f"{case}-{recipe}-{label}"]
+        same = [r for r in meas.values() if r["case"] == case and r["recipe"] in ("bf16", recipe)]
+        best = min(same, key=lambda r: r["step_time_s"])
+        every = meas.get(f"{case}-{recipe}-all")
+        rows.append(
+            dict(
+                case=case,
+                recipe=recipe,
+                chosen=label,
+                speedup_meas=b["step_time_s"] / pick["step_time_s"],
+                speedup_pred=pred[b["id"]]["step_s"] / pred[pick["id"]]["step_s"],
+                all_meas=b["step_time_s"] / every["step_time_s"] if every else None,
+                best=best["subset"] if best["recipe"] != "bf16" else "none",
+                regret=(pick["step_time_s"] / best["step_time_s"] - 1) * 100,
+                vs_bf16=(pick["step_time_s"] / b["step_time_s"] - 1) * 100,
+            )
+        )
+    return dict(commit=doc["meta"]["commit"], rows=sorted(rows, key=lambda r: (r["case"], r["recipe"])))
+
+
+def filter_table(fl: dict[str, Any]) -> str:
+    """The pre-registered filter test (empty without its files)."""
+    if not fl:
+        return ""
+    out = [
+        "",
+        "**The filter's picks where the mix-order rule fires, predicted before measuring** "
+        "(`h200_layer_filter_2026-12-01.json`, the `filter` plan; choices and predictions committed first, "
+        "`h200_layer_filter_predicted_2026-12-01.json`, model of "
+        f"{fl['commit'][:7]}): the filter's free choice among the 16 group subsets, its measured float8 step "
+        "speedup (bf16 / float8, events) against the prediction and against converting every Linear in the same "
+        "session, and its regret against the best config measured there:\n",
+        "| case | recipe | filter's choice | speedup meas / pred | every Linear, meas | best measured | vs bf16 % "
+        "| regret % |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in fl["rows"]:
+        every = f"{r['all_meas']:.2f}" if r["all_meas"] is not None else "–"
+        out.append(
+            f"| {r['case']} | {r['recipe']} | {r['chosen']} | {r['speedup_meas']:.2f} / {r['speedup_pred']:.2f} | "
+            f"{every} | {r['best']} | {_pm(r['vs_bf16'])} | {r['regret']:.1f} |"
+        )
+    return "\n".join(out)
 
 
 def mix_order_table(mo: dict[str, Any]) -> str:
@@ -706,6 +769,7 @@ def tables(rep: dict[str, Any]) -> str:
     out.append(host_table(rep.get("host") or {}))
     out.append(fresh_table(rep.get("fresh") or {}))
     out.append(mix_order_table(rep.get("mix_order") or {}))
+    out.append(filter_table(rep.get("filter") or {}))
     return "\n".join(out)
 
 
