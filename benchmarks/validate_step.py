@@ -737,6 +737,8 @@ def tables(rep: dict[str, Any]) -> str:
     out.append("|---|---|---|")
     out.append(f"| attention_fwd_fraction | {p.attention_fwd_fraction:.3f} | of the dense bf16 peak |")
     out.append(f"| attention_bwd_fraction | {p.attention_bwd_fraction:.3f} | of the dense bf16 peak |")
+    out.append(f"| attention_fwd_row_s | {p.attention_fwd_row_s * 1e9:.3f} ns | per query row and head |")
+    out.append(f"| attention_bwd_row_s | {p.attention_bwd_row_s * 1e9:.3f} ns | per query row and head |")
     out.append(f"| elementwise_bw_fraction | {p.elementwise_bw_fraction:.3f} | of the HBM bandwidth |")
     out.append(f"| elementwise_latency_s | {p.elementwise_latency_s * 1e6:.2f} µs | per kernel |")
     out.append(f"| fused_amax_cost | {p.fused_amax_cost:.2f} | HBM passes over the bytes a standalone amax reads |")

@@ -10,6 +10,7 @@ bandwidth; ``peak``: its dense bf16 FLOP/s)::
 
     gemm          the GPU time model's GEMM (perfmodel.float8.linear_time) x p.gemm_factor(group)
     attention     p.elementwise_latency_s + FLOP / (p.attention_{fwd,bwd}_fraction x peak)
+                  + rows x p.attention_{fwd,bwd}_row_s x peak_ref / peak     (rows = batch · heads · seq_len)
     memory        p.elementwise_latency_s + bytes / (p.elementwise_bw_fraction x bw)
     cast          the GPU time model's cast kernel (recipe, tensor kind) x p.cast_factor(recipe)
     launch        the GPU time model's launch-only kernel (a scale's second reduction stage)
@@ -127,6 +128,7 @@ class RawKernel:
     base_s: Any = 0
     bytes: Any = 0
     flops: Any = 0
+    rows: Any = 0  # attention kinds: query rows x heads
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -200,18 +202,21 @@ def _elementwise(layer: LayerShape, T: Any) -> list[RawKernel]:
 def _attention(layer: LayerShape, batch: Any, seq_len: Any) -> list[RawKernel]:
     """Causal SDPA fwd + bwd (cuDNN flash kernels on sm90) and the helper kernels cuDNN launches::
 
-    sdpa_fwd       2·b·s²·H·hd FLOP  (QKᵀ and PV, 4·b·s²·H·hd, halved by the causal mask)
-    sdpa_bwd       2.5 x forward    (five matmuls against two)
+    sdpa_fwd       2·b·s²·H·hd FLOP  (QKᵀ and PV, 4·b·s²·H·hd, halved by the causal mask), b·s·H query rows
+    sdpa_bwd       2.5 x forward    (five matmuls against two), the same rows
     dot_do_o       O, dO -> rowsum(dO·O) fp32         R 2Tq·2  W 4TH
     convert_dq     dQ fp32 -> bf16                    R 4Tq    W 2Tq
     reduce_head    GQA only, dK and dV: per-query-head partials -> kv heads   R 2Tq  W 2Tkv  (x2)
     """
     T = batch * seq_len
     fwd_flops = 2 * batch * seq_len * seq_len * layer.heads * layer.head_dim
+    rows = batch * seq_len * layer.heads
     q, kv = layer.q_dim, layer.kv_dim
     ks = [
-        RawKernel(name="sdpa_fwd", part="attention", phase="fwd", kind="attention_fwd", flops=fwd_flops),
-        RawKernel(name="sdpa_bwd", part="attention", phase="bwd", kind="attention_bwd", flops=2.5 * fwd_flops),
+        RawKernel(name="sdpa_fwd", part="attention", phase="fwd", kind="attention_fwd", flops=fwd_flops, rows=rows),
+        RawKernel(
+            name="sdpa_bwd", part="attention", phase="bwd", kind="attention_bwd", flops=2.5 * fwd_flops, rows=rows
+        ),
         _memory("sdpa_bwd.dot_do_o", "bwd", 2 * _BF16 * T * q + 4 * T * layer.heads, part="attention"),
         _memory("sdpa_bwd.convert_dq", "bwd", 4 * T * q + _BF16 * T * q, part="attention"),
     ]
@@ -401,9 +406,14 @@ def price(raw: RawKernel, params: LayerParams, spec: GPUSpec, *, calibrated: boo
     if raw.kind == "launch":
         return raw.base_s
     if raw.kind in ("attention_fwd", "attention_bwd"):
-        fraction = params.attention_fwd_fraction if raw.kind == "attention_fwd" else params.attention_bwd_fraction
+        fwd = raw.kind == "attention_fwd"
+        fraction = params.attention_fwd_fraction if fwd else params.attention_bwd_fraction
+        row_s = params.attention_fwd_row_s if fwd else params.attention_bwd_row_s
         peak = spec.peak_flops_per_s("bf16" if spec.supports("bf16") else "fp16")
-        return params.elementwise_latency_s + raw.flops / (fraction * peak)
+        t = params.elementwise_latency_s + raw.flops / (fraction * peak)
+        if row_s:
+            t = t + raw.rows * row_s * params.reference.peaks_flops_per_s["bf16"] / peak
+        return t
     if raw.kind == "memory":
         return params.elementwise_latency_s + raw.bytes / (params.elementwise_bw_fraction * bw)
     if raw.kind == "fused_amax":

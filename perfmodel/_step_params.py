@@ -43,7 +43,8 @@ SHIPPED_LAYER_FILE = Path(__file__).resolve().parent / "calibrations" / "h200_la
 #: What the step model assumes on a GPU other than the one its parameters were fitted on.
 LAYER_ASSUMPTIONS: tuple[str, ...] = (
     "SDPA (FlashAttention-style, cuDNN on sm90) reaches the fitted fraction of the dense bf16 peak, forward and "
-    "backward apart, at every sequence length (fitted at 4096; 8192 checked on the FSDP file)",
+    "backward apart, plus a fixed cost per query row and head that scales with the dense bf16 peak (fitted at "
+    "sequence lengths 4096 to 16384)",
     "norm, RoPE, activation and residual kernels reach the fitted fraction of the HBM bandwidth plus a fixed "
     "latency each",
     "inductor fuses the same float8 casts into the same producers as on the fitted stack (torch 2.11, torchao "
@@ -73,6 +74,10 @@ class LayerParams:
     Attributes:
         attention_fwd_fraction: SDPA forward rate as a fraction of the GPU's dense bf16 peak.
         attention_bwd_fraction: SDPA backward rate, same unit.
+        attention_fwd_row_s, attention_bwd_row_s: SDPA's cost per query row and head (``batch · heads · seq_len``
+            of them: loading Q, the softmax statistics, writing O or dQ), seconds on the reference GPU (on
+            another GPU: times the reference's dense bf16 peak over its own). With them the rate above is the
+            kernels' rate on long sequences; without (0, older files) it is the rate at the fitted length.
         elementwise_bw_fraction: norm / RoPE / activation / residual / SDPA-helper kernels: fraction of the
             HBM bandwidth at which their bytes move.
         elementwise_latency_s: fixed cost of each such kernel (and of each SDPA kernel), seconds.
@@ -121,6 +126,8 @@ class LayerParams:
     step_factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
     boost_window_s: float | None = None
     mix_order_cast_cost: float | None = None
+    attention_fwd_row_s: float = 0.0
+    attention_bwd_row_s: float = 0.0
 
     def __post_init__(self) -> None:
         own = "LayerParams"
@@ -133,6 +140,8 @@ class LayerParams:
         )
         for name in ("fused_amax_cost", "norm_bwd_cast_cost"):
             object.__setattr__(self, name, _check(own, name, getattr(self, name), low=0.0, high=50.0, low_open=False))
+        for name in ("attention_fwd_row_s", "attention_bwd_row_s"):
+            object.__setattr__(self, name, _check(own, name, getattr(self, name), low=0.0, high=1e-6, low_open=False))
         if self.mix_order_cast_cost is not None:
             cost = _check(own, "mix_order_cast_cost", self.mix_order_cast_cost, low=0.0, high=500.0, low_open=False)
             object.__setattr__(self, "mix_order_cast_cost", cost)
@@ -190,6 +199,8 @@ class LayerParams:
             "params": {
                 "attention_fwd_fraction": self.attention_fwd_fraction,
                 "attention_bwd_fraction": self.attention_bwd_fraction,
+                "attention_fwd_row_s": self.attention_fwd_row_s,
+                "attention_bwd_row_s": self.attention_bwd_row_s,
                 "elementwise_bw_fraction": self.elementwise_bw_fraction,
                 "elementwise_latency_s": self.elementwise_latency_s,
                 "fused_amax_cost": self.fused_amax_cost,

@@ -11,8 +11,9 @@ SDPA kernels and everything else are told apart by kernel name), in this order:
    tensorwise; fp8 rowwise) over the calibrated model's prediction for the same GEMMs.
 2. ``elementwise_latency_s``, ``elementwise_bw_fraction``: non-negative least squares on the bf16 steps'
    non-GEMM, non-SDPA kernel time = ``n_kernels · latency + bytes / (fraction · HBM)`` (the model's kernel list).
-3. ``attention_{fwd,bwd}_fraction``: median of ``FLOP / (peak_bf16 · (t − latency))`` of cuDNN's flash
-   fprop / bprop kernels.
+3. ``attention_{fwd,bwd}_fraction``, ``attention_{fwd,bwd}_row_s``: non-negative least squares of cuDNN's flash
+   fprop / bprop kernel time ``t − latency = FLOP / (fraction · peak_bf16) + rows · row_s`` (rows: batch · heads
+   · seq_len), relative to ``t``.
 4. ``cast_factors[recipe]``, ``fused_amax_cost``, ``norm_bwd_cast_cost``, ``mix_order_cast_cost``: non-negative
    least squares on the float8 steps' non-GEMM, non-SDPA kernel time minus the bf16 step's of the same layer and
    tokens (``mix_order_cast_cost`` is ``None`` when no fitted step ran inductor's mix-order variant).
@@ -226,13 +227,24 @@ def fit(
         )
     ew_fraction = 1.0 / inv_fraction
 
-    # 3. attention rates
-    att: dict[str, list[float]] = {"attention_fwd": [], "attention_bwd": []}
-    for r in recs:
-        for k in raws[r["id"]]:
-            if k.kind in att and meas[r["id"]][k.kind] > latency:
-                att[k.kind].append(float(k.flops) / (peak * (meas[r["id"]][k.kind] - latency)))
-    fwd_fraction, bwd_fraction = (float(np.median(att[k])) for k in ("attention_fwd", "attention_bwd"))
+    # 3. attention: t - latency = FLOP / (fraction · peak) + rows · row_s, non-negative least squares in relative
+    #    terms (each step's SDPA kernel weighted by 1 / its time)
+    att: dict[str, tuple[float, float]] = {}
+    for kind in ("attention_fwd", "attention_bwd"):
+        X, y = [], []
+        for r in recs:
+            t = meas[r["id"]][kind] - latency
+            for k in raws[r["id"]]:
+                if k.kind == kind and t > 0:
+                    X.append([float(k.flops) / peak / t, float(k.rows) / t])
+                    y.append(1.0)
+        if not X:
+            raise CalibrationError(f"no measured {kind} kernel time to fit the attention rate on")
+        inv_rate, row_s = _nnls(np.array(X), np.array(y))
+        if not inv_rate > 0:
+            raise CalibrationError(f"{kind}: the fit found no FLOP-proportional time (a rate of infinity)")
+        att[kind] = (1.0 / float(inv_rate), float(row_s))
+    (fwd_fraction, fwd_row_s), (bwd_fraction, bwd_row_s) = att["attention_fwd"], att["attention_bwd"]
 
     # 4. casts: float8 step minus the bf16 step of the same case, other time only
     other_bf16 = {r["case"]: meas[r["id"]]["other"] for r in bf16}
@@ -270,6 +282,8 @@ def fit(
     params = LayerParams(
         attention_fwd_fraction=fwd_fraction,
         attention_bwd_fraction=bwd_fraction,
+        attention_fwd_row_s=fwd_row_s,
+        attention_bwd_row_s=bwd_row_s,
         elementwise_bw_fraction=ew_fraction,
         elementwise_latency_s=float(latency),
         fused_amax_cost=fused_amax_cost,

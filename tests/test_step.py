@@ -61,12 +61,20 @@ def test_attention_kernels_follow_the_flop_formula():
     lt = step.layer_time(L8B, gpu="H200", seq_len=s, batch=b)
     fwd_flops = 2 * b * s * s * 32 * 128  # causal: half of 4·b·s²·H·hd
     peak = 989.5e12  # H200 dense bf16
+    rows = b * s * 32  # query rows x heads, each with a fixed cost besides the FLOPs
+    assert P.attention_fwd_row_s > 0 and P.attention_bwd_row_s > 0
     assert kernel(lt, "sdpa_fwd").time_s == pytest.approx(
-        P.elementwise_latency_s + fwd_flops / (P.attention_fwd_fraction * peak)
+        P.elementwise_latency_s + fwd_flops / (P.attention_fwd_fraction * peak) + rows * P.attention_fwd_row_s
     )
     assert kernel(lt, "sdpa_bwd").time_s == pytest.approx(
-        P.elementwise_latency_s + 2.5 * fwd_flops / (P.attention_bwd_fraction * peak)
+        P.elementwise_latency_s + 2.5 * fwd_flops / (P.attention_bwd_fraction * peak) + rows * P.attention_bwd_row_s
     )
+    # the row cost makes long sequences run closer to the FLOP rate: time grows less than s² from 4096 to 16384
+    long = step.layer_time(L8B, gpu="H200", seq_len=4 * s, batch=b)
+    ratio = (kernel(long, "sdpa_fwd").time_s - P.elementwise_latency_s) / (
+        kernel(lt, "sdpa_fwd").time_s - P.elementwise_latency_s
+    )
+    assert 4 < ratio < 16
     # GQA (32 query heads, 8 KV heads): two head reductions in backward; MHA has none
     names = {k.name for k in lt.kernels if k.part == "attention"}
     assert {"sdpa_bwd.reduce_head_dk", "sdpa_bwd.reduce_head_dv"} <= names
@@ -356,8 +364,11 @@ def test_parameters_transfer_by_peak_and_bandwidth():
         * pm.get_gpu("H200").peak_flops_per_s("bf16")
         / pm.get_gpu("H100").peak_flops_per_s("bf16")
     )
+    h100_peak, h200_peak = (pm.get_gpu(g).peak_flops_per_s("bf16") for g in ("H100", "H200"))
     assert kernel(h100, "sdpa_fwd").time_s == pytest.approx(
-        P.elementwise_latency_s + f / (P.attention_fwd_fraction * pm.get_gpu("H100").peak_flops_per_s("bf16"))
+        P.elementwise_latency_s
+        + f / (P.attention_fwd_fraction * h100_peak)
+        + 4096 * 32 * P.attention_fwd_row_s * h200_peak / h100_peak
     )
     bw = pm.get_gpu("H100").mem_bw_bytes_per_s
     assert kernel(h100, "ffn_norm").time_s == pytest.approx(
