@@ -137,6 +137,18 @@ def _step_lines(rep: Any) -> list[str]:
             f"{r.speedup_all:>7.2f}x  {', '.join(r.chosen) or 'none (bf16)':<16} {float(r.best.step_s) * 1e3:>9.3f} "
             f"{r.speedup_best:>7.2f}x"
         )
+    for recipe, r in rep.step_by_recipe.items():
+        mix = [k for k in r.all_converted.kernels if k.kind == "mix_order_cast" and float(k.bytes) > 0]
+        if mix:
+            extra = sum(float(k.step_s) for k in mix) * 1e3
+            lines.append(
+                f"  note ({recipe}): q, k and v all in float8 at batch 1 make torch.compile (torch 2.10 and "
+                "later) fuse their transposed cast into a slow"
+            )
+            lines.append(
+                f"    persistent norm-backward kernel, +{extra:.2f} ms per layer (docs/step.md); for torch 2.9 or "
+                "older use perfmodel.step.layer_time(..., mix_order_norm_bwd=False)"
+            )
     parts = ", ".join(f"{k} {float(v) * 1e3:.2f}" for k, v in st.best.parts.items())
     lines.append(f"  breakdown of the best ({st.recipe}: {', '.join(st.chosen) or 'bf16'}), ms: {parts}")
     lines.append(

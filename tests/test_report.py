@@ -374,6 +374,12 @@ def test_seq_len_prices_the_whole_decoder_layer():
     # the printed group-aware filter call runs and is the layer's decision
     filt = step.module_filter("llama3-8b", gpu="H200", seq_len=8192, batch=1, recipe=rep.step.recipe)
     assert filt.groups == rep.step.chosen and filt.recipe == rep.step.recipe
+    # batch 1 at 8192 tokens: inductor's mix-order norm backward makes tensorwise q/k/v a loss, and the text says so
+    tw = rep.step_by_recipe["tensorwise"]
+    assert "qkv" not in tw.chosen and tw.speedup_best > tw.speedup_all
+    assert "note (tensorwise): q, k and v all in float8 at batch 1" in text and "mix_order_norm_bwd=False" in text
+    two = report("llama3-8b", gpu="H200", seq_len=4096, batch=2)
+    assert "qkv" in two.step_by_recipe["tensorwise"].chosen and "note (tensorwise)" not in str(two)
 
 
 def test_seq_len_and_tokens_must_agree_and_moe_is_said():
