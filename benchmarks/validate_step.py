@@ -628,7 +628,7 @@ def tables(rep: dict[str, Any]) -> str:
     """The generated part of docs/step.md."""
     out = []
     out.append(
-        "**Held-out step time and float8 speedup** — each layer size predicted by parameters fitted on the other two; "
+        "**Held-out step time and float8 speedup** — each layer size predicted by parameters fitted on the others; "
         "step time in ms (CUDA events; kernel sum in brackets), speedup = bf16 step / float8 step, savings = "
         "(bf16 − float8) / bf16 step, error in points of the bf16 step:\n"
     )
@@ -875,7 +875,7 @@ def summary(rep: dict[str, Any]) -> str:
         "## Decoder-layer steps",
         "",
         "The step model (`perfmodel.step`, [step.md](step.md)) scored on the H200 layer sweep, each layer size "
-        "predicted by parameters fitted on the other two (`python benchmarks/validate_step.py`):",
+        "predicted by parameters fitted on the others (`python benchmarks/validate_step.py`):",
         "",
         "| held out | configs | step time MdAPE | float8 speedup MdAPE | max savings error (points of the bf16 step) |",
         "|---|---|---|---|---|",
