@@ -380,6 +380,9 @@ def test_seq_len_prices_the_whole_decoder_layer():
     assert "note (tensorwise): q, k and v all in float8 at batch 1" in text and "mix_order_norm_bwd=False" in text
     two = report("llama3-8b", gpu="H200", seq_len=4096, batch=2)
     assert "qkv" in two.step_by_recipe["tensorwise"].chosen and "note (tensorwise)" not in str(two)
+    # a step of ~1 ms of GPU work is flagged as possibly waiting for the host; an 8B layer is not
+    assert "may wait for the host's launches" in str(report("gpt2", gpu="H200", seq_len=1024, batch=8))
+    assert "may wait for the host's launches" not in text
 
 
 def test_seq_len_and_tokens_must_agree_and_moe_is_said():

@@ -542,3 +542,20 @@ def test_mix_order_variant_symbolic_matches_numeric():
     for bv in (1, 2):
         num = step.layer_time(lay, gpu="H200", seq_len=4096, batch=bv, recipe="tensorwise")
         assert float(sym.kernel_s.subs(b, bv)) == pytest.approx(float(num.kernel_s), rel=1e-9)
+
+
+def test_host_bound_risk_flags_short_steps():
+    import sympy
+
+    from perfmodel._step_core import HOST_BOUND_KERNEL_S
+
+    small = step.layer_time("gpt2", gpu="H200", seq_len=1024, batch=8)
+    big = step.layer_time("llama3-8b", gpu="H200", seq_len=8192, batch=1)
+    assert float(small.kernel_s) < HOST_BOUND_KERNEL_S < float(big.kernel_s)
+    assert small.host_bound_risk is True or bool(small.host_bound_risk) is True
+    assert bool(big.host_bound_risk) is False
+    arr = step.layer_time("llama3-8b", gpu="H200", seq_len=np.array([512, 8192]), batch=1)
+    np.testing.assert_array_equal(arr.host_bound_risk, [True, False])
+    s = sympy.Symbol("s", positive=True, integer=True)
+    cond = step.layer_time("llama3-8b", gpu="H200", seq_len=s, batch=1).host_bound_risk
+    assert bool(cond.subs(s, 512)) is True and bool(cond.subs(s, 8192)) is False
