@@ -156,6 +156,9 @@ EXTRA_SIZES: tuple[LayerSize, ...] = (
     # Llama 3.2 3B (hidden 3072, MLP 8192, 24 query / 8 KV heads of 128; huggingface.co/meta-llama/Llama-3.2-3B
     # config.json)
     LayerSize(key="d3072", model="llama3.2-3b", dim=3072, ffn=8192, heads=24, kv_heads=8),
+    # Qwen2.5-7B's shapes (hidden 3584, MLP 18944, 28 query / 4 KV heads of 128; huggingface.co/Qwen/Qwen2.5-7B
+    # config.json) as a Llama-style layer (no q/k/v bias): 7 query heads per KV head, dims not powers of two
+    LayerSize(key="d3584", model="qwen2.5-7b-like", dim=3584, ffn=18944, heads=28, kv_heads=4),
 )
 #: ``--plan mix_order``: (size, batch, seq_len) -> configs (recipe, groups; "q" = attention.wq alone) that test
 #: the step model's rule for inductor's persistent mix-order norm backward with tensorwise q/k/v
