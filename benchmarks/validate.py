@@ -41,6 +41,7 @@ from perfmodel.calibrate import (  # noqa: E402
     is_dynamic,
     is_heldout,
     load_dataset,
+    read_data_json,
 )
 from perfmodel.calibrated_model import layout_lead_dims, misaligned  # noqa: E402
 from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
@@ -63,8 +64,8 @@ def _layout_sweep(timing: str, session: str = "") -> tuple[dict[str, Any], ...] 
     """The records of one layout-sweep file (read once per run): ``timing`` "kernel" (profiled) or "event"
     (do_bench); ``session`` "" (seed 0), "_repeat" (seed 0 again), "_fresh" (seed 2026) or "_fresh_repeat" (seed
     2026 again). ``None`` if absent."""
-    path = LAYOUT_SWEEP / f"h200_gemm_layouts_{'kernels' if timing == 'kernel' else 'time'}{session}_2026-12-01.json"
-    return tuple(json.loads(path.read_text())["records"]) if path.exists() else None
+    path = LAYOUT_SWEEP / f"h200_gemm_layouts_{'kernels' if timing == 'kernel' else 'time'}{session}_2026-12-01.json.gz"
+    return tuple(read_data_json(path)["records"]) if path.exists() else None
 
 
 LAYOUTS_BEGIN, LAYOUTS_END = "<!-- layouts:begin -->", "<!-- layouts:end -->"
@@ -697,7 +698,7 @@ def markdown_layouts(lay: dict[str, Any]) -> str:
             "",
             "**Fresh shapes** (seed 2026, the same family mix, 945 new shapes × the same five GEMMs; measured in a "
             "later device session, after the fallback group was fitted and committed; "
-            "`*_fresh_2026-12-01.json`) — MdAPE / p90 (%), against the target 4 / 12:",
+            "`*_fresh_2026-12-01.json.gz`) — MdAPE / p90 (%), against the target 4 / 12:",
             "",
             "| GEMM | GEMMs | kernel time | event time |",
             "|---|---|---|---|",
@@ -711,7 +712,7 @@ def markdown_layouts(lay: dict[str, Any]) -> str:
         out += [
             "",
             "**Against the floor**: the same 4725 GEMMs measured again in a later device session (another machine "
-            "of the pool; `*_repeat_2026-12-01.json`), per format and layout — the model's error next to the "
+            "of the pool; `*_repeat_2026-12-01.json.gz`), per format and layout — the model's error next to the "
             "two sessions' difference, MdAPE / p90 (%). The target is 4 / 12.",
             "",
             "| GEMM | model, kernel time | floor, kernel time | model, event time | floor, event time |",
@@ -732,7 +733,7 @@ def markdown_layouts(lay: dict[str, Any]) -> str:
         out += [
             "",
             "**The floor depends on the order of the sweep.** The fresh shapes were measured a second time, in a "
-            "fourth device session (`*_fresh_repeat_2026-12-01.json`), in the same order; and the "
+            "fourth device session (`*_fresh_repeat_2026-12-01.json.gz`), in the same order; and the "
             f"{ff['shapes']} `llm` shapes are the same in every sweep, so their "
             f"{allk['other order, shared shapes']['n']} GEMMs were measured in all four sessions — twice in the "
             "order of seed 0, twice in that of seed 2026 (other neighbours). MdAPE / p90 (%), kernel time:",

@@ -3,7 +3,7 @@ the default calibrated model on the same GEMMs.
 
 Three kinds of session, kept apart:
 
-* **fit**: seed 0, measured twice (``h200_gemm_layouts_kernels{,_repeat}_2026-12-01.json``) — what
+* **fit**: seed 0, measured twice (``h200_gemm_layouts_kernels{,_repeat}_2026-12-01.json.gz``) — what
   :mod:`perfmodel.calibrate_tiles` fits on (the geometric mean of the two sessions per GEMM);
 * **seen**: seed 2026, measured twice (``*_fresh``, ``*_fresh_repeat``) — the research that found the
   formula looked at these, so they are not a held-out score;
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
-from perfmodel.calibrate import ape_stats  # noqa: E402
+from perfmodel.calibrate import ape_stats, read_data_json  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 DOC = ROOT / "docs" / "validation.md"
@@ -54,10 +54,10 @@ MODELS = {"calibrated": None, "tiles": "tiles"}
 def records(timing: str, suffix: str) -> tuple[dict[str, Any], ...] | None:
     """One session's records (``timing`` "kernel": profiled; "event": do_bench), ``None`` if not measured."""
     kind = "kernels" if timing == "kernel" else "time"
-    path = DATA / f"h200_gemm_layouts_{kind}{suffix}_2026-12-01.json"
+    path = DATA / f"h200_gemm_layouts_{kind}{suffix}_2026-12-01.json.gz"
     if not path.exists():
         return None
-    return tuple(r for r in json.loads(path.read_text())["records"] if r.get("time_s"))
+    return tuple(r for r in read_data_json(path)["records"] if r.get("time_s"))
 
 
 def kind_of(r: dict[str, Any]) -> str:

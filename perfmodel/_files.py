@@ -208,8 +208,23 @@ def read_text(
     limit_bytes: int | None = None,
     default_limit_bytes: int = DATA_MAX_BYTES,
 ) -> str:
-    """:func:`read_bytes` decoded as UTF-8 (``UnicodeDecodeError``, a ``ValueError``, if it is not)."""
-    return read_bytes(path, what=what, limit_bytes=limit_bytes, default_limit_bytes=default_limit_bytes).decode()
+    """:func:`read_bytes` decoded as UTF-8 (``UnicodeDecodeError``, a ``ValueError``, if it is not); a name ending in
+    ``.gz`` is gunzipped first, its decompressed size bounded by the same limit (``gzip.BadGzipFile``, an
+    ``OSError``, if it is not gzip)."""
+    data = read_bytes(path, what=what, limit_bytes=limit_bytes, default_limit_bytes=default_limit_bytes)
+    if os.fspath(path).endswith(".gz"):
+        import gzip
+        import io
+
+        limit = max_file_bytes(default_limit_bytes, limit_bytes)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise FileRefusedError(
+                f"{_name(path)}: more than {limit} bytes ({_mib(limit)}) once decompressed, the limit for a {what} "
+                f"file; set {MAX_FILE_BYTES_ENV}=<bytes> (or pass max_bytes=) if the file is genuine"
+            )
+    return data.decode()
 
 
 _WS = re.compile(r"[ \t\n\r]*")

@@ -62,6 +62,7 @@ __all__ = [
     "load_calibration",
     "load_dataset",
     "measured_cast_time_s",
+    "read_data_json",
 ]
 
 #: Output tiles tried for each (format, scaling); the best fit on the training split wins.
@@ -73,6 +74,14 @@ MIN_FALLBACK = 40
 # -------------------------------------------------------------------------------------------------
 # datasets
 # -------------------------------------------------------------------------------------------------
+def read_data_json(path: str | Path) -> Any:
+    """A committed data file's JSON: ``.json``, or gzip-compressed ``.json.gz`` (the layout sweeps' large files are
+    committed compressed, so that the checkout stays within what a device call carries)."""
+    from ._files import load_json
+
+    return load_json(path, what="data", error=CalibrationError)
+
+
 def load_dataset(
     source: str | Path | Mapping[str, Any] | Sequence[str | Path], *, max_bytes: int | None = None
 ) -> dict[str, Any]:

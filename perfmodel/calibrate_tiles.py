@@ -24,7 +24,6 @@ reproduces the shipped file.
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibrate import read_data_json
 from .errors import CalibrationError
 from .formats import get_format
 from .hardware import get_gpu
@@ -42,8 +42,8 @@ __all__ = ["CANDIDATES", "FIT_FILES", "PINNED", "START", "fit", "load_rows", "ma
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 FIT_FILES: tuple[Path, ...] = (
-    DATA / "h200_gemm_layouts_kernels_2026-12-01.json",
-    DATA / "h200_gemm_layouts_kernels_repeat_2026-12-01.json",
+    DATA / "h200_gemm_layouts_kernels_2026-12-01.json.gz",
+    DATA / "h200_gemm_layouts_kernels_repeat_2026-12-01.json.gz",
 )
 OUT = Path(__file__).resolve().parent / "calibrations" / "h200_tiles.json"
 GPU = "H200"
@@ -158,7 +158,7 @@ def load_rows(paths: Sequence[str | Path] = FIT_FILES) -> dict[str, dict[str, np
     each GEMM ``id`` measured in all of them)."""
     by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for p in paths:
-        data = json.loads(Path(p).read_text())
+        data = read_data_json(p)
         for r in data.get("records", []):
             if r.get("op") == "gemm" and r.get("time_s"):
                 by_id[r["id"]].append(r)

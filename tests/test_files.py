@@ -462,3 +462,24 @@ def test_fuzz_json(tmp_path: Path, value: Any, shape: str) -> None:
     path = tmp_path / "fuzz.json"
     path.write_text(json.dumps(value))
     _only_our_errors(path)
+
+
+def test_gzipped_json_is_read_and_its_decompressed_size_bounded(tmp_path):
+    import gzip
+    import json
+
+    from perfmodel._files import load_json
+    from perfmodel.errors import CalibrationError, FileRefusedError
+
+    p = tmp_path / "d.json.gz"
+    p.write_bytes(gzip.compress(json.dumps({"records": [1, 2, 3]}).encode()))
+    assert load_json(p, what="dataset", error=CalibrationError) == {"records": [1, 2, 3]}
+    # 1 MB of zeros compresses to ~1 kB: the limit applies to what comes out
+    bomb = tmp_path / "b.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b"0," * 500_000 + b"0]"))
+    with pytest.raises(FileRefusedError, match="once decompressed"):
+        load_json(bomb, what="dataset", error=CalibrationError, limit_bytes=100_000)
+    bad = tmp_path / "x.json.gz"
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(CalibrationError, match="cannot read"):
+        load_json(bad, what="dataset", error=CalibrationError)

@@ -295,9 +295,10 @@ def test_fit_reproduces_the_shipped_file():
 
 
 def test_fit_refuses_data_without_every_kind(tmp_path):
+    from perfmodel.calibrate import read_data_json
     from perfmodel.calibrate_tiles import FIT_FILES, fit
 
-    recs = json.loads(FIT_FILES[0].read_text())
+    recs = read_data_json(FIT_FILES[0])
     recs["records"] = [r for r in recs["records"] if r["dtype"] == "bf16"]
     p = tmp_path / "bf16_only.json"
     p.write_text(json.dumps(recs))
