@@ -45,6 +45,10 @@ LAYER_FILES = (
 #: a layer size no fit saw (Qwen2.5-14B shapes), measured after the step model's predictions for it were committed
 FRESH_FILE = DATA / "h200_layer_fresh_d5120_2026-12-01.json"
 FRESH_PREDICTED = DATA / "h200_layer_fresh_d5120_predicted_2026-12-01.json"
+#: a sixth layer size (Qwen2.5-7B shapes), measured after the shipped model's predictions for it were committed;
+#: never fitted on
+FRESH_D3584 = DATA / "h200_layer_fresh_d3584_2026-12-01.json"
+FRESH_D3584_PREDICTED = DATA / "h200_layer_fresh_d3584_predicted_2026-12-01.json"
 #: the same configs measured in other sessions (label -> file): the first sweep, with 7-11 workers compiling
 #: beside every measurement, and a later one with host times (dims 2048 and 4096 at 4096 tokens, and four of 8192)
 REPEAT_FILES = {
@@ -221,6 +225,7 @@ def evaluate() -> dict[str, Any]:
         repeats={label: score_repeat(records, choices, path) for label, path in REPEAT_FILES.items() if path.exists()},
         host=score_host(records),
         fresh=score_fresh(shipped),
+        fresh_d3584=score_fresh(shipped, FRESH_D3584, FRESH_D3584_PREDICTED),
         mix_order=score_mix_order(),
         filter=score_filter(),
         n_records=len(records),
@@ -284,14 +289,14 @@ def score_repeat(records: list[dict[str, Any]], choices: list[dict[str, Any]], p
     return out
 
 
-def score_fresh(shipped: Any) -> dict[str, Any]:
+def score_fresh(shipped: Any, measured: Path = FRESH_FILE, predicted: Path = FRESH_PREDICTED) -> dict[str, Any]:
     """The fresh layer size against the predictions committed before it was measured (``FRESH_PREDICTED``) and
     against the shipped model: per case and recipe (every Linear), step and kernel time, speedup, savings error
     by events and by kernel time, and the filter's choice among the measured subsets; MdAPE over all configs."""
-    if not (FRESH_FILE.exists() and FRESH_PREDICTED.exists()):
+    if not (measured.exists() and predicted.exists()):
         return {}
-    meas = {r["id"]: r for r in cl.load_records(FRESH_FILE)}
-    pre = json.loads(FRESH_PREDICTED.read_text())
+    meas = {r["id"]: r for r in cl.load_records(measured)}
+    pre = json.loads(predicted.read_text())
     sources = {
         "predicted before measuring": (
             {r["id"]: (r["step_s"], r["kernel_s"]) for r in pre["records"]},
@@ -534,6 +539,44 @@ def fresh_table(fr: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def fresh_d3584_table(fr: dict[str, Any]) -> str:
+    """The sixth layer size, held out from every fit, against its pre-registered predictions (empty without them)."""
+    if not fr:
+        return ""
+    pre, now = fr["predicted before measuring"], fr["shipped model"]
+    same = all(abs(a["speedup_pred"] - b["speedup_pred"]) < 1e-9 for a, b in zip(pre["rows"], now["rows"], strict=True))
+    out = [
+        "",
+        "**A sixth layer size, never fitted on: dim 3584** (Qwen2.5-7B's shapes as a Llama-style layer: 28 query / "
+        f"4 KV heads, ffn 18944; `{FRESH_D3584.name}`, {fr['n']} configs as for dim 5120), measured after the "
+        f"predictions of the shipped model were committed (`{FRESH_D3584_PREDICTED.name}`, commit {fr['commit'][:7]}"
+        + ("; the shipped model gives the same numbers" if same else "; the shipped model has changed since")
+        + "):\n",
+        "| tokens | recipe (all Linears) | speedup meas / pred | savings error (events) | (kernels) | filter's choice "
+        "| vs bf16 % | regret % | best measured |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r, c in zip(pre["rows"], pre["choices"], strict=True):
+        out.append(
+            _row(
+                16384 if "b4" in r["case"] else 4096,
+                r["recipe"],
+                f"{r['speedup_meas']:.2f} / {r['speedup_pred']:.2f}",
+                _pm(r["save_err"]),
+                _pm(r["save_err_kernel"]),
+                _groups_label(c["chosen"]),
+                _pm(c["vs_bf16"]),
+                f"{c['regret']:.1f}",
+                _groups_label(c["best"]),
+            )
+        )
+    out.append(
+        f"\nStep time MdAPE over the {fr['n']} configs: {pre['step_mdape']:.1f} %; "
+        f"kernel time {pre['kernel_mdape']:.1f} %."
+    )
+    return "\n".join(out)
+
+
 def score_host(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Host (launch) time per step against GPU time, from the host-time session: per case, bf16 and the
     float8 configs (min, median, max), their kernel time, and the host time per converted Linear."""
@@ -770,6 +813,7 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(repeat_table(label, rp))
     out.append(host_table(rep.get("host") or {}))
     out.append(fresh_table(rep.get("fresh") or {}))
+    out.append(fresh_d3584_table(rep.get("fresh_d3584") or {}))
     out.append(mix_order_table(rep.get("mix_order") or {}))
     out.append(filter_table(rep.get("filter") or {}))
     return "\n".join(out)
