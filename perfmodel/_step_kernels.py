@@ -12,7 +12,8 @@ bandwidth; ``peak``: its dense bf16 FLOP/s)::
     attention     p.elementwise_latency_s + FLOP / (p.attention_{fwd,bwd}_fraction x peak)
                   + rows x p.attention_{fwd,bwd}_row_s x peak_ref / peak     (rows = batch · heads · seq_len)
     memory        p.elementwise_latency_s + bytes / (p.elementwise_bw_fraction x bw)
-    cast          the GPU time model's cast kernel (recipe, tensor kind) x p.cast_factor(recipe)
+    cast          the GPU time model's cast kernel (recipe, tensor kind) x p.cast_factor(recipe/group): the kernels
+                  inductor fuses a group's casts into differ per group (norm, SwiGLU, attention output)
     launch        the GPU time model's launch-only kernel (a scale's second reduction stage)
     fused_amax    bytes / bw x p.fused_amax_cost      (an amax inductor fused into the producing kernel)
     norm_bwd_cast bytes / bw x p.norm_bwd_cast_cost   (tensorwise q/k/v: the transposed cast in the norm bwd)
@@ -344,7 +345,7 @@ def _casts(
                         phase=_cast_phase(k.tensor, k.name),
                         kind="cast",
                         group=group,
-                        key=recipe.name,
+                        key=cast_key(recipe.name, group),
                         base_s=time_model.memory_kernel_time_s(k.bytes, gpu=gpu, recipe=recipe.name, tensor=k.tensor),
                         bytes=k.bytes,
                     )
@@ -393,6 +394,12 @@ def _casts(
                     )
                 )
     return out
+
+
+def cast_key(recipe: str, group: str | None) -> str:
+    """The cast-factor key of a group's cast kernels, ``"tensorwise/qkv"`` (:meth:`LayerParams.cast_factor` falls
+    back to the recipe's factor where no group's was fitted)."""
+    return f"{recipe}/{group}" if group else recipe
 
 
 def price(raw: RawKernel, params: LayerParams, spec: GPUSpec, *, calibrated: bool) -> Any:

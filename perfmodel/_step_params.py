@@ -93,7 +93,8 @@ class LayerParams:
             underestimated).
         gemm_factors: GEMM group (``bf16``, ``fp8_e4m3/tensorwise``, ``fp8_e4m3/rowwise``) -> GEMM kernel time
             inside a compiled layer step over the calibrated model's Linear-step prediction.
-        cast_factors: recipe -> cast kernel time inside a layer over the calibrated model's Linear-step casts.
+        cast_factors: ``"recipe/group"`` (tensorwise and rowwise, per group of Linears) or ``"recipe"`` -> cast
+            kernel time inside a layer over the calibrated model's Linear-step casts.
         in_step_factor: step time by CUDA events over back-to-back steps / summed kernel time of a profiled step
             (median over the fitted steps); every kernel's factor when ``step_factors`` is empty.
         step_factors: kernel kind (:data:`STEP_FACTOR_KINDS`: ``bf16_tensor_core`` — bf16 GEMMs and SDPA,
@@ -177,11 +178,23 @@ class LayerParams:
         return self.gemm_factors.get(group.replace("fp8_e5m2", "fp8_e4m3"), 1.0)
 
     def cast_factor(self, recipe: str) -> float:
-        """The in-layer factor of a recipe's casts (mxfp8 and blockwise borrow rowwise's; 1.0 when not fitted)."""
+        """The in-layer factor of a group's casts, ``recipe`` being ``"tensorwise/qkv"`` (or a bare recipe name): the
+        group's own factor where fitted, else the recipe's; a group without one (GeLU's ``w1``) borrows ``w13``'s
+        (the same producer, the ffn norm), then the mean of the recipe's groups; mxfp8 and blockwise borrow
+        rowwise's the same way; 1.0 when nothing was fitted."""
         if recipe in self.cast_factors:
             return self.cast_factors[recipe]
-        if recipe in ("mxfp8", "blockwise") and "rowwise" in self.cast_factors:
-            return self.cast_factors["rowwise"]
+        name, _, group = recipe.partition("/")
+        for r in (name, "rowwise") if name in ("mxfp8", "blockwise") else (name,):
+            if group == "w1" and f"{r}/w13" in self.cast_factors:
+                return self.cast_factors[f"{r}/w13"]
+            if f"{r}/{group}" in self.cast_factors:
+                return self.cast_factors[f"{r}/{group}"]
+            if r in self.cast_factors:
+                return self.cast_factors[r]
+            mine = [v for k, v in self.cast_factors.items() if k.startswith(f"{r}/")]
+            if mine:
+                return float(sum(mine) / len(mine))
         return 1.0
 
     def step_factor(self, kind: str) -> float:

@@ -14,9 +14,10 @@ SDPA kernels and everything else are told apart by kernel name), in this order:
 3. ``attention_{fwd,bwd}_fraction``, ``attention_{fwd,bwd}_row_s``: non-negative least squares of cuDNN's flash
    fprop / bprop kernel time ``t − latency = FLOP / (fraction · peak_bf16) + rows · row_s`` (rows: batch · heads
    · seq_len), relative to ``t``.
-4. ``cast_factors[recipe]``, ``fused_amax_cost``, ``norm_bwd_cast_cost``, ``mix_order_cast_cost``: non-negative
-   least squares on the float8 steps' non-GEMM, non-SDPA kernel time minus the bf16 step's of the same layer and
-   tokens (``mix_order_cast_cost`` is ``None`` when no fitted step ran inductor's mix-order variant).
+4. ``cast_factors[recipe/group]`` (tensorwise, rowwise; ``[recipe]`` for the others), ``fused_amax_cost``,
+   ``norm_bwd_cast_cost``, ``mix_order_cast_cost``: non-negative least squares on the float8 steps' non-GEMM,
+   non-SDPA kernel time minus the bf16 step's of the same layer and tokens (``mix_order_cast_cost`` is ``None``
+   when no fitted step ran inductor's mix-order variant).
 5. ``step_factors``, ``boost_window_s``: the CUDA-event step time as the profiled kernel time ``K`` plus
    ``min(1, window / K) · Σ_kind (factor − 1) · K_kind`` over the kernel kinds (bf16 tensor-core work — bf16
    GEMMs and SDPA —, float8 GEMMs, memory-bound kernels): non-negative least squares for the factors on a
@@ -164,6 +165,17 @@ def _raw(case: LayerCase) -> list[Any]:
     )
 
 
+#: recipes whose cast factor is fitted per group of Linears (their single-group configs identify it); the others
+#: (rowwise_with_gw_hp: measured with every Linear converted only) get one factor per recipe
+PER_GROUP_CASTS: tuple[str, ...] = ("tensorwise", "rowwise")
+
+
+def _fit_key(key: str) -> str:
+    """The cast factor a kernel of cast key ``recipe/group`` is fitted under (:data:`PER_GROUP_CASTS`)."""
+    recipe = key.split("/")[0]
+    return key if recipe in PER_GROUP_CASTS else recipe
+
+
 def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     from scipy.optimize import nnls
 
@@ -249,11 +261,11 @@ def fit(
     # 4. casts: float8 step minus the bf16 step of the same case, other time only
     other_bf16 = {r["case"]: meas[r["id"]]["other"] for r in bf16}
     f8 = [r for r in recs if r["recipe"] != "bf16" and r["case"] in other_bf16]
-    recipes = sorted({r["recipe"] for r in f8})
+    recipes = sorted({_fit_key(k.key) for r in f8 for k in raws[r["id"]] if k.kind == "cast"})  # cast factor keys
     rows, ys = [], []
     for r in f8:
         ks = raws[r["id"]]
-        row = [sum(float(k.base_s) for k in ks if k.kind == "cast") if r["recipe"] == rc else 0.0 for rc in recipes]
+        row = [sum(float(k.base_s) for k in ks if k.kind == "cast" and _fit_key(k.key) == rc) for rc in recipes]
         row += [
             sum(float(k.bytes) for k in ks if k.kind == kind) / bw
             for kind in ("fused_amax", "norm_bwd_cast", "mix_order_cast")

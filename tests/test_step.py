@@ -559,3 +559,21 @@ def test_host_bound_risk_flags_short_steps():
     s = sympy.Symbol("s", positive=True, integer=True)
     cond = step.layer_time("llama3-8b", gpu="H200", seq_len=s, batch=1).host_bound_risk
     assert bool(cond.subs(s, 512)) is True and bool(cond.subs(s, 8192)) is False
+
+
+def test_cast_factors_are_per_group_with_fallbacks():
+    p = shipped()
+    keys = set(p.cast_factors)
+    assert {f"{r}/{g}" for r in ("tensorwise", "rowwise") for g in ("qkv", "o", "w13", "w2")} <= keys
+    assert "rowwise_with_gw_hp" in keys  # measured with every Linear only: one factor for the recipe
+    assert p.cast_factor("tensorwise/qkv") == p.cast_factors["tensorwise/qkv"]
+    assert p.cast_factor("rowwise_with_gw_hp/w2") == p.cast_factors["rowwise_with_gw_hp"]
+    assert p.cast_factor("tensorwise/w1") == p.cast_factors["tensorwise/w13"]  # GeLU's w1: the ffn norm's input
+    assert p.cast_factor("mxfp8/w2") == p.cast_factors["rowwise/w2"]
+    groups = [p.cast_factors[f"rowwise/{g}"] for g in ("qkv", "o", "w13", "w2")]
+    assert p.cast_factor("blockwise") == pytest.approx(sum(groups) / 4)
+    assert p.cast_factor("unknown/qkv") == 1.0
+    # a group's cast kernels in a layer are priced with its own factor
+    lt = step.layer_time("llama3-8b", gpu="H200", seq_len=4096, recipe="rowwise", convert=["w2"])
+    casts = [k for k in lt.kernels if k.kind == "cast"]
+    assert casts and all(k.group == "w2" for k in casts)
