@@ -159,6 +159,9 @@ EXTRA_SIZES: tuple[LayerSize, ...] = (
     # Qwen2.5-7B's shapes (hidden 3584, MLP 18944, 28 query / 4 KV heads of 128; huggingface.co/Qwen/Qwen2.5-7B
     # config.json) as a Llama-style layer (no q/k/v bias): 7 query heads per KV head, dims not powers of two
     LayerSize(key="d3584", model="qwen2.5-7b-like", dim=3584, ffn=18944, heads=28, kv_heads=4),
+    # Qwen3-14B's shapes (hidden 5120, MLP 17408, 40 query / 8 KV heads of 128; huggingface.co/Qwen/Qwen3-14B
+    # config.json) as a Llama-style layer (no per-head q/k RMSNorm): dim 5120 with another MLP width
+    LayerSize(key="d5120q", model="qwen3-14b-like", dim=5120, ffn=17408, heads=40, kv_heads=8),
 )
 #: ``--plan mix_order``: (size, batch, seq_len) -> configs (recipe, groups; "q" = attention.wq alone) that test
 #: the step model's rule for inductor's persistent mix-order norm backward with tensorwise q/k/v
