@@ -49,6 +49,23 @@ FRESH_PREDICTED = DATA / "h200_layer_fresh_d5120_predicted_2026-12-01.json"
 #: never fitted on
 FRESH_D3584 = DATA / "h200_layer_fresh_d3584_2026-12-01.json"
 FRESH_D3584_PREDICTED = DATA / "h200_layer_fresh_d3584_predicted_2026-12-01.json"
+#: a seventh (dim 5120 with Qwen3-14B's MLP), the same way, predicted by the model with per-group cast factors
+FRESH_D5120Q = DATA / "h200_layer_fresh_d5120q_2026-12-01.json"
+FRESH_D5120Q_PREDICTED = DATA / "h200_layer_fresh_d5120q_predicted_2026-12-01.json"
+#: the held-out-only sizes: key -> (measured, predicted, title)
+FRESH_EXTRA = {
+    "fresh_d3584": (
+        FRESH_D3584,
+        FRESH_D3584_PREDICTED,
+        "A sixth layer size, never fitted on: dim 3584** (Qwen2.5-7B's shapes as a Llama-style layer: 28 query / "
+        "4 KV heads, ffn 18944",
+    ),
+    "fresh_d5120q": (
+        FRESH_D5120Q,
+        FRESH_D5120Q_PREDICTED,
+        "A seventh, never fitted on: dim 5120 with Qwen3-14B's MLP** (ffn 17408, 40 / 8 heads; no per-head q/k norm",
+    ),
+}
 #: the same configs measured in other sessions (label -> file): the first sweep, with 7-11 workers compiling
 #: beside every measurement, and a later one with host times (dims 2048 and 4096 at 4096 tokens, and four of 8192)
 REPEAT_FILES = {
@@ -225,7 +242,7 @@ def evaluate() -> dict[str, Any]:
         repeats={label: score_repeat(records, choices, path) for label, path in REPEAT_FILES.items() if path.exists()},
         host=score_host(records),
         fresh=score_fresh(shipped),
-        fresh_d3584=score_fresh(shipped, FRESH_D3584, FRESH_D3584_PREDICTED),
+        **{key: score_fresh(shipped, m, p) for key, (m, p, _) in FRESH_EXTRA.items()},
         mix_order=score_mix_order(),
         filter=score_filter(),
         n_records=len(records),
@@ -539,17 +556,18 @@ def fresh_table(fr: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def fresh_d3584_table(fr: dict[str, Any]) -> str:
-    """The sixth layer size, held out from every fit, against its pre-registered predictions (empty without them)."""
+def fresh_extra_table(key: str, fr: dict[str, Any]) -> str:
+    """A layer size held out from every fit (:data:`FRESH_EXTRA`), against its pre-registered predictions (empty
+    without them)."""
     if not fr:
         return ""
+    measured, predicted, title = FRESH_EXTRA[key]
     pre, now = fr["predicted before measuring"], fr["shipped model"]
     same = all(abs(a["speedup_pred"] - b["speedup_pred"]) < 1e-9 for a, b in zip(pre["rows"], now["rows"], strict=True))
     out = [
         "",
-        "**A sixth layer size, never fitted on: dim 3584** (Qwen2.5-7B's shapes as a Llama-style layer: 28 query / "
-        f"4 KV heads, ffn 18944; `{FRESH_D3584.name}`, {fr['n']} configs as for dim 5120), measured after the "
-        f"predictions of the shipped model were committed (`{FRESH_D3584_PREDICTED.name}`, commit {fr['commit'][:7]}"
+        f"**{title}; `{measured.name}`, {fr['n']} configs as for dim 5120), measured after the "
+        f"predictions of the shipped model were committed (`{predicted.name}`, commit {fr['commit'][:7]}"
         + (
             "; the shipped model gives the same numbers"
             if same
@@ -823,7 +841,8 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(repeat_table(label, rp))
     out.append(host_table(rep.get("host") or {}))
     out.append(fresh_table(rep.get("fresh") or {}))
-    out.append(fresh_d3584_table(rep.get("fresh_d3584") or {}))
+    for key in FRESH_EXTRA:
+        out.append(fresh_extra_table(key, rep.get(key) or {}))
     out.append(mix_order_table(rep.get("mix_order") or {}))
     out.append(filter_table(rep.get("filter") or {}))
     return "\n".join(out)
