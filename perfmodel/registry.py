@@ -81,8 +81,8 @@ EXPECTED_ERRORS: dict[str, ExpectedError] = {
     ),
 }
 
-#: The tile model's expected error (docs/validation.md, "The tile model"; checked by the test suite against
-#: the report benchmarks/validate.py recomputes).
+#: The tile model's expected error (docs/validation.md, "The tile model"; tests/test_tile_model.py checks it against
+#: the fresh session's scores that benchmarks/validate_tiles.py recomputes).
 TILES_EXPECTED_ERROR = ExpectedError(
     gemm_time_pct=7.1,
     basis="H200 only, kernel time; layout sweep seed 2027 measured after the fit, worst format and layout "
