@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .calibrate import read_data_json
+from .calibrated_model import layout_lead_dims, misaligned
 from .errors import CalibrationError
 from .formats import get_format
 from .hardware import get_gpu
@@ -142,15 +143,11 @@ def _kind_of(record: Mapping[str, Any]) -> str:
     if record["dtype"] == "bf16":
         lay = record["layout"]
         fb = bool(fallback_mask(record["M"], record["K"], record["N"], lay))
-        mis = bool(np.any(np.array(_lead(lay, record)) % 8 != 0))
+        mis = bool(misaligned(*layout_lead_dims(lay, record["M"], record["K"], record["N"])))
         if fb:
             return f"bf16@fallback/{lay}"
         return "" if mis else f"bf16@{lay}"  # misaligned with M == 1: in neither fit (the Hopper kernels run)
     return f"fp8_e4m3/{record['scaling']}"
-
-
-def _lead(layout: str, r: Mapping[str, Any]) -> tuple[int, int]:
-    return (r["M"], r["N"]) if layout == "cr" else (r["K"], r["N"])
 
 
 def load_rows(paths: Sequence[str | Path] = FIT_FILES) -> dict[str, dict[str, np.ndarray]]:

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import is_symbolic
+from .calibrated_model import alignment, layout_lead_dims, misaligned
 from .errors import CalibrationError, PerfModelError, UnsupportedFormatError
 from .formats import Format
 from .hardware import GPUSpec
@@ -174,7 +175,8 @@ class TileKind:
         rate = peak * p["rate_fraction"]
         load = p["cta_load_bw"]
         if self.fallback:
-            one = _alignment_of(*_lead(layout, M, K, N)) == 1
+            a, b = layout_lead_dims(layout, M, K, N)
+            one = np.minimum(alignment(a), alignment(b)) == 1
             rate = rate * np.where(one, p["align1_rate"], 1.0)
             load = load * np.where(one, p["align1_load"], 1.0)
         sa, sb = _strides(layout, M, K, N, eb)
@@ -243,16 +245,6 @@ class TileKind:
             raise CalibrationError(f"{where}: not a tile kind ({type(exc).__name__}: {exc})") from None
 
 
-def _lead(layout: str, M: Any, K: Any, N: Any) -> tuple[Any, Any]:
-    return (M, N) if layout == "cr" else (K, N)
-
-
-def _alignment_of(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The largest power of two up to 8 dividing both (elements)."""
-    g = np.gcd(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
-    return np.gcd(g, 8)
-
-
 def _strides(layout: str, M, K, N, eb: float) -> tuple[Any, Any]:
     """Row strides of A and B in bytes: ``rr`` (K, N), ``rc`` (K, K), ``cr`` (M, N) elements."""
     if layout == "rr":
@@ -277,9 +269,9 @@ def _softmin(times: Sequence[np.ndarray], tau: float | None) -> np.ndarray:
 def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any] | None = None) -> np.ndarray:
     """Which bf16 GEMMs run cuBLAS's pre-Hopper fallback kernels: a leading dimension (``lead_dims``, else
     the layout's: K, N for ``rr``/``rc``, M, N for ``cr``) not a multiple of 8 with M > 1, or K < 8."""
-    a, b = lead_dims if lead_dims is not None else _lead(layout, M, K, N)
+    a, b = lead_dims if lead_dims is not None else layout_lead_dims(layout, M, K, N)
     a, b, M, K = (np.asarray(x, dtype=np.float64) for x in (a, b, M, K))
-    return (((a % 8 != 0) | (b % 8 != 0)) & (M != 1)) | (K < 8)
+    return (misaligned(a, b) & (M != 1)) | (K < 8)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
