@@ -516,6 +516,27 @@ def mix_order_table(mo: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _fresh_rows(fr: dict[str, Any], labels: tuple[str, ...], *, best: bool) -> list[str]:
+    """One table row per (model, case, recipe) of :func:`score_fresh`'s result; ``best``: add the best measured
+    subset as a last column."""
+    out = []
+    for label in labels:
+        for r, c in zip(fr[label]["rows"], fr[label]["choices"], strict=True):
+            cells = [
+                label,
+                16384 if "b4" in r["case"] else 4096,
+                r["recipe"],
+                f"{r['speedup_meas']:.2f} / {r['speedup_pred']:.2f}",
+                _pm(r["save_err"]),
+                _pm(r["save_err_kernel"]),
+                _groups_label(c["chosen"]),
+                _pm(c["vs_bf16"]),
+                f"{c['regret']:.1f}",
+            ]
+            out.append(_row(*cells, *([_groups_label(c["best"])] if best else [])))
+    return out
+
+
 def fresh_table(fr: dict[str, Any]) -> str:
     """The fresh layer size as markdown (empty without its files)."""
     if not fr:
@@ -532,22 +553,7 @@ def fresh_table(fr: dict[str, Any]) -> str:
         "filter's choice | vs bf16 % | regret % |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for label in ("predicted before measuring", "shipped model"):
-        v = fr[label]
-        for r, c in zip(v["rows"], v["choices"], strict=True):
-            out.append(
-                _row(
-                    label,
-                    16384 if "b4" in r["case"] else 4096,
-                    r["recipe"],
-                    f"{r['speedup_meas']:.2f} / {r['speedup_pred']:.2f}",
-                    _pm(r["save_err"]),
-                    _pm(r["save_err_kernel"]),
-                    _groups_label(c["chosen"]),
-                    _pm(c["vs_bf16"]),
-                    f"{c['regret']:.1f}",
-                )
-            )
+    out += _fresh_rows(fr, ("predicted before measuring", "shipped model"), best=False)
     pre, now = fr["predicted before measuring"], fr["shipped model"]
     out.append(
         f"\nStep time MdAPE over the {fr['n']} configs: {pre['step_mdape']:.1f} % before measuring, "
@@ -580,22 +586,7 @@ def fresh_extra_table(key: str, fr: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     labels = ("predicted before measuring",) if same else ("predicted before measuring", "shipped model")
-    for label in labels:
-        for r, c in zip(fr[label]["rows"], fr[label]["choices"], strict=True):
-            out.append(
-                _row(
-                    label,
-                    16384 if "b4" in r["case"] else 4096,
-                    r["recipe"],
-                    f"{r['speedup_meas']:.2f} / {r['speedup_pred']:.2f}",
-                    _pm(r["save_err"]),
-                    _pm(r["save_err_kernel"]),
-                    _groups_label(c["chosen"]),
-                    _pm(c["vs_bf16"]),
-                    f"{c['regret']:.1f}",
-                    _groups_label(c["best"]),
-                )
-            )
+    out += _fresh_rows(fr, labels, best=True)
     out.append(
         f"\nStep time MdAPE over the {fr['n']} configs: {pre['step_mdape']:.1f} % before measuring"
         + ("" if same else f", {now['step_mdape']:.1f} % shipped")
