@@ -3,10 +3,12 @@
 ``python -m perfmodel.calibrate_tiles [--force] [-o perfmodel/calibrations/h200_tiles.json]`` fits on the two
 device sessions of the layout sweep with seed 0 (:data:`FIT_FILES`: 4725 GEMMs each — bf16 ``rr``/``rc``/``cr``
 and fp8 e4m3 ``rc`` tensorwise and rowwise over 945 shapes — profiled kernel time with L2 flushed before every
-call), on the geometric mean of the two sessions per GEMM. The sessions with other seeds are never read here:
-seed 2026 was looked at while the formula was developed, seed 2027 was measured after this fit was committed
-(``benchmarks/validate_tiles.py`` scores both, apart). Nothing in the package imports this module (floor 5);
-it needs scipy.
+call), on the geometric mean of the two sessions per GEMM; and, for ``timing="event"``, the same formula and
+candidates again on the same two sessions' ``do_bench`` times (:data:`EVENT_FIT_FILES`, ``event_kinds``). The
+sessions with other seeds are never read here: seed 2026 was looked at while the formula was developed, seed
+2027 was measured after the kernel fit was committed and looked at before the event fit was added, seed 2028
+after both (``benchmarks/validate_tiles.py`` scores them apart). Nothing in the package imports this module
+(floor 5); it needs scipy.
 
 Per kind, :func:`scipy.optimize.least_squares` on ``log(predicted) − log(measured)`` (soft-L1 loss, scale 0.05,
 bounds :data:`LOWER` / :data:`UPPER`) from :data:`START`, with the parameters of :data:`PINNED` held at their
@@ -38,13 +40,18 @@ from .formats import get_format
 from .hardware import get_gpu
 from .tile_model import FALLBACK_PARAM_NAMES, PARAM_NAMES, Tile, TileKind, TileModel, fallback_mask
 
-__all__ = ["CANDIDATES", "FIT_FILES", "PINNED", "START", "fit", "load_rows", "main"]
+__all__ = ["CANDIDATES", "EVENT_FIT_FILES", "FIT_FILES", "PINNED", "START", "fit", "load_rows", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 FIT_FILES: tuple[Path, ...] = (
     DATA / "h200_gemm_layouts_kernels_2026-12-01.json.gz",
     DATA / "h200_gemm_layouts_kernels_repeat_2026-12-01.json.gz",
+)
+#: the same sessions' CUDA-event (do_bench) times, for the event fit
+EVENT_FIT_FILES: tuple[Path, ...] = (
+    DATA / "h200_gemm_layouts_time_2026-12-01.json.gz",
+    DATA / "h200_gemm_layouts_time_repeat_2026-12-01.json.gz",
 )
 OUT = Path(__file__).resolve().parent / "calibrations" / "h200_tiles.json"
 GPU = "H200"
@@ -229,8 +236,7 @@ def fit_kind(kind: str, rows: Mapping[str, np.ndarray], *, max_nfev: int = 400) 
     return k, _stats(k.time_s(M, K, N, layout=lay, peak=peak, sms=sms), rows["t"])
 
 
-def fit(paths: Sequence[str | Path] = FIT_FILES) -> TileModel:
-    """The tile model fitted on ``paths`` (default: :data:`FIT_FILES`)."""
+def _fit_kinds(paths: Sequence[str | Path]) -> tuple[dict[str, TileKind], dict[str, dict[str, float]]]:
     rows = load_rows(paths)
     missing = [k for k in CANDIDATES if k not in rows]
     if missing:
@@ -238,25 +244,55 @@ def fit(paths: Sequence[str | Path] = FIT_FILES) -> TileModel:
     kinds, residuals = {}, {}
     for kind in CANDIDATES:
         kinds[kind], residuals[kind] = fit_kind(kind, rows[kind])
+    return kinds, residuals
+
+
+def _names(paths: Sequence[str | Path]) -> str:
     rel = [Path(p).resolve() for p in paths]
-    names = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in rel]
+    return " + ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in rel)
+
+
+def fit(
+    paths: Sequence[str | Path] = FIT_FILES, event_paths: Sequence[str | Path] | None = EVENT_FIT_FILES
+) -> TileModel:
+    """The tile model fitted on the kernel times in ``paths`` (default: :data:`FIT_FILES`) and, unless
+    ``event_paths`` is ``None``, on the CUDA-event times in ``event_paths`` (default: :data:`EVENT_FIT_FILES`)."""
+    kinds, residuals = _fit_kinds(paths)
     source = (
-        f"python -m perfmodel.calibrate_tiles on {' + '.join(names)} (H200, torch 2.11, cuBLAS kernel time, "
+        f"python -m perfmodel.calibrate_tiles on {_names(paths)} (H200, torch 2.11, cuBLAS kernel time, "
         "L2 flushed, 2026-12-01; geometric mean of the two sessions)"
     )
-    return TileModel(gpu=GPU, kinds=kinds, source=source, residuals={k: {"train": v} for k, v in residuals.items()})
+    res: dict[str, Any] = {k: {"train": v} for k, v in residuals.items()}
+    event_kinds: dict[str, TileKind] = {}
+    if event_paths is not None:
+        event_kinds, event_res = _fit_kinds(event_paths)
+        for k, v in event_res.items():
+            res[k]["event_train"] = v
+        source += f"; event fit on {_names(event_paths)} (triton.testing.do_bench, L2 flushed)"
+    return TileModel(gpu=GPU, kinds=kinds, source=source, residuals=res, event_kinds=event_kinds)
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m perfmodel.calibrate_tiles", description=__doc__.split("\n")[0])
     ap.add_argument("data", nargs="*", type=Path, help="kernel-time files of the layout sweep (default: FIT_FILES)")
+    ap.add_argument(
+        "--event-data",
+        nargs="*",
+        type=Path,
+        default=None,
+        help="CUDA-event (do_bench) files of the same sessions for the event fit (default: EVENT_FIT_FILES; "
+        "given with no file: no event fit)",
+    )
     ap.add_argument("-o", "--out", type=Path, default=OUT, help="output JSON (default: the shipped file)")
     ap.add_argument("--force", action="store_true", help="replace the output file if it exists")
     args = ap.parse_args(list(argv) if argv is not None else None)
-    model = fit(args.data or FIT_FILES)
+    event = EVENT_FIT_FILES if args.event_data is None else (args.event_data or None)
+    model = fit(args.data or FIT_FILES, event)
     for kind, r in model.residuals.items():
-        st = r["train"]
-        print(f"{kind:22s} {st['n']:4d} GEMMs  fit MdAPE {st['mdape']:.2f} %  p90 {st['p90']:.2f} %")
+        for fit_name, label in (("train", "kernel"), ("event_train", "event")):
+            if fit_name in r:
+                st = r[fit_name]
+                print(f"{kind:22s} {label:6s} {st['n']:4d} GEMMs  fit MdAPE {st['mdape']:.2f} %  p90 {st['p90']:.2f} %")
     path = model.save(args.out, force=args.force)
     print(f"-> {path}")
     return 0

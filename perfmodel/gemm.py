@@ -75,7 +75,8 @@ def gemm_time_s(
 
     ``timing``: ``"kernel"`` (the GPU kernel time a profiler and a training step see; the default) or
     ``"event"`` (what timing one call with CUDA events or ``triton.testing.do_bench`` shows: the kernel
-    plus the launch gap, :data:`EVENT_OVERHEAD_S` where the model has no measured one).
+    plus the launch gap, :data:`EVENT_OVERHEAD_S` where the model has no measured one; the tile model has
+    its own fit on event times, :mod:`perfmodel.tile_model`).
 
     >>> round(gemm_time_s(8192, 8192, 8192, "bf16", "H100-2.4TB", model="original") * 1e3, 3)
     1.853
@@ -87,6 +88,11 @@ def gemm_time_s(
     layout, timing = check_layout(layout, fmt), check_timing(timing)
     spec.peak_flops_per_s(fmt)  # raises UnsupportedFormatError early, with the GPU's formats
     tm = time_model(spec, model)
+    if timing == "event":
+        event = getattr(tm, "event_gemm_time_s", None)  # a model fitted on event times (the tile model)
+        t = event(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout) if event else None
+        if t is not None:
+            return t
     t = gemm_kernel_time_s(tm, M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout)
     return t + event_overhead_s(tm) if timing == "event" else t
 

@@ -43,6 +43,14 @@ tensorwise or rowwise scaling, bf16 output; numbers and numpy arrays only — th
 tiles has no compact closed form, so sympy input gets a named error (the default model stays symbolic).
 Memory-bound kernels, launches and the event gap are the H200 calibration's (:meth:`TileModel.base`);
 the in-step GEMM factors are 1 (the tile model is not fitted to GEMMs inside training steps).
+
+**Two timings, two fits.** ``kinds`` are fitted on profiled kernel times (``timing="kernel"``);
+``event_kinds``, the same formula and candidate tiles, on the same sweep's ``triton.testing.do_bench``
+times of the same GEMMs (``timing="event"``: CUDA events around each call, a process no profiler has
+attached to). A GEMM timed by events is not its kernel time plus a constant gap: back-to-back calls of one
+shape for ~100 ms run at the clocks that sustained load leaves, and small calls overlap their launches.
+Where a file has no ``event_kinds`` (files written before them), event timing is the kernel fit plus the
+calibration's measured gap, as for the other models.
 """
 
 from __future__ import annotations
@@ -281,10 +289,12 @@ class TileModel:
     Attributes:
         gpu: the GPU it was fitted on (the only one it prices).
         kinds: ``"bf16@rr"``, ``"bf16@rc"``, ``"bf16@cr"``, ``"bf16@fallback/rr"`` (… ``/rc``, ``/cr``),
-            ``"fp8_e4m3/tensorwise"``, ``"fp8_e4m3/rowwise"`` -> :class:`TileKind`.
+            ``"fp8_e4m3/tensorwise"``, ``"fp8_e4m3/rowwise"`` -> :class:`TileKind`, fitted on kernel times.
         source: what it was fitted on (files, GPU, date, versions).
-        residuals: the fit's error statistics per kind (train, cross-validated).
+        residuals: the fit's error statistics per kind (``train``: kernel fit, ``event_train``: event fit).
         base: the time model that prices everything but GEMMs (memory kernels, launches, the event gap).
+        event_kinds: the same kinds fitted on CUDA-event (``do_bench``) times (module doc); empty: event
+            timing is the kernel fit plus the base's measured gap.
     """
 
     gpu: str
@@ -293,6 +303,7 @@ class TileModel:
     residuals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     base: Any = None
     name: str = "tiles"
+    event_kinds: Mapping[str, TileKind] = dataclasses.field(default_factory=dict)
 
     def kind_key(self, fmt: Format, scaling: str | None, layout: str) -> str:
         family = _KIND_OF_FORMAT.get(fmt.name)
@@ -318,6 +329,20 @@ class TileModel:
             )
 
     def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
+        """Kernel seconds of ``[M, K] @ [K, N]`` (the kernel-time fit, ``kinds``)."""
+        return self._price(self.kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout)
+
+    def event_gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
+        """Seconds a CUDA-event (``do_bench``) timing of one call shows, from the event fit (``event_kinds``);
+        ``None`` where this model has none (then :func:`perfmodel.gemm_time_s` adds the measured gap to the
+        kernel time)."""
+        if not self.event_kinds:
+            return None
+        return self._price(
+            self.event_kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout
+        )
+
+    def _price(self, kinds, M, K, N, *, fmt, scaling, gpu, lead_dims, layout):
         if any(is_symbolic(x) for x in (M, K, N)) or (lead_dims is not None and any(map(is_symbolic, lead_dims))):
             raise PerfModelError(
                 "the tile model is numeric only: its minimum over candidate tiles has no compact closed form; for "
@@ -336,12 +361,12 @@ class TileModel:
             )
             fb = fallback_mask(M, K, N, layout, dims)
             if (~fb).any():
-                out[~fb] = self.kinds[key].time_s(M[~fb], K[~fb], N[~fb], layout=layout, peak=peak, sms=gpu.num_sms)
+                out[~fb] = kinds[key].time_s(M[~fb], K[~fb], N[~fb], layout=layout, peak=peak, sms=gpu.num_sms)
             if fb.any():
-                kind = self.kinds[f"bf16@fallback/{layout}"]
+                kind = kinds[f"bf16@fallback/{layout}"]
                 out[fb] = kind.time_s(M[fb], K[fb], N[fb], layout=layout, peak=peak, sms=gpu.num_sms)
         else:
-            out[...] = self.kinds[key].time_s(M, K, N, layout="rc", peak=peak, sms=gpu.num_sms)
+            out[...] = kinds[key].time_s(M, K, N, layout="rc", peak=peak, sms=gpu.num_sms)
         return float(out.reshape(-1)[0]) if scalar else out
 
     def _base(self) -> Any:
@@ -371,6 +396,11 @@ class TileModel:
             "gpu": self.gpu,
             "source": self.source,
             "kinds": {k: v.to_dict() for k, v in sorted(self.kinds.items())},
+            **(
+                {"event_kinds": {k: v.to_dict() for k, v in sorted(self.event_kinds.items())}}
+                if self.event_kinds
+                else {}
+            ),
             "residuals": dict(self.residuals),
         }
 
@@ -382,16 +412,26 @@ class TileModel:
         kinds_in = data.get("kinds")
         if not isinstance(kinds_in, Mapping) or not kinds_in:
             raise CalibrationError(f"{origin}: 'kinds' must be a non-empty object")
-        kinds = {str(k): TileKind.from_dict(v, where=f"{origin}: kind {k!r}") for k, v in kinds_in.items()}
         need = [f"bf16@{lay}" for lay in ("rr", "rc", "cr")] + [f"bf16@fallback/{lay}" for lay in ("rr", "rc", "cr")]
         need += ["fp8_e4m3/tensorwise", "fp8_e4m3/rowwise"]
-        missing = [k for k in need if k not in kinds]
-        if missing:
-            raise CalibrationError(f"{origin}: kinds missing: {', '.join(missing)}")
+
+        def read(field: str, table: Mapping[str, Any]) -> dict[str, TileKind]:
+            out = {str(k): TileKind.from_dict(v, where=f"{origin}: {field} {k!r}") for k, v in table.items()}
+            missing = [k for k in need if k not in out]
+            if missing:
+                raise CalibrationError(f"{origin}: {field} missing: {', '.join(missing)}")
+            return out
+
+        kinds = read("kinds", kinds_in)
+        event_in = data.get("event_kinds", {})
+        if not isinstance(event_in, Mapping):
+            raise CalibrationError(f"{origin}: 'event_kinds' must be an object (or absent)")
+        event_kinds = read("event_kinds", event_in) if event_in else {}
         gpu, source = data.get("gpu"), data.get("source")
         if not isinstance(gpu, str) or not isinstance(source, str):
             raise CalibrationError(f"{origin}: 'gpu' and 'source' must be strings")
-        return cls(gpu=gpu, kinds=kinds, source=source, residuals=dict(data.get("residuals") or {}), base=base)
+        residuals = dict(data.get("residuals") or {})
+        return cls(gpu=gpu, kinds=kinds, source=source, residuals=residuals, base=base, event_kinds=event_kinds)
 
     def save(self, path: str | Path, *, force: bool = False) -> Path:
         """Write the model as JSON (refuses to overwrite an existing file unless ``force``)."""
