@@ -29,6 +29,13 @@ LOG="$OUT/log.txt"
     "triton", triton.__version__, torch.cuda.get_device_name())'
 } 2>&1 | tee -a "$LOG"
 
+# the GPU's clocks, power and throttle reasons every 100 ms while the sweep runs (records carry wall_start_s /
+# wall_end_s to align with it)
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 100 > "$OUT/data/gpu_clocks$SUFFIX.csv" 2>/dev/null &
+SMI_PID=$!
+trap 'kill $SMI_PID 2>/dev/null' EXIT
+
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
 run() { python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --suffix "$SUFFIX" $QUICK 2>&1 | tee -a "$LOG"; }
 

@@ -758,7 +758,9 @@ def run_time(
         )
         try:
             fn, ops = _make_case(torch, item, device)
+            wall0 = time.time()
             t = bench(fn, warmup_ms=warm, rep_ms=rep)
+            t.update(wall_start_s=wall0, wall_end_s=time.time())
         except (RuntimeError, ValueError) as exc:  # one unsupported shape must not end the sweep
             errors.append({"id": item.id, "error": str(exc)[:300]})
             log(f"time: {item.id} failed: {str(exc)[:200]}")
@@ -936,16 +938,20 @@ def run_kernels(
                 continue
             ready.append((item, fn, ops))
         torch.cuda.synchronize()
+        wall[:] = [time.time()]
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _, fn, _ in ready:
                 for _ in range(calls):
                     flush()
                     fn()
             torch.cuda.synchronize()
+        wall.append(time.time())
         segments = split_at_markers(kernel_times_s(prof), markers)
         if len(segments) != len(ready) * calls:
             return [(item, None) for item, _, _ in ready]
         return [(item, segments[j * calls : (j + 1) * calls]) for j, (item, _, _) in enumerate(ready)]
+
+    wall: list[float] = []  # wall-clock start and end of the last profiled chunk (to align with GPU clock logs)
 
     for chunk in _chunks(list(items), calls=calls):
         if time.perf_counter() - t0 > budget_s:
@@ -964,6 +970,8 @@ def run_kernels(
             rec.update(
                 timing="kernel", method="torch.profiler", calls=calls, l2_flush=True, **summarize_calls(per_call)
             )
+            if len(wall) == 2:
+                rec.update(wall_start_s=wall[0], wall_end_s=wall[1])  # the chunk's, not this item's alone
             rec["tflops"] = item.spec.flops / rec["time_s"] / 1e12
             writer.add(rec)
             done += 1
