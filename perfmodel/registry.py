@@ -108,11 +108,7 @@ def tile_model(gpu: GPULike = "H200") -> TileModel:
         base = _measured_for("90")
         _TILES["model"] = load_tile_model(TILES_PATH, base=base)
     model = _TILES["model"]
-    if spec.name != model.gpu:
-        raise PerfModelError(
-            f"the tile model (model='tiles') was measured on the {model.gpu} only and does not rescale to "
-            f"{spec.name}; use the default model there (model=None)"
-        )
+    model.check_gpu(spec)
     return model
 
 

@@ -64,10 +64,10 @@ from typing import Any
 import numpy as np
 
 from ._backend import is_symbolic
-from .calibrated_model import alignment, layout_lead_dims, misaligned
+from .calibrated_model import ReferenceGPU, alignment, layout_lead_dims, misaligned
 from .errors import CalibrationError, PerfModelError, UnsupportedFormatError
 from .formats import Format
-from .hardware import GPUSpec
+from .hardware import GPUSpec, get_gpu
 
 __all__ = [
     "PARAM_NAMES",
@@ -321,15 +321,34 @@ class TileModel:
             )
         return f"fp8_e4m3/{scaling}"
 
-    def _check_gpu(self, gpu: GPUSpec) -> None:
+    def check_gpu(self, gpu: GPUSpec) -> None:
+        """A named error unless ``gpu`` is the spec table's entry for the GPU this model was measured on (same
+        name and the same SMs, clock, bandwidth, peaks and power): nothing in the model rescales."""
         if gpu.name != self.gpu:
             raise PerfModelError(
                 f"the tile model was measured on the {self.gpu} only and does not rescale to {gpu.name}; use the "
                 "default model there (model=None), which transfers within an architecture"
             )
+        ref = ReferenceGPU.from_spec(get_gpu(self.gpu))
+        if not ref.matches(gpu):
+            mine = ReferenceGPU.from_spec(gpu).to_dict()
+            differ = sorted(k for k, v in ref.to_dict().items() if mine.get(k) != v)
+            raise PerfModelError(
+                f"this {gpu.name} spec differs from the spec table's {self.gpu} in {', '.join(differ)}; the tile "
+                "model was measured on the table's GPU and does not rescale (use the default model, model=None, "
+                "which transfers to a modified spec and says so)"
+            )
+
+    def _check_out(self, fmt: Format, out_fmt: Format | None) -> None:
+        if out_fmt is not None and out_fmt.name not in ("bf16", "fp16"):
+            raise UnsupportedFormatError(
+                f"the tile model was measured with bf16 output only, not {out_fmt.name} (valid out_dtype: bf16, "
+                "or fp16 for fp16 inputs); use the default model (model=None) for other outputs"
+            )
 
     def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         """Kernel seconds of ``[M, K] @ [K, N]`` (the kernel-time fit, ``kinds``)."""
+        self._check_out(fmt, out_fmt)
         return self._price(self.kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout)
 
     def event_gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
@@ -338,6 +357,7 @@ class TileModel:
         kernel time)."""
         if not self.event_kinds:
             return None
+        self._check_out(fmt, out_fmt)
         return self._price(
             self.event_kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout
         )
@@ -348,7 +368,7 @@ class TileModel:
                 "the tile model is numeric only: its minimum over candidate tiles has no compact closed form; for "
                 "symbols use the default model (model=None or 'calibrated'), whose formula is symbolic"
             )
-        self._check_gpu(gpu)
+        self.check_gpu(gpu)
         key = self.kind_key(fmt, scaling, layout)
         scalar = all(np.ndim(x) == 0 for x in (M, K, N))
         M, K, N = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N)))
@@ -375,7 +395,7 @@ class TileModel:
         return self.base
 
     def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
-        self._check_gpu(gpu)
+        self.check_gpu(gpu)
         return self._base().memory_kernel_time_s(bytes_moved, gpu=gpu, recipe=recipe, tensor=tensor)
 
     def launch_time_s(self, *, gpu):

@@ -354,3 +354,19 @@ def test_expected_error_is_the_fresh_sessions():
     assert f"{fresh['all']['tiles']['all']['mdape']:.1f} %" in TILES_EXPECTED_ERROR.basis
     bar = pm.gemm_error_bar(8192, 4096, 14336, "bf16", "H200", model="tiles")
     assert bar.model == "tiles" and "seed 2028" in bar.basis and bar.low < 1 < bar.high
+
+
+def test_refuses_outputs_and_specs_it_was_not_measured_with():
+    import dataclasses
+
+    with pytest.raises(UnsupportedFormatError, match="bf16 output only, not fp32"):
+        pm.gemm_time_s(65536, 64, 65536, "bf16", "H200", out_dtype="fp32", model="tiles")
+    bf = pm.gemm_time_s(4096, 4096, 4096, "fp16", "H200", model="tiles")
+    assert pm.gemm_time_s(4096, 4096, 4096, "fp16", "H200", out_dtype="fp16", model="tiles") == bf
+    # a modified H200 spec: nothing in the model rescales, so it is refused rather than priced as the table's
+    for field, value in (("mem_bw_bytes_per_s", 1e12), ("num_sms", 66)):
+        spec = dataclasses.replace(get_gpu("H200"), **{field: value})
+        with pytest.raises(PerfModelError, match=f"differs from the spec table's H200 in {field}"):
+            pm.gemm_time_s(8192, 8192, 8192, "bf16", spec, model="tiles")
+        with pytest.raises(PerfModelError, match=field):
+            pm.provenance(spec, "tiles")
