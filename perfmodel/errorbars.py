@@ -79,7 +79,11 @@ def shape_family(M: Any, K: Any, N: Any, layout: str = "rc") -> str:
     ``"all"`` with :func:`error_bar`.
     """
     for name, v in (("M", M), ("K", K), ("N", N)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not _positive_integer(float(v)):
+        try:
+            ok = not isinstance(v, bool) and isinstance(v, numbers.Real) and _positive_integer(float(v))
+        except OverflowError:  # an int too large for a float
+            ok = False
+        if not ok:
             raise PerfModelError(
                 f"shape_family: {name} must be one positive integer, got {v!r} "
                 "(arrays and symbols have no single family: use family='all')"

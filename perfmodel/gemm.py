@@ -185,6 +185,8 @@ def gemm_error_bar(
     ('llm', 'measured', True)
     """
     layout, timing = check_layout(layout, dtype), check_timing(timing)
+    # the same named errors as the answer it qualifies (shapes, format, GPU, model scope)
+    gemm_time_s(M, K, N, dtype, gpu, model=model, layout=layout, timing=timing)
     try:
         family = shape_family(M, K, N, layout)
     except PerfModelError:  # arrays, symbols: no single family

@@ -179,3 +179,18 @@ def test_cli_gemm_prints_and_returns_the_bar(capsys):
     assert lo == pytest.approx(rec["time_s"] * bar["low"]) and hi == pytest.approx(rec["time_s"] * bar["high"])
     assert main(["gemm", "8192", "4096", "14336", "--gpu", "h200"]) == 0
     assert "p10-p90" in capsys.readouterr().out
+
+
+def test_gemm_error_bar_refuses_what_gemm_time_refuses():
+    from perfmodel.errors import InvalidShapeError, UnsupportedFormatError
+
+    for bad in (-5, 0, 2**60, 10**400, "abc", None, float("nan")):
+        with pytest.raises(InvalidShapeError):
+            pm.gemm_error_bar(bad, 4096, 4096, "bf16", "H200")
+    with pytest.raises(UnsupportedFormatError, match="mxfp8"):
+        pm.gemm_error_bar(8192, 4096, 14336, "mxfp8", "H200")
+    with pytest.raises(UnsupportedFormatError, match="not fp32"):
+        pm.gemm_error_bar(8192, 4096, 14336, "fp32", "H200", model="tiles")
+    with pytest.raises(pm.PerfModelError, match="one positive integer"):
+        shape_family(10**400, 4096, 4096)
+    assert pm.gemm_error_bar(8192, 4096, 14336, "bf16", "H200").family == "llm"
