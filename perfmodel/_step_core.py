@@ -25,6 +25,7 @@ from .hardware import GPULike, GPUSpec, get_gpu
 from .presets import LayerShape, ModelPreset, get_preset
 from .recipes import Recipe, get_recipe
 from .registry import ModelLike, resolve
+from .tile_model import TileModel
 from .timemodel import ExpectedError, Provenance
 
 __all__ = [
@@ -160,7 +161,13 @@ class LayerTime:
         }
 
     def table(self) -> str:
-        """A readable breakdown by part and by kernel (numeric shapes only)."""
+        """A readable breakdown by part and by kernel (numeric shapes only: a named error for a result of arrays or
+        symbols, whose fields hold the arrays and expressions themselves)."""
+        if getattr(self.step_s, "ndim", 0) or hasattr(self.step_s, "free_symbols"):
+            raise PerfModelError(
+                "LayerTime.table() prints one configuration; this result holds arrays or symbols (seq_len / batch): "
+                "read its fields (step_s, parts, kernels) or call layer_time with numbers"
+            )
         conv = ", ".join(self.converted) or "none"
         rows = [
             f"{self.layer.name} on {self.gpu.name}: batch {self.batch} x seq {self.seq_len}, {self.recipe.name} "
@@ -202,13 +209,19 @@ def _recomputed(raw: list[RawKernel], layer: LayerShape, ac: str) -> list[RawKer
     return [k for k in fwd if (k.kind != "gemm" or k.name in rerun_gemm) and not k.kind.startswith("attention")]
 
 
-def _provenance(prov: Provenance, params: LayerParams, spec: GPUSpec) -> Provenance:
+def _provenance(prov: Provenance, params: LayerParams, spec: GPUSpec, *, tiles: bool = False) -> Provenance:
     held = dict(params.residuals).get("heldout", {})
     layer_src = (
         f"layer parameters (attention and elementwise rates, fused casts, in-layer and in-step factors) fitted on "
         f"the same {params.reference.name} data: {params.source}"
     )
-    if prov.kind == "measured" and held:
+    if tiles:  # the layer hold-out was scored with the calibrated model's GEMMs, not the tile model's
+        expected = dataclasses.replace(
+            prov.expected_error,
+            basis=f"{prov.expected_error.basis}; standalone GEMMs — layer steps were validated with the default "
+            "calibrated model, not with the tile model (docs/step.md)",
+        )
+    elif prov.kind == "measured" and held:
         expected = ExpectedError(
             speedup_pct=held.get("speedup_mdape_pct"),
             basis=f"{params.reference.name} decoder layers held out by size, float8 step speedup (docs/step.md)",
@@ -288,6 +301,7 @@ def layer_time(
     """
     lay, _ = resolve_layer(layer)
     seq_len, batch = check_size("seq_len", seq_len), check_size("batch", batch)
+    check_size("tokens per step (batch x seq_len)", batch * seq_len)
     spec, rec, ac = get_gpu(gpu), get_recipe(recipe), _check_ac(ac)
     for d in rec.gemm_dtypes():
         if not spec.supports(d):
@@ -295,7 +309,15 @@ def layer_time(
     converted = frozenset() if rec.name == "bf16" else frozenset(converted_linears(lay, convert))
     tm, prov = resolve(spec, time_model)
     params = layer_params if layer_params is not None else shipped()
+    if not isinstance(params, LayerParams):
+        raise PerfModelError(
+            f"layer_params must be a LayerParams (perfmodel.calibrate_layer.fit, or LayerParams.from_dict of a fitted "
+            f"file), got {type(params).__name__}"
+        )
     calibrated = getattr(tm, "reference", None) is not None
+    # the tile model prices GEMMs itself and casts with the calibrated model (its base): cast factors, no GEMM one
+    tiles = isinstance(tm, TileModel)
+    calibrated_casts = calibrated or (tiles and getattr(tm.base, "reference", None) is not None)
     if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
         raise PerfModelError(f"mix_order_norm_bwd must be True, False or None, got {mix_order_norm_bwd!r}")
     raw = raw_kernels(
@@ -310,7 +332,7 @@ def layer_time(
     )
     again = _recomputed(raw, lay, ac)
     priced = [
-        (tag, k, price(k, params, spec, calibrated=calibrated))
+        (tag, k, price(k, params, spec, calibrated=calibrated, calibrated_casts=calibrated_casts))
         for tag, ks in (("", raw), ("recompute", again))
         for k in ks
     ]
@@ -358,7 +380,7 @@ def layer_time(
         in_step_factor=step_s / kernel_s,
         step_factors=factors,
         time_model=str(getattr(tm, "name", type(tm).__name__)),
-        provenance=_provenance(prov, params, spec),
+        provenance=_provenance(prov, params, spec, tiles=tiles),
     )
 
 
@@ -389,16 +411,26 @@ def best_convert(
     lay, _ = resolve_layer(layer)
     if namespace(seq_len, batch).name == "sympy" or any(getattr(v, "ndim", 0) for v in (seq_len, batch)):
         raise PerfModelError("best_convert needs one number each for seq_len and batch (no arrays or symbols)")
-    if not 0 <= min_gain < 1:
-        raise PerfModelError(f"min_gain must be a fraction in [0, 1), got {min_gain!r}")
+    ok = isinstance(min_gain, (int, float)) and not isinstance(min_gain, bool) and 0 <= min_gain < 1
+    if not ok:
+        raise PerfModelError(f"min_gain must be a fraction in [0, 1) (0.02 = 2 % faster than bf16), got {min_gain!r}")
     opts = dict(gpu=gpu, seq_len=seq_len, batch=batch, ac=ac, time_model=time_model, layer_params=layer_params)
     base = float(layer_time(lay, recipe="bf16", **opts).step_s)
     elig = eligible_groups(lay)
     if candidates is None:
         subsets = _subsets(elig)
     else:
+        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
+            raise PerfModelError(
+                f"candidates must be an iterable of subsets of groups, e.g. [('qkv',), ('w13', 'w2')], got "
+                f"{candidates!r}"
+            )
         subsets = []
         for c in candidates:
+            if isinstance(c, str):
+                c = (c,)  # one group named alone
+            elif not isinstance(c, Iterable):
+                raise PerfModelError(f"each candidate must be a group name or an iterable of them, got {c!r}")
             sub = tuple(g for g in lay.groups if g in set(c))
             unknown = set(c) - set(lay.groups)
             if unknown:

@@ -402,14 +402,19 @@ def cast_key(recipe: str, group: str | None) -> str:
     return f"{recipe}/{group}" if group else recipe
 
 
-def price(raw: RawKernel, params: LayerParams, spec: GPUSpec, *, calibrated: bool) -> Any:
+def price(
+    raw: RawKernel, params: LayerParams, spec: GPUSpec, *, calibrated: bool, calibrated_casts: bool | None = None
+) -> Any:
     """Seconds of one kernel (formulas in the module doc); ``calibrated``: apply the in-layer GEMM and cast
-    factors (they correct the calibrated model, so other time models get 1)."""
+    factors (they correct the calibrated model, so other time models get 1); ``calibrated_casts`` (default:
+    ``calibrated``): the cast factors alone — a time model whose casts are the calibrated model's but whose
+    GEMMs are not (the tile model) gets the cast factors and no GEMM factor."""
+    casts = calibrated if calibrated_casts is None else calibrated_casts
     bw = spec.mem_bw_bytes_per_s
     if raw.kind == "gemm":
         return raw.base_s * params.gemm_factor(raw.key) if calibrated else raw.base_s
     if raw.kind == "cast":
-        return raw.base_s * params.cast_factor(raw.key) if calibrated else raw.base_s
+        return raw.base_s * params.cast_factor(raw.key) if casts else raw.base_s
     if raw.kind == "launch":
         return raw.base_s
     if raw.kind in ("attention_fwd", "attention_bwd"):

@@ -577,3 +577,55 @@ def test_cast_factors_are_per_group_with_fallbacks():
     lt = step.layer_time("llama3-8b", gpu="H200", seq_len=4096, recipe="rowwise", convert=["w2"])
     casts = [k for k in lt.kernels if k.kind == "cast"]
     assert casts and all(k.group == "w2" for k in casts)
+
+
+def test_tile_model_keeps_the_layer_cast_factors_and_says_what_was_validated():
+    # under model="tiles" the casts are the calibrated model's (the tile model's base), so the fitted cast factors
+    # apply; the GEMMs are the tile model's, without the calibrated model's in-layer factor
+    kw = dict(gpu="H200", seq_len=8192, batch=1, recipe="rowwise")
+    cal, tiles = step.layer_time("llama3-8b", **kw), step.layer_time("llama3-8b", time_model="tiles", **kw)
+    assert float(tiles.cast_s) == pytest.approx(float(cal.cast_s), rel=1e-12)
+    p = shipped()
+    doubled = dataclasses.replace(
+        p,
+        gemm_factors={k: 2 * v for k, v in p.gemm_factors.items()},
+        cast_factors={k: 2 * v for k, v in p.cast_factors.items()},
+    )
+    t2 = step.layer_time("llama3-8b", time_model="tiles", layer_params=doubled, **kw)
+    c2 = step.layer_time("llama3-8b", layer_params=doubled, **kw)
+
+    def kernel_sum(lt, part):
+        return sum(float(k.time_s) for k in lt.kernels if k.part == part)
+
+    assert kernel_sum(t2, "gemm") == pytest.approx(kernel_sum(tiles, "gemm"), rel=1e-12)  # no GEMM factor
+    assert kernel_sum(c2, "gemm") == pytest.approx(2 * kernel_sum(cal, "gemm"), rel=1e-12)
+    # every cast kernel doubles (the fused-amax kinds are priced by their own costs, not the factors)
+    casts = [k for k in tiles.kernels if k.kind == "cast"]
+    casts2 = [k for k in t2.kernels if k.kind == "cast"]
+    assert casts
+    assert all(float(b.time_s) == pytest.approx(2 * float(a.time_s)) for a, b in zip(casts, casts2, strict=True))
+    assert tiles.provenance.expected_error.speedup_pct is None
+    assert "not with the tile model" in tiles.provenance.expected_error.basis
+    assert cal.provenance.expected_error.speedup_pct is not None
+
+
+def test_named_errors_for_bad_step_arguments():
+    kw = dict(gpu="H200", seq_len=8192)
+    with pytest.raises(PerfModelError, match="table\\(\\) prints one configuration"):
+        step.layer_time("llama3-8b", gpu="H200", seq_len=np.array([4096, 8192])).table()
+    for bad in ("0.1", None, True, 1.5, -0.1):
+        with pytest.raises(PerfModelError, match="min_gain must be a fraction"):
+            step.best_convert("llama3-8b", min_gain=bad, **kw)
+    for bad in (5, "qkv"):
+        with pytest.raises(PerfModelError, match="candidates must be an iterable"):
+            step.best_convert("llama3-8b", candidates=bad, **kw)
+    with pytest.raises(PerfModelError, match="each candidate"):
+        step.best_convert("llama3-8b", candidates=[3], **kw)
+    # a group named alone is one subset, not its letters
+    assert step.best_convert("llama3-8b", candidates=["w13", ("w13", "w2")], **kw) == step.best_convert(
+        "llama3-8b", candidates=[("w13",), ("w13", "w2")], **kw
+    )
+    with pytest.raises(PerfModelError, match="layer_params must be a LayerParams"):
+        step.layer_time("llama3-8b", layer_params={}, **kw)
+    with pytest.raises(InvalidShapeError, match="tokens per step \\(batch x seq_len\\)"):
+        step.layer_time("llama3-8b", gpu="H200", seq_len=2**40, batch=2)
