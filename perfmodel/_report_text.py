@@ -165,10 +165,47 @@ def _step_lines(rep: Any) -> list[str]:
         f"{float(st.best.step_s) * st.layers * 1e3:.1f} ms with float8 where it pays ({st.speedup_best:.2f}x); "
         "decoder layers only: embedding, output head, optimizer, communication and data loading are not in it."
     )
+    ignored = [
+        flag
+        for flag, on in (
+            ("--dynamic-shapes", rep.dynamic_shapes),
+            ("--cache-weight-cast", rep.cache_weight_cast),
+            ("--fuse-with-prev", rep.fuse_input_with_prev or rep.fuse_grad_output_with_prev),
+        )
+        if on
+    ]
+    if ignored:
+        lines.append(
+            f"  note: the layer model prices the casts torch.compile fuses as measured; {', '.join(ignored)} "
+            "change(s) the Linear table above only"
+        )
     if st.chosen:
         lines.append("  Convert by groups of Linears that share an input (the layer's decision, torchao filter):")
-        lines.append(
-            f"    module_filter_fn=perfmodel.step.module_filter({rep.step_layer_arg!r}, gpu={rep.gpu!r}, "
-            f"seq_len={rep.seq_len}, batch={rep.batch}, recipe={st.recipe!r})"
-        )
+        lines += [f"    {line}" for line in _step_filter_code(rep, st.recipe)]
     return lines
+
+
+def _step_filter_code(rep: Any, recipe: str) -> list[str]:
+    """The ``perfmodel.step.module_filter(...)`` call that reproduces the layer table's choice: the same GPU (with
+    the calibration read from ``--calibration``), time model and ``min_speedup`` (as ``min_gain``)."""
+    pre: list[str] = []
+    gpu = repr(rep.gpu)
+    if rep.calibration_file is not None:
+        pre = [
+            "# gpu: the GPU with your calibration attached, as the table used it:",
+            f"gpu = dataclasses.replace(perfmodel.get_gpu({rep.gpu!r}), "
+            f"calibration=perfmodel.calibrate.load_calibration({rep.calibration_file!r}))",
+        ]
+        gpu = "gpu"
+    elif rep.gpu_modified or rep.calibration_attached:
+        pre = ["# gpu=: pass the GPUSpec the table used (yours, modified or with a calibration attached)"]
+    if rep.step_layer_arg is None:
+        pre.insert(0, "# layer: the LayerShape you passed")
+    layer = "layer" if rep.step_layer_arg is None else repr(rep.step_layer_arg)
+    args = [layer, f"gpu={gpu}", f"seq_len={rep.seq_len}", f"batch={rep.batch}"]
+    args.append(f"recipe={recipe!r}")
+    if rep.min_speedup > 1:
+        args.append(f"min_gain={round(rep.min_speedup - 1, 6)!r}")
+    if rep.time_model_arg is not None:
+        args.append(f"time_model={rep.time_model_arg!r}")
+    return [*pre, f"module_filter_fn=perfmodel.step.module_filter({', '.join(args)})"]

@@ -262,6 +262,11 @@ def _cmd_float8(args: argparse.Namespace) -> int:
         raise PerfModelError("pass either --model or --shapes, not both")
     if args.model is None and args.shapes is None:
         raise PerfModelError("pass --model PRESET (see `perfmodel models`) or --shapes KxN[,KxN...]")
+    if args.batch != 1 and args.seq_len is None:
+        raise PerfModelError(
+            f"--batch {args.batch} needs --seq-len (tokens per step = batch x seq-len); with --tokens give the tokens "
+            "per step"
+        )
     shapes = _list("--shapes", args.shapes, "4096x14336,14336x4096")
     what: Any = args.model if shapes is None else [parse_shape(s) for s in shapes]
     opts = dict(

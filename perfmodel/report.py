@@ -342,6 +342,18 @@ def _is_module(obj: Any) -> bool:
     return torch is not None and isinstance(obj, torch.nn.Module)
 
 
+def _one_size(name: str, value: Any) -> int:
+    """``value`` as one positive integer (:func:`check_size`'s rules); a report prices one configuration, so an
+    array or a symbol is a named error."""
+    v = check_size(name, value)
+    if getattr(v, "ndim", 0) or (not isinstance(v, (int, float)) and not hasattr(v, "__index__")):
+        raise PerfModelError(
+            f"report prices one configuration: {name} must be one number, got {value!r}; for arrays or symbols "
+            "use perfmodel.float8.linear_time or perfmodel.step.layer_time"
+        )
+    return int(v)
+
+
 def _pair(name: str, value: Any) -> tuple[int, int]:
     if isinstance(value, str):
         return parse_shape(value)
@@ -362,6 +374,12 @@ def _entries(obj: Any, tokens: int) -> tuple[str, list[tuple[str, int, int, int,
         return f"{preset.name} ({preset.layers} layers)", [
             (lin.name, lin.in_features, lin.out_features, lin.tokens(tokens), preset.total_count(lin))
             for lin in preset.linears
+        ]
+    from .presets import LayerShape
+
+    if isinstance(obj, LayerShape):
+        return f"{obj.name} (one decoder layer)", [
+            (lin.name, lin.in_features, lin.out_features, tokens, 1) for lin in obj.linears()
         ]
     if _is_module(obj):
         import torch
@@ -446,16 +464,21 @@ def report(
     from . import float8  # here, not at the top: float8 re-exports report (no import cycle either way)
 
     if seq_len is not None:
-        seq_len, batch = int(check_size("seq_len", seq_len)), int(check_size("batch", batch))
+        seq_len, batch = _one_size("seq_len", seq_len), _one_size("batch", batch)
         if tokens is None:
             tokens = seq_len * batch
-        elif int(check_size("tokens", tokens)) != seq_len * batch:
+        elif _one_size("tokens", tokens) != seq_len * batch:
             raise PerfModelError(
                 f"tokens={tokens} but batch x seq_len = {batch} x {seq_len} = {batch * seq_len}: give one or the other"
             )
     elif tokens is None:
         raise PerfModelError("report needs tokens= (tokens per step) or seq_len= (and batch=, default 1)")
-    tokens = int(check_size("tokens", tokens))
+    elif _one_size("batch", batch) != 1:
+        raise PerfModelError(
+            f"batch={batch} needs seq_len= (tokens per step = batch x seq_len); with tokens= give the tokens per step "
+            "and leave batch at 1"
+        )
+    tokens = _one_size("tokens", tokens)
     min_speedup = check_ratio("min_speedup", min_speedup)
     flags = {
         name: check_flag(name, value)
@@ -553,12 +576,15 @@ def report(
         gpu_modified=spec != GPUS.get(spec.name),
         seq_len=seq_len,
         batch=batch if seq_len is not None else 1,
-        **(_steps(model_or_shapes, spec, names, seq_len, batch, model) if seq_len is not None else {}),
+        **(_steps(model_or_shapes, spec, names, seq_len, batch, model, min_speedup) if seq_len is not None else {}),
     )
 
 
-def _steps(obj: Any, spec: GPUSpec, recipes: list[str], seq_len: int, batch: int, model: ModelLike) -> dict[str, Any]:
-    """The step-model fields of :class:`Report` for a dense preset or a LayerShape (a note otherwise)."""
+def _steps(
+    obj: Any, spec: GPUSpec, recipes: list[str], seq_len: int, batch: int, model: ModelLike, min_speedup: float = 1.0
+) -> dict[str, Any]:
+    """The step-model fields of :class:`Report` for a dense preset or a LayerShape (a note otherwise); the layer's
+    groups pay from ``min_speedup`` on, as the Linears do (``min_gain = min_speedup − 1``)."""
     from . import step as step_model  # floor 3 beside this module; imported when a step is asked for
     from .presets import LayerShape
 
@@ -573,8 +599,11 @@ def _steps(obj: Any, spec: GPUSpec, recipes: list[str], seq_len: int, batch: int
         return {"step_note": "the step model needs a dense preset (--model) or a LayerShape, not Linear shapes alone"}
     if not recipes:
         return {"step_note": "no float8 recipe to compare on this GPU"}
+    gain = max(0.0, float(min_speedup) - 1.0)
     by = {
-        r: step_model.step_report(arg, gpu=spec, seq_len=seq_len, batch=batch, recipe=r, time_model=model)
+        r: step_model.step_report(
+            arg, gpu=spec, seq_len=seq_len, batch=batch, recipe=r, time_model=model, min_gain=gain
+        )
         for r in recipes
     }
     best = max(by.values(), key=lambda st: st.speedup_best)

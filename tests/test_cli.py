@@ -440,3 +440,55 @@ def test_python_m_perfmodel_exit_codes():
     assert (ok.returncode, bad.returncode, huge.returncode) == (0, 2, 2)
     assert "Traceback" not in bad.stderr + huge.stderr
     assert huge.stderr.startswith("perfmodel: error: tokens must be a positive integer")
+
+
+def _step_filter_line(out: str) -> str:
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if "Convert by groups of Linears" in line)
+    code = []
+    for line in lines[i + 1 :]:
+        if not line.startswith("    "):
+            break
+        code.append(line.strip())
+    return "\n".join(code)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [("--time-model", "tiles"), ("--min-speedup", "1.2"), ("--calibration", CALIBRATION)],
+)
+def test_the_printed_step_filter_reproduces_the_layer_table(capsys, extra):
+    import dataclasses  # the printed code may use it
+
+    import perfmodel
+    import perfmodel.calibrate
+    import perfmodel.step
+
+    code, out, _ = run(capsys, "float8", "--model", "llama3-8b", "--gpu", "h200", "--seq-len", "8192", *extra)
+    assert code == 0
+    snippet = _step_filter_line(out)
+    ns = {"perfmodel": perfmodel, "dataclasses": dataclasses}
+    exec(snippet, ns)
+    best = next(line for line in out.splitlines() if "breakdown of the best" in line)
+    chosen = best.split("(", 1)[1].split(")")[0].split(": ", 1)[1]
+    assert ", ".join(ns["module_filter_fn"].groups) == chosen
+    if extra[0] == "--time-model":
+        assert "time_model='tiles'" in snippet
+    if extra[0] == "--min-speedup":
+        assert "min_gain=0.2" in snippet
+        for row in out.split("Whole decoder layer", 1)[1].splitlines()[2:5]:
+            speed = float(row.split()[-1].rstrip("x"))
+            assert speed >= 1.2 or "none (bf16)" in row  # no group choice below the asked speedup
+    if extra[0] == "--calibration":
+        assert "load_calibration(" in snippet and "gpu=gpu" in snippet
+
+
+def test_layer_section_says_which_options_it_does_not_use(capsys):
+    argv = ("float8", "--model", "llama3-8b", "--gpu", "h200", "--seq-len", "8192", "--dynamic-shapes")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "--dynamic-shapes change(s) the Linear table above only" in out
+
+
+def test_batch_needs_seq_len(capsys):
+    code, _, err = run(capsys, "float8", "--model", "llama3-8b", "--gpu", "h200", "--batch", "4")
+    assert code == 2 and "--batch 4 needs --seq-len" in err and "Traceback" not in err

@@ -395,3 +395,22 @@ def test_seq_len_and_tokens_must_agree_and_moe_is_said():
     assert moe.step is None and "not a dense decoder" in moe.step_note and "not priced" in str(moe)
     shapes = report(["4096x4096"], gpu="H200", seq_len=4096)
     assert shapes.step is None and "preset" in shapes.step_note
+
+
+def test_report_prices_one_configuration_and_a_layer_shape():
+    from perfmodel.errors import PerfModelError
+    from perfmodel.presets import LayerShape
+
+    for kw in (dict(tokens=np.array([4096, 8192])), dict(seq_len=np.array([8192]))):
+        with pytest.raises(PerfModelError, match="report prices one configuration"):
+            report("llama3-8b", gpu="H200", **kw)
+    with pytest.raises(PerfModelError, match="batch=4 needs seq_len="):
+        report("llama3-8b", gpu="H200", tokens=8192, batch=4)
+    assert report("llama3-8b", gpu="H200", tokens=np.int64(8192)).tokens == 8192
+    lay = LayerShape(name="mine", hidden=4096, ffn=14336, heads=32, kv_heads=8)
+    rep = report(lay, gpu="H200", seq_len=8192)
+    assert [row.names[0] for row in rep.rows][:2] == ["wq", "wk"] and rep.step is not None
+    assert "module_filter(layer, gpu='H200'" in str(rep) and "# layer: the LayerShape you passed" in str(rep)
+    # the layer is the same as the preset it copies
+    same = report("llama3-8b", gpu="H200", seq_len=8192)
+    assert float(rep.step.best.step_s) == pytest.approx(float(same.step.best.step_s), rel=1e-12)
