@@ -18,7 +18,11 @@ from ._backend import check_shapes, namespace
 from .errors import PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format, FormatLike, get_format
 
-__all__ = ["SCALINGS", "Scaling", "gemm_bytes", "gemm_flops", "resolve_scaling"]
+__all__ = ["FP8_GEMM_ALIGN", "SCALINGS", "Scaling", "gemm_bytes", "gemm_flops", "resolve_scaling"]
+
+#: float8 GEMM kernels need K and N to be multiples of this (``torch._scaled_mm``: "both dimensions of mat2 must
+#: be divisible by 16"; torchao's float8 filter checks a Linear's in_features and out_features the same way).
+FP8_GEMM_ALIGN = 16
 
 Scaling = Literal["tensorwise", "rowwise", "blockwise", "mx"]
 #: Scaling granularities of low-precision GEMMs. ``mx``: the block scaling built into MX/NVFP4 formats.

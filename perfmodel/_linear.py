@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._backend import check_flag, check_shapes, is_symbolic
-from ._counting import gemm_bytes, gemm_flops
+from ._counting import FP8_GEMM_ALIGN, gemm_bytes, gemm_flops
 from .errorbars import ErrorBar, error_bar, shape_family
 from .errors import PerfModelError, UnsupportedFormatError
 from .formats import get_format
@@ -27,6 +27,8 @@ from .perfdata import PerfData
 from .recipes import RECIPES, CastOptions, Kernel, Recipe, get_recipe
 from .registry import ModelLike, resolve
 from .timemodel import Provenance, gemm_kernel_time_s
+
+FP8_ALIGN = FP8_GEMM_ALIGN  # re-exported: the float8 Linear rule is the GEMM rule (perfmodel._counting)
 
 __all__ = [
     "FP8_ALIGN",
@@ -37,10 +39,6 @@ __all__ = [
     "linear_time",
     "supported_recipes",
 ]
-
-#: float8 GEMM kernels need in_features and out_features to be multiples of this
-#: (``torch._scaled_mm``: "both dimensions of mat2 must be divisible by 16"; torchao's filter checks K, N).
-FP8_ALIGN = 16
 
 
 def eligible(K: Any, N: Any) -> Any:

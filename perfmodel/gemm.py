@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._backend import check_shapes
-from ._counting import SCALINGS, Scaling, gemm_bytes, gemm_flops, resolve_scaling
+import numpy as np
+
+from ._backend import check_shapes, is_symbolic
+from ._counting import FP8_GEMM_ALIGN, SCALINGS, Scaling, gemm_bytes, gemm_flops, resolve_scaling
 from .calibrated_model import LAYOUTS
 from .errorbars import ErrorBar, shape_family
-from .errors import PerfModelError, UnsupportedFormatError, choices_message
+from .errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import FormatLike, get_format
 from .hardware import GPULike, get_gpu
 from .perfdata import PerfData
@@ -86,6 +88,7 @@ def gemm_time_s(
     fmt, out_fmt = get_format(dtype), get_format(out_dtype)
     scaling = resolve_scaling(fmt, scaling)
     layout, timing = check_layout(layout, fmt), check_timing(timing)
+    check_fp8_alignment(K, N, fmt)
     spec.peak_flops_per_s(fmt)  # raises UnsupportedFormatError early, with the GPU's formats
     tm = time_model(spec, model)
     if timing == "event":
@@ -107,6 +110,28 @@ def check_layout(layout: Any, fmt: FormatLike = "bf16") -> str:
             f"{f.name} GEMMs (torch._scaled_mm) run layout 'rc' only (A row-major, B column-major), not {layout!r}"
         )
     return layout
+
+
+def check_fp8_alignment(K: Any, N: Any, fmt: FormatLike) -> None:
+    """A named error if an 8-bit GEMM's ``K`` or ``N`` is not a multiple of :data:`FP8_GEMM_ALIGN`
+    (``torch._scaled_mm`` refuses it; a float8 Linear of such a shape stays in bf16, see
+    :func:`perfmodel.float8.linear_time`'s ``eligible``). Symbols are taken as aligned."""
+    if get_format(fmt).bits > 8:
+        return
+    for name, v in (("K", K), ("N", N)):
+        if is_symbolic(v):
+            if not v.is_number:
+                continue
+            v = int(v)
+        values = np.asarray(v).reshape(-1)
+        bad = values % FP8_GEMM_ALIGN != 0
+        if bad.any():
+            first = values[np.argmax(bad)]
+            first = int(first) if float(first).is_integer() else first
+            raise IneligibleShapeError(
+                f"{get_format(fmt).name} GEMMs (torch._scaled_mm) need K and N to be multiples of {FP8_GEMM_ALIGN}; "
+                f"{name}={first} is not: pad it to a multiple of {FP8_GEMM_ALIGN} or price the GEMM in bf16"
+            )
 
 
 def check_timing(timing: Any) -> str:
