@@ -9,14 +9,18 @@ per-module question from it. Module names are read by the naming conventions of 
 
 from __future__ import annotations
 
+import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from ._backend import MAX_SIZE, short_repr
 from ._step_core import best_convert, resolve_layer
 from ._step_names import split_fqn
 from ._step_params import LayerParams
-from .errors import ModuleShapeError, UnknownLinearError
+from .errors import InvalidShapeError, ModuleShapeError, UnknownLinearError
 from .hardware import GPULike
 from .presets import LayerShape, ModelPreset
 from .recipes import Recipe, get_recipe
@@ -25,22 +29,87 @@ from .registry import ModelLike
 __all__ = ["GroupFilter", "module_filter"]
 
 
+#: what a Linear's shape must be, for the messages
+_VALID_SHAPE = (
+    "a Linear's shape is two positive integers, (in_features, out_features): int, numpy integer or a whole "
+    "float such as 4096.0"
+)
+
+
+def _size_problem(value: Any) -> tuple[int, str]:
+    """``(value as an int, "")`` for a positive whole number (Python int, numpy integer, whole finite float),
+    else ``(0, what is wrong with it)``. Bools, strings, NaN/inf, fractions, zero and negatives are refused."""
+    if isinstance(value, (bool, np.bool_)):
+        return 0, f"{bool(value)!r} is a bool, not a size"
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+    elif isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            return 0, f"{short_repr(value)} is not finite"
+        if not float(value).is_integer():
+            return 0, f"{short_repr(value)} is not a whole number"
+        v = int(value)
+    else:
+        return 0, f"{short_repr(value)} is a {type(value).__name__}, not an int or float"
+    if v <= 0:
+        return 0, f"{v} is not positive"
+    if v > MAX_SIZE:
+        return 0, f"{v} is above the largest size modelled (2**40)"
+    return v, ""
+
+
+def _pair(fqn: str, value: Any) -> tuple[int, int]:
+    """``(in_features, out_features)`` of one entry ``fqn -> value`` of a shape mapping, checked."""
+    where = f"module_filter: Linear {fqn!r} -> {short_repr(value)}"
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = tuple(value.tolist())
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        raise ModuleShapeError(
+            f"{where}: got {type(value).__name__}, not an (in_features, out_features) pair; {_VALID_SHAPE}"
+        )
+    if len(value) != 2:
+        raise ModuleShapeError(f"{where}: {len(value)} values, not 2; {_VALID_SHAPE}")
+    sizes = []
+    for field, v in zip(("in_features", "out_features"), value, strict=True):
+        size, problem = _size_problem(v)
+        if problem:
+            raise ModuleShapeError(f"{where}: {field} {problem}; {_VALID_SHAPE}")
+        sizes.append(size)
+    return sizes[0], sizes[1]
+
+
 def _shape(module: Any, fqn: str) -> tuple[int, int]:
     """``(in_features, out_features)`` of a Linear-like module (``in_features``/``out_features``, else
-    ``weight.shape`` as ``[out, in]``)."""
+    ``weight.shape`` as ``[out, in]``), each checked to be a positive whole number."""
+    where = f"cannot read the shape of {fqn!r} ({type(module).__name__})"
     try:
         if hasattr(module, "in_features") and hasattr(module, "out_features"):
-            k, n = int(module.in_features), int(module.out_features)
+            k, n = module.in_features, module.out_features
         else:
-            n, k = (int(x) for x in module.weight.shape)
+            n, k = tuple(module.weight.shape)
     except (AttributeError, TypeError, ValueError):
         raise ModuleShapeError(
-            f"cannot read the shape of {fqn!r} ({type(module).__name__}): it has neither in_features/out_features "
-            "nor a 2-d weight; pass module_filter a preset or LayerShape instead"
+            f"{where}: it has neither in_features/out_features nor a 2-d weight; pass module_filter a preset or "
+            "LayerShape instead"
         ) from None
-    if k <= 0 or n <= 0:
-        raise ModuleShapeError(f"{fqn!r} ({type(module).__name__}) has shape {k}x{n}: not a Linear")
-    return k, n
+    sizes = []
+    for field, v in (("in_features", k), ("out_features", n)):
+        size, problem = _size_problem(v)
+        if problem:
+            raise ModuleShapeError(f"{where}: {field} {problem}; {_VALID_SHAPE}")
+        sizes.append(size)
+    return sizes[0], sizes[1]
+
+
+def _head_dim_arg(value: Any) -> int:
+    """The ``head_dim`` argument of :func:`module_filter`, checked: a positive whole number."""
+    size, problem = _size_problem(value)
+    if problem:
+        raise InvalidShapeError(
+            f"module_filter: head_dim {problem}; head_dim is the width of one attention head, a positive integer "
+            "(e.g. 128)"
+        )
+    return size
 
 
 def _is_linear(module: Any) -> bool:
@@ -53,12 +122,18 @@ def _is_linear(module: Any) -> bool:
 def _head_dim(model: Any, head_dim: int | None) -> int | None:
     """``head_dim`` if given, else from a Hugging Face ``config`` or torchtitan ``model_args``, else None."""
     if head_dim is not None:
-        return int(head_dim)
+        return head_dim
     cfg = getattr(model, "config", None)
     if cfg is not None:
         hd = getattr(cfg, "head_dim", None)
         if hd:
-            return int(hd)
+            size, problem = _size_problem(hd)
+            if problem:
+                raise ModuleShapeError(
+                    f"{type(model).__name__}: config.head_dim {problem}; it must be a positive integer, or pass "
+                    "head_dim= explicitly"
+                )
+            return size
         if getattr(cfg, "hidden_size", None) and getattr(cfg, "num_attention_heads", None):
             return int(cfg.hidden_size) // int(cfg.num_attention_heads)
     args = getattr(model, "model_args", None)
@@ -167,6 +242,14 @@ def _blocks_from(items: list[tuple[str, tuple[int, int]]], head_dim: int | None,
             rope=rope,
             source="read from the model's Linear shapes",
         )
+        want = {lin.name: (lin.in_features, lin.out_features) for lin in blocks[prefix].linears()}
+        for canon, (k, n) in lins.items():
+            if canon in want and (k, n) != want[canon]:
+                raise ModuleShapeError(
+                    f"block {prefix!r}: {canon} is {k}x{n}, but the layer read from wq, wk and w1 (hidden {hidden}, "
+                    f"{q // head_dim} heads, {kv // head_dim} KV heads of {head_dim}, ffn {ffn}) has {canon} "
+                    f"{want[canon][0]}x{want[canon][1]} (in x out features): the block's Linears do not fit together"
+                )
     return blocks, skipped
 
 
@@ -195,12 +278,20 @@ def module_filter(
     shape gets :func:`perfmodel.step.best_convert`'s groups; everything else (embeddings, output head, MoE
     experts, routers) stays in bf16.
 
+    A shape (a mapping's value, or a module's ``in_features``/``out_features``) must be two positive whole
+    numbers — Python or numpy integers, or floats that are exactly integral (``4096.0``); bools, strings,
+    fractional or non-finite floats, zero and negatives are refused, never rounded.
+
     Raises:
-        ModuleShapeError: a Linear whose shape cannot be read, or does not match the given layer.
+        ModuleShapeError: a Linear whose shape cannot be read (not a pair of positive integers), does not match
+            the given layer, or does not fit the other Linears of its block.
+        InvalidShapeError: a ``head_dim`` that is not a positive integer.
         UnknownLinearError: a model without any complete decoder block (q, k, v, o and MLP Linears).
         UnsupportedLayerError, UnknownPresetError: as :func:`perfmodel.step.layer_time`.
     """
     rec = get_recipe(recipe)
+    if head_dim is not None:
+        head_dim = _head_dim_arg(head_dim)
     opts = dict(
         gpu=gpu,
         seq_len=seq_len,
@@ -216,7 +307,7 @@ def module_filter(
         return GroupFilter(recipe=rec.name, layer=lay, chosen={lay.name: best_convert(lay, **opts)})
     norms: dict[str, str] = {}
     if isinstance(layer_or_model, Mapping):
-        items = [(str(fqn), tuple(int(x) for x in shape)) for fqn, shape in layer_or_model.items()]
+        items = [(str(fqn), _pair(str(fqn), shape)) for fqn, shape in layer_or_model.items()]
         hd, what = head_dim, "mapping"
     elif hasattr(layer_or_model, "named_modules"):
         items = []

@@ -22,9 +22,15 @@ Counting rules:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import math
+import numbers
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+import numpy as np
+
+from ._backend import MAX_SIZE
+from ._files import short_repr
 from .errors import InvalidShapeError, UnknownLayerKindError, UnknownPresetError, choices_message
 
 __all__ = [
@@ -56,7 +62,12 @@ class LinearShape:
         out_features: ``N``, elements.
         count: how many of these one layer holds (8 experts: 8).
         layers: how many layers hold it; ``None`` means every layer of the model (lm_head: 1).
-        token_fraction: share of the step's tokens each instance sees (routed experts: top_k / experts).
+        token_fraction: share of the step's tokens each instance sees (routed experts: top_k / experts), a
+            number in ``(0, 1]``.
+
+    Raises:
+        InvalidShapeError: an empty or non-string name; ``in_features``, ``out_features``, ``count`` or
+            ``layers`` not a positive int (bools refused); ``token_fraction`` not a finite number in ``(0, 1]``.
     """
 
     name: str
@@ -67,26 +78,47 @@ class LinearShape:
     token_fraction: float = 1.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidShapeError(f"LinearShape needs a name (a non-empty string), got {short_repr(self.name)}")
+        who = f"LinearShape {self.name!r}"
         for field in ("in_features", "out_features", "count"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"LinearShape {self.name!r}: {field} must be a positive int, got {value!r}")
-        if self.layers is not None and (not isinstance(self.layers, int) or self.layers <= 0):
-            raise ValueError(f"LinearShape {self.name!r}: layers must be a positive int or None, got {self.layers!r}")
-        if not 0 < self.token_fraction <= 1:
-            raise ValueError(
-                f"LinearShape {self.name!r}: token_fraction must be in (0, 1], got {self.token_fraction!r}"
+            _positive_int(who, field, getattr(self, field))
+        if self.layers is not None:
+            _positive_int(who, "layers", self.layers, "a positive int or None (every layer of the model)")
+        frac = self.token_fraction
+        if isinstance(frac, (bool, np.bool_)) or not isinstance(frac, numbers.Real) or not 0 < frac <= 1:
+            raise InvalidShapeError(
+                f"{who}: token_fraction must be a number in (0, 1] (the share of the step's tokens one instance "
+                f"sees: 1 for dense Linears, top_k / experts for routed experts), got {short_repr(frac)}"
             )
+        object.__setattr__(self, "token_fraction", float(frac))
 
     def tokens(self, tokens: int) -> int:
-        """Rows ``M`` one instance sees when the step has ``tokens`` tokens (at least 1)."""
+        """Rows ``M`` one instance sees when the step has ``tokens`` tokens (at least 1).
+
+        Raises:
+            InvalidShapeError: ``tokens`` not a positive finite number (up to 2**40).
+        """
+        ok = not isinstance(tokens, (bool, np.bool_)) and isinstance(tokens, numbers.Real)
+        if not ok or not 0 < tokens <= MAX_SIZE or not math.isfinite(tokens):
+            raise InvalidShapeError(
+                f"LinearShape {self.name!r}: tokens must be a positive number up to 2**40 (the step's tokens, "
+                f"batch x seq_len), got {short_repr(tokens)}"
+            )
         return max(1, round(tokens * self.token_fraction))
 
 
-def _positive_int(owner: str, field: str, value: object) -> int:
+def _positive_int(owner: str, field: str, value: object, valid: str = "a positive int") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidShapeError(f"{owner}: {field} must be a positive int, got {value!r}")
+        raise InvalidShapeError(f"{owner}: {field} must be {valid}, got {short_repr(value)}")
     return value
+
+
+def _text(owner: str, field: str, value: object, *, required: str = "") -> None:
+    """``value`` must be a string; non-empty when ``required`` (which says what it should hold)."""
+    if not isinstance(value, str) or (required and not value):
+        what = f"is required, a non-empty string ({required})" if required else "must be a string"
+        raise InvalidShapeError(f"{owner}: {field} {what}; got {short_repr(value)}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -154,6 +186,7 @@ class LayerShape:
             hd = self.hidden // self.heads
         else:
             hd = _positive_int(who, "head_dim", self.head_dim)
+        _text(who, "source", self.source)
         if not isinstance(self.rope, bool):
             raise InvalidShapeError(f"{who}: rope must be True or False, got {self.rope!r}")
         if self.rope and hd % 2:
@@ -217,6 +250,10 @@ class ModelPreset:
         layer_note: what the step model assumes for this model, or why it has no ``layer``.
         layer_unpriced: work of this model's decoder layer the step model has no kernel for (left out of its
             time, so the layer step is under-estimated by it); printed with every whole-layer answer.
+
+    Raises:
+        InvalidShapeError: an empty name or source, ``layers`` not a positive int, ``linears`` empty or not all
+            :class:`LinearShape` (or one in more layers than the model has), ``layer`` not a :class:`LayerShape`.
     """
 
     name: str
@@ -229,15 +266,29 @@ class ModelPreset:
     layer_unpriced: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.layers, int) or self.layers <= 0:
-            raise ValueError(f"ModelPreset {self.name!r}: layers must be a positive int, got {self.layers!r}")
-        if not self.linears:
-            raise ValueError(f"ModelPreset {self.name!r}: no linears")
-        if not self.source:
-            raise ValueError(f"ModelPreset {self.name!r}: source is required (cite the config.json)")
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidShapeError(f"ModelPreset needs a name (a non-empty string), got {short_repr(self.name)}")
+        who = f"ModelPreset {self.name!r}"
+        _positive_int(who, "layers", self.layers)
+        linears = self.linears
+        if isinstance(linears, (str, bytes, Mapping)) or not isinstance(linears, Iterable):
+            raise InvalidShapeError(f"{who}: linears must be a sequence of LinearShape, got {short_repr(linears)}")
+        linears = tuple(linears)
+        if not linears:
+            raise InvalidShapeError(f"{who}: no linears (give at least one LinearShape)")
+        for lin in linears:
+            if not isinstance(lin, LinearShape):
+                raise InvalidShapeError(f"{who}: linears must all be LinearShape, got {short_repr(lin)}")
+            if lin.layers is not None and lin.layers > self.layers:
+                raise InvalidShapeError(
+                    f"{who}: {lin.name!r} is in {lin.layers} layers, but the model has only {self.layers}"
+                )
+        _text(who, "source", self.source, required="cite the config.json the numbers come from")
+        for field in ("notes", "layer_note", "layer_unpriced"):
+            _text(who, field, getattr(self, field))
         if self.layer is not None and not isinstance(self.layer, LayerShape):
-            raise ValueError(f"ModelPreset {self.name!r}: layer must be a LayerShape or None, got {self.layer!r}")
-        object.__setattr__(self, "linears", tuple(self.linears))
+            raise InvalidShapeError(f"{who}: layer must be a LayerShape or None, got {short_repr(self.layer)}")
+        object.__setattr__(self, "linears", linears)
 
     def total_count(self, linear: LinearShape) -> int:
         """Instances of ``linear`` in the whole model: ``count · (layers or self.layers)``."""
