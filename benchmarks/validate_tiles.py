@@ -201,12 +201,38 @@ def score_clocks(suffix: str = FRESH) -> dict[str, Any] | None:
     return out
 
 
+#: another day's sweep, with another harness (python -m perfmodel.bench, do_bench of torch.mm / torch._scaled_mm, L2
+#: flushed), on another machine of the pool: its fresh GEMMs were held out of every fit (the default model's too)
+OTHER_DAY = ROOT / "perfmodel" / "calibrations" / "data" / "fresh" / "h200_gemm_fresh_2026-11-30.json"
+
+
+def score_other_day(path: Path = OTHER_DAY) -> dict[str, Any] | None:
+    """Event time on :data:`OTHER_DAY` per format and layout: the default model, the tile model's event fit and
+    its kernel fit plus the measured gap (MdAPE / p90 and the median bias, predicted / measured − 1)."""
+    if not path.exists():
+        return None
+    rs = [r for r in read_data_json(path)["records"] if r.get("op") == "gemm" and r.get("time_s")]
+    out: dict[str, Any] = {}
+    models = {"calibrated": None, "tiles": "tiles", "kernel fit + gap": kernel_fit_plus_gap()}
+    for key in sorted({(r["dtype"], r.get("scaling"), r.get("layout", "rc")) for r in rs}, key=str):
+        sel = [r for r in rs if (r["dtype"], r.get("scaling"), r.get("layout", "rc")) == key]
+        meas = np.array([r["time_s"] for r in sel])
+        M, K, N = (np.array([r[d] for r in sel]) for d in "MKN")
+        row = {}
+        for name, m in models.items():
+            pred = pm.gemm_time_s(M, K, N, key[0], "H200", key[1], layout=key[2], timing="event", model=m)
+            row[name] = ape_stats(pred, meas) | {"bias": float(np.median(pred / meas) - 1) * 100}
+        out[f"{key[0]}{'/' + key[1] if key[1] else ''} {key[2]}"] = row
+    return out
+
+
 def evaluate() -> dict[str, Any]:
     rep: dict[str, Any] = {
         "sessions": {},
         "floor": score_floor(),
         "floor_event": score_floor(timing="event"),
         "clocks": score_clocks(),
+        "other_day": score_other_day(),
     }
     fresh_event = records("event", FRESH)
     if fresh_event is not None:  # the event fit against what it replaced: the kernel fit plus the measured gap
@@ -304,6 +330,19 @@ def markdown(rep: dict[str, Any]) -> str:
                 f"| {bk['lo']}–{bk['hi']} | {bk['n']} | {_c(bk)} | {bk['bias']:+.1f} % | {be['n']} | {_c(be)} | "
                 f"{be['bias']:+.1f} % |"
             )
+    od = rep.get("other_day")
+    if od:
+        lines += [
+            "",
+            "**Another day, another harness** (`perfmodel/calibrations/data/fresh/h200_gemm_fresh_2026-11-30.json`: "
+            "`python -m perfmodel.bench`'s do_bench of `torch.mm` / `torch._scaled_mm` on another machine of the "
+            "pool, 2026-11-30, GEMMs held out of every fit), event time, MdAPE / p90 % (median bias):\n",
+            "| GEMM | GEMMs | default | tiles (event fit) | tiles, kernel fit + gap |",
+            "|---|---|---|---|---|",
+        ]
+        for k, row in od.items():
+            cells = [f"{_c(row[m])} ({row[m]['bias']:+.1f} %)" for m in ("calibrated", "tiles", "kernel fit + gap")]
+            lines.append(f"| {k} | {row['calibrated']['n']} | " + " | ".join(cells) + " |")
     fl = rep.get("floor")
     if fl:
         lines += [
