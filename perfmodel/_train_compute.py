@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ._files import load_json, write_atomic
-from ._train_config import TrainConfig
+from ._train_config import TrainConfig, shard_layer
 from .errors import CalibrationError
-from .presets import LayerShape
 
 __all__ = [
     "LOSS_BYTES_PER_LOGIT",
@@ -50,6 +49,7 @@ __all__ = [
     "memory_bytes",
     "other_compute",
     "overhead_bytes",
+    "shard_layer",
     "shipped_train_params",
 ]
 
@@ -120,20 +120,6 @@ class LayerCompute:
     @property
     def step_s(self) -> Any:
         return self.fwd_s + self.bwd_s
-
-
-def shard_layer(layer: LayerShape, tp: int) -> LayerShape:
-    """The layer as one TP rank holds it."""
-    if tp == 1:
-        return layer
-    return dataclasses.replace(
-        layer,
-        name=f"{layer.name}/tp{tp}",
-        ffn=layer.ffn // tp,
-        heads=layer.heads // tp,
-        kv_heads=(layer.kv_heads or layer.heads) // tp,
-        head_dim=layer.head_dim,
-    )
 
 
 def _scale(cfg: TrainConfig, name: str) -> float:

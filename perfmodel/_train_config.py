@@ -14,15 +14,26 @@ so a TP group of ``tp <= gpus_per_node`` GPUs sits inside one node and an FSDP g
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from typing import Any
 
-from ._backend import check_size, is_symbolic
-from .errors import InvalidParallelismError, PerfModelError, UnsupportedLayerError, choices_message
+import numpy as np
+
+from ._backend import MAX_SIZE, check_size, is_symbolic, short_repr
+from .errors import (
+    IneligibleLinearError,
+    InvalidParallelismError,
+    InvalidShapeError,
+    PerfModelError,
+    UnsupportedLayerError,
+    choices_message,
+)
 from .hardware import GPUSpec
 from .presets import LayerShape, ModelPreset, get_preset
 from .recipes import Recipe, get_recipe
 
-__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes"]
+__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes", "shard_layer"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -45,12 +56,30 @@ class ModelSizes:
         return self.layers * self.layer_params + self.output_params
 
 
+def _vocab(value: Any) -> int:
+    """``vocab=`` as a token count: ``0`` (no embedding or output layer) or a positive integer.
+
+    Raises:
+        InvalidShapeError: a bool (``False`` is not ``0``), an array or symbol, or anything
+            :func:`~perfmodel._backend.check_size` refuses; the message says what is valid.
+    """
+    valid = f"0 (no embedding or output layer) or a positive integer up to {MAX_SIZE:.3g} (tokens in the vocabulary)"
+    if isinstance(value, (bool, np.bool_)) or isinstance(value, np.ndarray) or is_symbolic(value):
+        raise InvalidShapeError(f"vocab must be {valid}, got {type(value).__name__} {short_repr(value)}")
+    if isinstance(value, (numbers.Real, np.integer, np.floating)) and value == 0:
+        return 0
+    return check_size("vocab", value)
+
+
 def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vocab: int | None) -> ModelSizes:
-    """The layer and parameter counts of ``model`` (a preset name, a preset, or one layer's shape)."""
+    """The layer and parameter counts of ``model`` (a preset name, a preset, or one layer's shape).
+
+    ``vocab``: tokens in the vocabulary, ``0`` for no embedding and output layer (``None``: the preset's, or
+    ``0`` for a LayerShape); a bool, array or symbol is refused (:class:`InvalidShapeError`)."""
     if isinstance(model, LayerShape):
         if layers is None:
             raise PerfModelError("a LayerShape model needs layers= (how many decoder layers the model stacks)")
-        lay, n, v, name = model, layers, vocab or 0, model.name
+        lay, n, v, name = model, layers, vocab if vocab is not None else 0, model.name
     else:
         preset = get_preset(model) if not isinstance(model, ModelPreset) else model
         if preset.layer is None:
@@ -62,7 +91,7 @@ def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vo
         lay, n, name = preset.layer, layers if layers is not None else preset.layers, preset.name
         v = vocab if vocab is not None else (head[0].out_features if head else 0)
     n = check_size("layers", n)
-    v = int(v) if v == 0 else check_size("vocab", v)
+    v = _vocab(v)
     lin = sum(s.in_features * s.out_features for s in lay.linears())
     per_layer = lin + 2 * lay.hidden
     emb, out = v * lay.hidden, v * lay.hidden + lay.hidden
@@ -126,11 +155,93 @@ class TrainConfig:
 
 
 def _int(name: str, value: Any, valid: str) -> int:
-    if isinstance(value, bool) or is_symbolic(value) or not isinstance(value, (int, float)) or value != int(value):
-        raise InvalidParallelismError(f"{name} must be {valid}, got {value!r}")
-    if value < 1:
+    """A parallel degree or GPU count: a positive whole ``int``, ``float`` or numpy integer/float scalar.
+
+    Raises:
+        InvalidParallelismError: a bool, NaN or infinity, a fraction, a value below 1, or not a number.
+    """
+    if isinstance(value, (np.integer, np.floating)) and not isinstance(value, np.bool_):
+        value = value.item()  # numpy scalars: as Python numbers
+    if isinstance(value, bool) or is_symbolic(value) or not isinstance(value, (int, float)):
+        raise InvalidParallelismError(f"{name} must be {valid}, got {type(value).__name__} {short_repr(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidParallelismError(f"{name} must be {valid}, got {value!r} (not a finite number)")
+    if value != int(value) or value < 1:
         raise InvalidParallelismError(f"{name} must be {valid}, got {value!r}")
     return int(value)
+
+
+def _check_sequence_parallel(seq: Any, batch: Any, tp: int) -> None:
+    """Sequence parallelism (every ``tp > 1`` job here, as torchtitan runs TP) shards each sequence along its
+    length across the ``tp`` ranks: ``seq_len`` must be a multiple of ``tp`` (torchtitan asserts the same).
+    A symbolic ``seq_len`` is taken on trust unless sympy can tell it is not a multiple.
+
+    Raises:
+        InvalidParallelismError: ``seq_len`` (an element of it, for arrays) not divisible by ``tp``.
+    """
+    if tp == 1:
+        return
+    if isinstance(seq, np.ndarray):
+        bad = np.flatnonzero(np.mod(seq, tp).reshape(-1) != 0)
+        if not bad.size:
+            return
+        first = _plain_size(seq.reshape(-1)[bad[0]].item())
+        what = f"seq_len has {bad.size} element(s) not divisible by tp={tp}, e.g. {first}"
+    elif is_symbolic(seq):
+        if (seq % tp).is_zero is not False:
+            return
+        what = f"seq_len={short_repr(seq)} is not divisible by tp={tp}"
+    else:
+        if seq % tp == 0:
+            return
+        what = f"seq_len={_plain_size(seq)} is not divisible by tp={tp}"
+    raise InvalidParallelismError(
+        f"{what}: sequence parallelism (which perfmodel.train runs with every tp > 1, as torchtitan does) splits "
+        f"each sequence's tokens across the {tp} TP ranks, so seq_len must be a multiple of {tp}; batch_per_gpu "
+        f"(here {short_repr(_plain_size(batch))}) does not change that, the split is along the sequence. Use such "
+        "a seq_len, or a tp that divides it"
+    )
+
+
+def _plain_size(x: Any) -> Any:
+    """A size for a message: ``8`` rather than ``8.0``; arrays and symbols as they are."""
+    return int(x) if isinstance(x, float) and x.is_integer() else x
+
+
+def shard_layer(layer: LayerShape, tp: int) -> LayerShape:
+    """The layer as one TP rank holds it: heads, KV heads and FFN width divided by ``tp`` (hidden and
+    head_dim whole; :func:`check_config` has checked that ``tp`` divides them)."""
+    if tp == 1:
+        return layer
+    return dataclasses.replace(
+        layer,
+        name=f"{layer.name}/tp{tp}",
+        ffn=layer.ffn // tp,
+        heads=layer.heads // tp,
+        kv_heads=(layer.kv_heads or layer.heads) // tp,
+        head_dim=layer.head_dim,
+    )
+
+
+def _converted(layer: LayerShape, tp: int, convert: Any) -> tuple[str, ...]:
+    """Canonical names of the Linears ``convert`` puts in float8, eligibility judged on the layer as one of the
+    ``tp`` ranks holds it (what the GEMMs run on): ``None`` leaves out the ones sharding makes ineligible.
+
+    Raises:
+        UnknownLinearError: a name that is not one of the layer's. IneligibleLinearError: a named Linear whose
+            sharded K or N is not a multiple of 16.
+    """
+    from ._step_core import converted_linears
+
+    try:
+        return converted_linears(shard_layer(layer, tp), convert)
+    except IneligibleLinearError as exc:
+        if tp == 1:
+            raise
+        raise IneligibleLinearError(
+            f"{exc} (shapes as one of tp={tp} ranks holds them: TP splits heads, KV heads and ffn by {tp}; "
+            "convert=None converts only the Linears that stay eligible)"
+        ) from None
 
 
 def check_config(
@@ -153,8 +264,9 @@ def check_config(
 ) -> TrainConfig:
     """Validate a job and derive its process groups (every problem a named error saying what is valid).
     ``convert``: the layer's Linears in float8 (names as :func:`perfmodel.step.layer_time` takes them);
-    ``None``: every eligible one."""
-    from ._step_core import AC_MODES, converted_linears
+    ``None``: every one eligible as a TP rank holds it (K and N multiples of 16 after ``tp`` sharding; the
+    others stay bf16 and are absent from :attr:`TrainConfig.converted`)."""
+    from ._step_core import AC_MODES
 
     n = _int("n_gpus", n_gpus, "a positive integer (GPUs in the job)")
     t = _int("tp", tp, "a positive integer (tensor-parallel degree)")
@@ -181,6 +293,7 @@ def check_config(
             )
     seq = check_size("seq_len", seq_len)
     batch = check_size("batch_per_gpu", batch_per_gpu)
+    _check_sequence_parallel(seq, batch, t)
     rec = get_recipe(recipe)
     for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp)):
         if not isinstance(value, bool):
@@ -199,7 +312,7 @@ def check_config(
     for d in rec.gemm_dtypes():
         if not gpu.supports(d):
             raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
-    converted = () if rec.name == "bf16" else converted_linears(lay, convert)
+    converted = () if rec.name == "bf16" else _converted(lay, t, convert)
     if float8_all_gather and not converted:
         raise PerfModelError("float8_all_gather=True needs at least one Linear in float8 (convert= names none)")
     dp = n // (t * r)

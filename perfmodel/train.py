@@ -38,7 +38,10 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from ._backend import is_symbolic
+from ._files import short
 from ._step_core import _plain
 from ._train_comm import CommCall, CommPlan, comm_plan
 from ._train_compute import (
@@ -50,7 +53,7 @@ from ._train_compute import (
     overhead_bytes,
     shipped_train_params,
 )
-from ._train_config import ModelSizes, TrainConfig, check_config, model_sizes
+from ._train_config import ModelSizes, TrainConfig, check_config, model_sizes, shard_layer
 from .errors import PerfModelError
 from .hardware import GPULike, get_gpu
 from .presets import LayerShape, ModelPreset
@@ -96,6 +99,9 @@ class TrainEstimate:
         fits: :attr:`memory_bytes` below ``MEMORY_HEADROOM`` of the GPU's memory.
         model_flops_per_step: torchtitan's ``(6·N + 12·L·heads·head_dim·seq) · tokens`` per rank.
         provenance: where the answer comes from, part by part, and its measured error.
+
+    ``str(est)`` is :meth:`table` for one configuration and :meth:`summary` (the configuration line, step and
+    tokens/s as arrays or expressions) when ``seq_len``, ``batch_per_gpu`` or ``layers`` is an array or symbol.
     """
 
     config: TrainConfig
@@ -153,8 +159,8 @@ class TrainEstimate:
             "provenance": self.provenance.to_dict(),
         }
 
-    def table(self) -> str:
-        """A readable breakdown (numeric configurations)."""
+    def _header(self) -> str:
+        """The configuration line: model, layout, tokens per rank, recipe and what it converts, AC."""
         c = self.config
         lay = (
             f"{c.n_gpus} GPUs = {c.dp_replicate} x {c.dp_shard} (FSDP) x {c.tp} (TP)"
@@ -166,9 +172,37 @@ class TrainEstimate:
         conv = (
             f" on {', '.join(c.converted) or 'no Linear'}" if c.recipe.name != "bf16" and c.converted != every else ""
         )
-        lines = [
+        return (
             f"{c.sizes.name} ({c.sizes.layers} layers) on {c.gpu.name}: {lay}; seq {_num(c.seq_len)} x batch "
-            f"{_num(c.batch_per_gpu)} per rank, {c.recipe.name}{conv}{fp8ag}, AC {c.ac}",
+            f"{_num(c.batch_per_gpu)} per rank, {c.recipe.name}{conv}{fp8ag}, AC {c.ac}"
+        )
+
+    @property
+    def is_scalar(self) -> bool:
+        """True when the estimate is one configuration (numbers), False for numpy-array or sympy results."""
+        c = self.config
+        values = (c.seq_len, c.batch_per_gpu, c.sizes.layers, self.step_s)
+        return not any(is_symbolic(v) or np.ndim(v) > 0 for v in values)
+
+    def table(self) -> str:
+        """A readable breakdown of one configuration: step in ms, compute by part, every collective (MB, ms),
+        memory in GB, provenance.
+
+        Raises:
+            PerfModelError: an array or symbolic estimate (``seq_len``, ``batch_per_gpu`` or ``layers`` a numpy
+                array or sympy expression, see :attr:`is_scalar`); ``str(est)`` gives :meth:`summary` instead.
+        """
+        c = self.config
+        if not self.is_scalar:
+            raise PerfModelError(
+                "table() prints one configuration, but this estimate is "
+                f"{'symbolic' if self._symbolic else 'an array'} (seq_len={_num(c.seq_len)}, batch_per_gpu="
+                f"{_num(c.batch_per_gpu)}, layers={_num(c.sizes.layers)}); pass one number each for seq_len, "
+                "batch_per_gpu and layers, or read the fields (step_s, tokens_per_s_per_gpu, compute_s, comm, "
+                "memory_bytes) directly; str(est) prints a short summary"
+            )
+        lines = [
+            self._header(),
             f"  step            {float(self.step_s) * 1e3:10.1f} ms   {float(self.tokens_per_s_per_gpu):,.0f} "
             f"tokens/s per GPU, MFU {float(self.mfu):.1%}",
         ]
@@ -185,21 +219,45 @@ class TrainEstimate:
                 f"{float(x.time_s) * 1e3:8.3f} ms each"
             )
         gb = float(self.memory_bytes) / 1e9
-        cap = c.gpu.mem_bytes / 1e9 if c.gpu.mem_bytes else float("nan")
-        lines.append(
-            f"  memory          {gb:10.1f} GB of {cap:.0f} GB" + ("" if bool(self.fits) else "   DOES NOT FIT")
-        )
+        cap = f"of {c.gpu.mem_bytes / 1e9:.0f} GB" if c.gpu.mem_bytes else "(GPU memory not known)"
+        lines.append(f"  memory          {gb:10.1f} GB {cap}" + ("" if bool(self.fits) else "   DOES NOT FIT"))
         lines.append(f"provenance: {self.provenance.line()}")
         return "\n".join(lines)
 
+    @property
+    def _symbolic(self) -> bool:
+        c = self.config
+        return any(is_symbolic(v) for v in (c.seq_len, c.batch_per_gpu, c.sizes.layers, self.step_s))
+
+    def summary(self) -> str:
+        """A short text for any estimate: the configuration line, then the step (seconds) and tokens/s per GPU
+        as they are (numbers, numpy arrays or sympy expressions, shortened)."""
+        kind = "symbolic" if self._symbolic else "array"
+        return (
+            f"{self._header()}\n  step_s = {_short(self.step_s)} s; tokens/s per GPU = "
+            f"{_short(self.tokens_per_s_per_gpu)} ({kind} estimate: table() prints one configuration; read "
+            "the fields, or pass one number each for seq_len, batch_per_gpu and layers)"
+        )
+
     def __str__(self) -> str:
-        return self.table()
+        return self.table() if self.is_scalar else self.summary()
 
 
 def _num(x: Any) -> str:
-    """A size for the text: ``8192``, not ``8192.0``; arrays and symbols as they print."""
+    """A size for the text: ``8192``, not ``8192.0``; arrays and symbols as they print (shortened)."""
+    if is_symbolic(x) or np.ndim(x) > 0:
+        return _short(x)
     v = _plain(x)
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+def _short(x: Any) -> str:
+    """A value of any backend for the text, bounded in length (a long array or expression is cut)."""
+    if isinstance(x, np.ndarray):
+        text = np.array2string(x, precision=4, threshold=8, separator=", ")
+    else:
+        text = str(x) if is_symbolic(x) else str(_plain(x))
+    return short(text, 160)
 
 
 def _flops_per_step(cfg: TrainConfig) -> Any:
@@ -229,17 +287,19 @@ def _provenance(cfg: TrainConfig, layer: LayerCompute, params: TrainParams, netw
     )
 
 
-def _auto_candidates(sizes: ModelSizes, seq_len: Any, batch: Any, float8_all_gather: bool) -> list[Any]:
-    """``convert="auto"``: every subset of the layer's eligible groups, as ``convert=`` values (``"none"`` for
-    the empty one, left out with float8 all-gather, which needs a converted Linear)."""
+def _auto_candidates(sizes: ModelSizes, tp: int, seq_len: Any, batch: Any, float8_all_gather: bool) -> list[Any]:
+    """``convert="auto"``: every subset of the groups eligible as one of the ``tp`` ranks holds the layer, as
+    ``convert=`` values (``"none"`` for the empty one, left out with float8 all-gather, which needs a converted
+    Linear)."""
     from ._step_core import _subsets, eligible_groups
 
     if is_symbolic(seq_len) or is_symbolic(batch) or any(getattr(v, "ndim", 0) for v in (seq_len, batch)):
         raise PerfModelError('convert="auto" needs one number each for seq_len and batch_per_gpu (no arrays, symbols)')
-    subs = [list(sub) or "none" for sub in _subsets(eligible_groups(sizes.layer))]
+    subs = [list(sub) or "none" for sub in _subsets(eligible_groups(shard_layer(sizes.layer, tp)))]
     subs = [s for s in subs if not (s == "none" and float8_all_gather)]
     if not subs:
-        raise PerfModelError(f"{sizes.name}: no Linear of the layer can run in float8 (K and N multiples of 16)")
+        where = f" as one of tp={tp} ranks holds it" if tp > 1 else ""
+        raise PerfModelError(f"{sizes.name}: no Linear of the layer{where} can run in float8 (K and N multiples of 16)")
     return subs
 
 
@@ -272,19 +332,27 @@ def estimate(
         model: a preset name (``"llama3-70b"``, see ``perfmodel models``), a preset, or one decoder layer's
             :class:`~perfmodel.presets.LayerShape` (then ``layers=`` is required, ``vocab=`` optional).
         gpu: GPU name or spec; its ``interconnect`` prices the intra-node collectives.
-        n_gpus: GPUs in the job (``dp_replicate · dp_shard · tp``).
-        tp: tensor-parallel degree (sequence parallel, as torchtitan runs it); ``1``: FSDP only.
-        seq_len, batch_per_gpu: sequence length and sequences per data-parallel rank (int or numpy array).
+        n_gpus: GPUs in the job (``dp_replicate · dp_shard · tp``). It, ``tp``, ``dp_replicate``, ``pp`` and
+            ``cp`` are whole numbers: ``int``, a whole ``float`` or a numpy integer/float scalar (no bools).
+        tp: tensor-parallel degree (sequence parallel, as torchtitan runs it); ``1``: FSDP only. Sequence
+            parallelism splits each sequence across the TP ranks, so ``seq_len`` must be a multiple of ``tp``.
+        seq_len, batch_per_gpu: sequence length (tokens) and sequences per data-parallel rank (int, numpy
+            array or sympy expression; with arrays or symbols every field follows them, ``str(est)`` is a
+            short summary and :meth:`TrainEstimate.table` refuses).
         recipe: ``"bf16"`` or a float8 recipe (the output layer stays bf16 as in torchtitan).
         convert: the decoder layers' Linears in ``recipe``: ``None`` — every eligible one (K and N multiples
-            of 16); group or Linear names as :func:`perfmodel.step.layer_time` takes them (``["w13", "w2"]``,
-            ``["wq", "wo"]``, Hugging Face names); ``"auto"`` — the subset of the layer's eligible groups
-            (qkv, o, w13, w2) whose whole step, communication included, is shortest (ties go to fewer
-            groups; needs numeric ``seq_len`` and ``batch_per_gpu``). Ignored for bf16.
+            of 16 as one TP rank holds them, i.e. after ``tp`` sharding; the others stay bf16, and
+            ``est.config.converted`` and the table's "on ..." list the converted ones); group or Linear
+            names as :func:`perfmodel.step.layer_time` takes them (``["w13", "w2"]``, ``["wq", "wo"]``,
+            Hugging Face names; one ineligible after sharding is refused); ``"auto"`` — the subset of the
+            sharded layer's eligible groups (qkv, o, w13, w2) whose whole step, communication included, is
+            shortest (ties go to fewer groups; needs numeric ``seq_len`` and ``batch_per_gpu``). Ignored for
+            bf16.
         float8_all_gather: FSDP2 all-gathers the weights in float8 (torchao, tensorwise only).
         async_tp: torch's micro-pipelined async TP (needs ``tp > 1``).
         ac: activation checkpointing, ``"none"``, ``"selective"`` (torchtitan's op-level policy) or ``"full"``.
-        layers, vocab: override the preset's layer count and vocabulary.
+        layers, vocab: override the preset's layer count and vocabulary (tokens; ``0``: no embedding and
+            output layer; a bool is refused).
         network: the inter-node network (a :class:`perfmodel.network.Network` or its name); ``None``: the
             GPU's default (:func:`perfmodel.network.default_network`).
         dp_replicate: HSDP replicas (gradients all-reduced across them); ``1``: plain FSDP.
@@ -295,9 +363,11 @@ def estimate(
             inductor, torch 2.11; ``False`` for torch 2.9 and older).
 
     Raises:
-        InvalidParallelismError: n_gpus not divisible by tp·dp_replicate, heads, KV heads, FFN or vocab not
-            divisible by tp, pp/cp > 1, async TP without TP, a multi-GPU job on a GPU without a known
-            interconnect. UnsupportedLayerError: MoE or MLA models. InvalidShapeError, UnknownPresetError,
+        InvalidParallelismError: n_gpus, tp, dp_replicate, pp or cp not a positive whole finite number,
+            n_gpus not divisible by tp·dp_replicate, heads, KV heads, FFN, vocab or seq_len not divisible by
+            tp, pp/cp > 1, async TP without TP, a multi-GPU job on a GPU without a known interconnect.
+            IneligibleLinearError: a Linear named in convert= that float8 cannot run (after sharding).
+            UnsupportedLayerError: MoE or MLA models. InvalidShapeError, UnknownPresetError,
             UnknownRecipeError, UnknownNetworkError, PerfModelError for other bad inputs.
     """
     spec = get_gpu(gpu)
@@ -319,7 +389,9 @@ def estimate(
     if not (isinstance(convert, str) and convert.strip().lower() == "auto"):
         cfg = check_config(sizes, spec, **job, convert=convert)
         return _priced(cfg, network=network, time_model=time_model, train_params=train_params)
-    # "auto": the fastest whole step over the group subsets; ties go to fewer groups (subsets come by size)
+    # "auto": the fastest whole step over the group subsets; ties go to fewer groups (subsets come by size).
+    # The job is checked first (its tp decides which groups stay eligible after sharding)
+    tp_checked = check_config(sizes, spec, **{**job, "float8_all_gather": False}, convert="none").tp
     ests = [
         _priced(
             check_config(sizes, spec, **job, convert=conv),
@@ -327,7 +399,7 @@ def estimate(
             time_model=time_model,
             train_params=train_params,
         )
-        for conv in _auto_candidates(sizes, seq_len, batch_per_gpu, float8_all_gather)
+        for conv in _auto_candidates(sizes, tp_checked, seq_len, batch_per_gpu, float8_all_gather)
     ]
     best = ests[0]
     for est in ests[1:]:
