@@ -64,8 +64,9 @@ from typing import Any
 import numpy as np
 
 from ._backend import is_symbolic
+from ._boost import BoostedTrees
 from .calibrated_model import ReferenceGPU, alignment, layout_lead_dims, misaligned
-from .errors import CalibrationError, PerfModelError, UnsupportedFormatError
+from .errors import CalibrationError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format
 from .hardware import GPUSpec, get_gpu
 
@@ -105,6 +106,8 @@ FALLBACK_PARAM_NAMES: tuple[str, ...] = ("align1_rate", "align1_load")
 #: SMs a cluster of more than 2 CTAs leaves idle (4 of the H200's 132: fitted as slots, not measured apart).
 _CLUSTER_IDLE_SMS = 4
 _KIND_OF_FORMAT = {"bf16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e4m3"}
+#: the keys of a model's learned corrections (:func:`correction_key`)
+CORRECTION_KEYS: tuple[str, ...] = ("bf16@rr", "bf16@rc", "bf16@cr", "fp8_e4m3/tensorwise", "fp8_e4m3/rowwise")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,6 +277,41 @@ def _softmin(times: Sequence[np.ndarray], tau: float | None) -> np.ndarray:
     return np.exp(low - tau * np.log(np.exp(-(logs - low) / tau).sum(axis=0)))
 
 
+#: tiles whose counts and wave fractions the correction's features hold (the shapes cuBLAS ran most)
+_FEATURE_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))
+#: alignments the correction's features test each dimension against
+_FEATURE_ALIGNS = (8, 16, 32, 64, 128)
+#: number of features :func:`correction_features` returns
+N_CORRECTION_FEATURES = 3 + 1 + 7 + 3 * len(_FEATURE_TILES) + 1 + 3 * len(_FEATURE_ALIGNS)
+
+
+def correction_features(M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarray, sms: int) -> np.ndarray:
+    """The rows the learned correction reads (``(n, N_CORRECTION_FEATURES)``): log2 of M, K, N; the formula's
+    own log time, rounded to 1e-3 (so that a fit is the same on every BLAS build); M and N modulo 64, 128,
+    256 and K modulo 64; per tile of :data:`_FEATURE_TILES` the log2 tile count, its fractional and whole
+    waves on ``sms`` SMs; log2 of the arithmetic intensity M·N·K / (M·K + K·N + M·N); and whether each
+    dimension is a multiple of 8, 16, 32, 64, 128."""
+    M, K, N = (np.asarray(x, dtype=np.float64) for x in (M, K, N))
+    cols = [np.log2(M), np.log2(K), np.log2(N), np.round(np.log(t), 3)]
+    for a in (64, 128, 256):
+        cols += [M % a, N % a]
+    cols.append(K % 64)
+    for tm, tn in _FEATURE_TILES:
+        tiles = np.ceil(M / tm) * np.ceil(N / tn)
+        waves = tiles / sms
+        cols += [np.log2(tiles), waves - np.floor(waves), np.ceil(waves)]
+    cols.append(np.log2(M * N * K / (M * K + K * N + M * N)))
+    for d in (M, K, N):
+        cols += [(d % a == 0).astype(np.float64) for a in _FEATURE_ALIGNS]
+    return np.stack(cols, axis=1)
+
+
+def correction_key(kind_key: str) -> str:
+    """The correction a kind's GEMMs get: one per bf16 layout (its main and fallback kernels together), one per
+    fp8 scaling."""
+    return kind_key.split("@")[0] + "@" + kind_key.split("@")[1].split("/")[-1] if "@" in kind_key else kind_key
+
+
 def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any] | None = None) -> np.ndarray:
     """Which bf16 GEMMs run cuBLAS's pre-Hopper fallback kernels: a leading dimension (``lead_dims``, else
     the layout's: K, N for ``rr``/``rc``, M, N for ``cr``) not a multiple of 8 with M > 1, or K < 8."""
@@ -295,6 +333,10 @@ class TileModel:
         base: the time model that prices everything but GEMMs (memory kernels, launches, the event gap).
         event_kinds: the same kinds fitted on CUDA-event (``do_bench``) times (module doc); empty: event
             timing is the kernel fit plus the base's measured gap.
+        corrections, event_corrections: per :func:`correction_key` (``"bf16@rr"`` …, ``"fp8_e4m3/rowwise"``), boosted
+            trees (:class:`perfmodel._boost.BoostedTrees`) over :func:`correction_features` whose sum is the log of
+            measured over formula time, fitted on the measured sessions; the time is the formula's times
+            ``exp(correction)``. Empty: the formula alone.
     """
 
     gpu: str
@@ -304,6 +346,8 @@ class TileModel:
     base: Any = None
     name: str = "tiles"
     event_kinds: Mapping[str, TileKind] = dataclasses.field(default_factory=dict)
+    corrections: Mapping[str, BoostedTrees] = dataclasses.field(default_factory=dict)
+    event_corrections: Mapping[str, BoostedTrees] = dataclasses.field(default_factory=dict)
 
     def kind_key(self, fmt: Format, scaling: str | None, layout: str) -> str:
         family = _KIND_OF_FORMAT.get(fmt.name)
@@ -349,7 +393,18 @@ class TileModel:
     def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         """Kernel seconds of ``[M, K] @ [K, N]`` (the kernel-time fit, ``kinds``)."""
         self._check_out(fmt, out_fmt)
-        return self._price(self.kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout)
+        return self._price(
+            self.kinds,
+            M,
+            K,
+            N,
+            fmt=fmt,
+            scaling=scaling,
+            gpu=gpu,
+            lead_dims=lead_dims,
+            layout=layout,
+            corrections=self.corrections,
+        )
 
     def event_gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         """Seconds a CUDA-event (``do_bench``) timing of one call shows, from the event fit (``event_kinds``);
@@ -359,10 +414,24 @@ class TileModel:
             return None
         self._check_out(fmt, out_fmt)
         return self._price(
-            self.event_kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout
+            self.event_kinds,
+            M,
+            K,
+            N,
+            fmt=fmt,
+            scaling=scaling,
+            gpu=gpu,
+            lead_dims=lead_dims,
+            layout=layout,
+            corrections=self.event_corrections,
         )
 
-    def _price(self, kinds, M, K, N, *, fmt, scaling, gpu, lead_dims, layout):
+    def formula_time_s(self, M, K, N, *, fmt, scaling, gpu, layout="rc", timing="kernel", lead_dims=None):
+        """The tile formula's seconds without the learned correction (what the correction is fitted against)."""
+        kinds = self.event_kinds if timing == "event" and self.event_kinds else self.kinds
+        return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout)
+
+    def _price(self, kinds, M, K, N, *, fmt, scaling, gpu, lead_dims, layout, corrections=None):
         if any(is_symbolic(x) for x in (M, K, N)) or (lead_dims is not None and any(map(is_symbolic, lead_dims))):
             raise PerfModelError(
                 "the tile model is numeric only: its minimum over candidate tiles has no compact closed form; for "
@@ -387,6 +456,10 @@ class TileModel:
                 out[fb] = kind.time_s(M[fb], K[fb], N[fb], layout=layout, peak=peak, sms=gpu.num_sms)
         else:
             out[...] = kinds[key].time_s(M, K, N, layout="rc", peak=peak, sms=gpu.num_sms)
+        trees = (corrections or {}).get(correction_key(key))
+        if trees is not None and out.size:
+            X = correction_features(M.reshape(-1), K.reshape(-1), N.reshape(-1), out.reshape(-1), gpu.num_sms)
+            out = out * np.exp(trees.predict(X)).reshape(out.shape)
         return float(out.reshape(-1)[0]) if scalar else out
 
     def _base(self) -> Any:
@@ -421,6 +494,11 @@ class TileModel:
                 if self.event_kinds
                 else {}
             ),
+            **{
+                field: {k: v.to_dict() for k, v in sorted(getattr(self, field).items())}
+                for field in ("corrections", "event_corrections")
+                if getattr(self, field)
+            },
             "residuals": dict(self.residuals),
         }
 
@@ -447,11 +525,27 @@ class TileModel:
         if not isinstance(event_in, Mapping):
             raise CalibrationError(f"{origin}: 'event_kinds' must be an object (or absent)")
         event_kinds = read("event_kinds", event_in) if event_in else {}
+        corr: dict[str, dict[str, BoostedTrees]] = {}
+        for field in ("corrections", "event_corrections"):
+            table = data.get(field, {})
+            if not isinstance(table, Mapping):
+                raise CalibrationError(f"{origin}: {field!r} must be an object (or absent)")
+            corr[field] = {}
+            for k, v in table.items():
+                if k not in CORRECTION_KEYS:
+                    raise CalibrationError(choices_message(f"{origin}: {field} key", k, CORRECTION_KEYS))
+                trees = BoostedTrees.from_dict(v, where=f"{origin}: {field} {k!r}")
+                if trees.n_features != N_CORRECTION_FEATURES:
+                    raise CalibrationError(
+                        f"{origin}: {field} {k!r} reads {trees.n_features} features; this version computes "
+                        f"{N_CORRECTION_FEATURES} (refit with python -m perfmodel.calibrate_tiles)"
+                    )
+                corr[field][k] = trees
         gpu, source = data.get("gpu"), data.get("source")
         if not isinstance(gpu, str) or not isinstance(source, str):
             raise CalibrationError(f"{origin}: 'gpu' and 'source' must be strings")
         residuals = dict(data.get("residuals") or {})
-        return cls(gpu=gpu, kinds=kinds, source=source, residuals=residuals, base=base, event_kinds=event_kinds)
+        return cls(gpu=gpu, kinds=kinds, source=source, residuals=residuals, base=base, event_kinds=event_kinds, **corr)
 
     def save(self, path: str | Path, *, force: bool = False) -> Path:
         """Write the model as JSON (refuses to overwrite an existing file unless ``force``)."""

@@ -11,7 +11,18 @@ import perfmodel as pm
 from perfmodel.errors import CalibrationError, PerfModelError, UnsupportedFormatError
 from perfmodel.hardware import get_gpu
 from perfmodel.registry import TILES_PATH, tile_model
-from perfmodel.tile_model import PARAM_NAMES, Tile, TileKind, TileModel, fallback_mask, load_tile_model
+from perfmodel.tile_model import (
+    CORRECTION_KEYS,
+    N_CORRECTION_FEATURES,
+    PARAM_NAMES,
+    Tile,
+    TileKind,
+    TileModel,
+    correction_features,
+    correction_key,
+    fallback_mask,
+    load_tile_model,
+)
 
 H200 = get_gpu("H200")
 PEAK = H200.peak_flops_per_s("bf16")
@@ -313,8 +324,16 @@ def test_fit_reproduces_the_shipped_file():
     from perfmodel.calibrate_tiles import EVENT_FIT_FILES, FIT_FILES, fit
 
     assert all("fresh" not in p.name for p in FIT_FILES + EVENT_FIT_FILES)
-    got = fit().to_dict()
+    model = fit()
+    got = model.to_dict()
     want = json.loads(TILES_PATH.read_text())
+    # the learned corrections: the same splits, and leaf values to 1e-5 across BLAS builds (1e-7 seen)
+    for field in ("corrections", "event_corrections"):
+        assert got[field].keys() == want[field].keys() == set(CORRECTION_KEYS)
+        for key, trees in want[field].items():
+            assert got[field][key]["feature"] == trees["feature"], (field, key)
+            assert got[field][key]["threshold"] == trees["threshold"], (field, key)
+            assert np.allclose(got[field][key]["value"], trees["value"], rtol=0, atol=1e-5), (field, key)
     for field, stats in (("kinds", "train"), ("event_kinds", "event_train")):
         assert got[field].keys() == want[field].keys()
         for kind, k in want[field].items():
@@ -370,3 +389,62 @@ def test_refuses_outputs_and_specs_it_was_not_measured_with():
             pm.gemm_time_s(8192, 8192, 8192, "bf16", spec, model="tiles")
         with pytest.raises(PerfModelError, match=field):
             pm.provenance(spec, "tiles")
+
+
+def test_the_learned_correction_multiplies_the_formula(shipped):
+    M, K, N = np.array([64, 4096, 2103]), np.array([4096, 8192, 2272]), np.array([4096, 28672, 7472])
+    bf16, fp8 = pm.get_format("bf16"), pm.get_format("fp8_e4m3")
+    for fmt, sc, lay, timing in (
+        (bf16, None, "cr", "kernel"),
+        (bf16, None, "rr", "event"),
+        (fp8, "rowwise", "rc", "event"),
+    ):
+        f = shipped.formula_time_s(M, K, N, fmt=fmt, scaling=sc, gpu=H200, layout=lay, timing=timing)
+        key = correction_key(shipped.kind_key(fmt, sc, lay))
+        trees = (shipped.event_corrections if timing == "event" else shipped.corrections)[key]
+        want = f * np.exp(trees.predict(correction_features(M, K, N, f, H200.num_sms)))
+        got = pm.gemm_time_s(M, K, N, fmt.name, "H200", scaling=sc, layout=lay, timing=timing, model="tiles")
+        assert got == pytest.approx(want, rel=1e-12)
+        assert not np.allclose(got, f, rtol=1e-3)  # it does correct
+        assert np.all(np.abs(np.log(got / f)) < np.log(2))  # by less than 2x either way
+    # the misaligned cr shape (fallback kernel) shares its layout's correction
+    assert correction_key("bf16@fallback/cr") == "bf16@cr" and correction_key("fp8_e4m3/tensorwise") in CORRECTION_KEYS
+    # scalars, arrays and int32 agree with the correction too
+    one = pm.gemm_time_s(2103, 2272, 7472, "bf16", "H200", layout="cr", model="tiles")
+    arr = pm.gemm_time_s(
+        *(np.array([v], np.int32) for v in (2103, 2272, 7472)), "bf16", "H200", layout="cr", model="tiles"
+    )
+    assert arr[0] == pytest.approx(one, rel=1e-12)
+
+
+def test_correction_features_by_hand():
+    X = correction_features(np.array([4096.0]), np.array([100.0]), np.array([300.0]), np.array([1e-5]), 132)
+    assert X.shape == (1, N_CORRECTION_FEATURES)
+    row = X[0]
+    assert row[:4].tolist() == pytest.approx([12, np.log2(100), np.log2(300), round(np.log(1e-5), 3)])
+    assert row[4:11].tolist() == [0, 300 % 64, 0, 300 % 128, 0, 300 % 256, 100 % 64]
+    # 128x128 tiles: 32 x 3 = 96 tiles on 132 SMs: 0.727 of a wave, 1 wave
+    assert row[11:14].tolist() == pytest.approx([np.log2(96), 96 / 132, 1])
+    # alignment flags: M = 4096 is a multiple of all of 8..128; K = 100 of none; N = 300 of none
+    assert row[-15:].tolist() == [1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+
+
+def test_bad_correction_files_get_named_errors(tmp_path):
+    good = json.loads(TILES_PATH.read_text())
+    bad = json.loads(TILES_PATH.read_text())
+    bad["corrections"]["bf16@xx"] = bad["corrections"]["bf16@rr"]
+    with pytest.raises(CalibrationError, match="corrections key"):
+        load_tile_model(_write(tmp_path, bad))
+    bad = json.loads(TILES_PATH.read_text())
+    bad["event_corrections"]["bf16@rr"]["n_features"] = 3
+    with pytest.raises(CalibrationError, match="feature"):
+        load_tile_model(_write(tmp_path, bad))
+    bad = dict(good, corrections=[1])
+    with pytest.raises(CalibrationError, match="'corrections' must be an object"):
+        load_tile_model(_write(tmp_path, bad))
+    # a file without corrections (older files) prices with the formula alone
+    old = {k: v for k, v in good.items() if k not in ("corrections", "event_corrections")}
+    plain = load_tile_model(_write(tmp_path, old), base=tile_model().base)
+    bf16 = pm.get_format("bf16")
+    f = plain.formula_time_s(4096, 4096, 4096, fmt=bf16, scaling=None, gpu=H200)
+    assert pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", model=plain) == pytest.approx(f, rel=1e-12)
