@@ -51,6 +51,15 @@ attached to). A GEMM timed by events is not its kernel time plus a constant gap:
 shape for ~100 ms run at the clocks that sustained load leaves, and small calls overlap their launches.
 Where a file has no ``event_kinds`` (files written before them), event timing is the kernel fit plus the
 calibration's measured gap, as for the other models.
+
+**A learned correction on top.** What the formula misses varies with the shape in ways no term of it
+describes (which tile cuBLAS's heuristic takes, epilogue and split-K choices), so the shipped model multiplies
+the formula's time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees (:mod:`perfmodel._boost`) over
+:func:`correction_features` — log sizes, residues modulo tile sizes, tile counts and wave fractions, alignment
+flags and the formula's own log time — one set per bf16 layout and fp8 scaling and per timing, fitted on every
+layout sweep we measured (:mod:`perfmodel.calibrate_tiles`). It is a lookup learned from our measurements, said
+as such: it describes the H200 and the shapes' range it was fitted on (M 1–65 536, K and N up to 65 536), and
+:meth:`TileModel.formula_time_s` gives the formula alone.
 """
 
 from __future__ import annotations

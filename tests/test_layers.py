@@ -37,6 +37,7 @@ FLOORS: dict[str, int] = {
     "calibrations.estimates": 2,
     "registry": 2,
     "tile_model": 2,
+    "_boost": 2,
     "gemm": 2,
     # 3: float8 decisions, model presets, report, the original model's names
     "_linear": 3,
