@@ -52,9 +52,12 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2027": ("seen", 2027, "fresh for the kernel fit"),
     "_fresh2028": ("seen", 2028, "fresh for the event fit"),
     "_fresh2029": ("fresh", 2029, "fresh, after the correction"),
+    "_fresh2030": ("fresh", 2030, "fresh again, after the correction"),
 }
-#: the newest fresh session: the held-out score (docs, error bars, expected error)
+#: the first fresh session of the shipped model: the held-out score of record (error bars, expected error,
+#: clock and floor tables); FRESH_SESSIONS all that were measured after it was committed
 FRESH = "_fresh2029"
+FRESH_SESSIONS = ("_fresh2029", "_fresh2030")
 CLOCKS = DATA / "h200_gpu_clocks_fresh2029_2026-12-01.csv.gz"
 #: SM clock bins of the clock table, MHz (the H200's maximum is 1980)
 CLOCK_BINS = ((0, 1500), (1500, 1800), (1800, 1950), (1950, 2000))
@@ -238,18 +241,22 @@ def evaluate() -> dict[str, Any]:
         "clocks": score_clocks(),
         "other_day": score_other_day(),
     }
-    for timing in ("kernel", "event"):  # the formula alone, without the learned correction
-        recs = records(timing, FRESH)
-        if recs is None:
-            continue
-        rs = list(recs)
-        meas = np.array([r["time_s"] for r in rs])
-        kinds = np.array([kind_of(r) for r in rs])
-        pred = predict(rs, formula_alone(), timing)
-        rep[f"formula_{timing}"] = {
-            k: ape_stats(pred[kinds == k] if k != "all" else pred, meas[kinds == k] if k != "all" else meas)
-            for k in (*KINDS, "all")
-        }
+    rep["fresh"] = {}
+    for suffix in FRESH_SESSIONS:
+        got: dict[str, Any] = {"floor": score_floor(suffix), "floor_event": score_floor(suffix, "event")}
+        for timing in ("kernel", "event"):  # the formula alone, without the learned correction
+            recs = records(timing, suffix)
+            if recs is None:
+                continue
+            rs = list(recs)
+            meas = np.array([r["time_s"] for r in rs])
+            kinds = np.array([kind_of(r) for r in rs])
+            pred = predict(rs, formula_alone(), timing)
+            got[f"formula_{timing}"] = {
+                k: ape_stats(pred[kinds == k] if k != "all" else pred, meas[kinds == k] if k != "all" else meas)
+                for k in (*KINDS, "all")
+            }
+        rep["fresh"][suffix] = got
     for suffix in SESSIONS:
         for timing in ("kernel", "event"):
             s = score_session(suffix, timing)
@@ -289,23 +296,26 @@ def markdown(rep: dict[str, Any]) -> str:
             ev.append(f"{label}: default {_c(a['calibrated']['all'])}, tiles {_c(a['tiles']['all'])}")
     if ev:
         lines += ["", 'Event time (`timing="event"`, all GEMMs of a session, MdAPE / p90 %): ' + "; ".join(ev) + "."]
-    fresh = rep["sessions"].get(FRESH, {})
-    fk, fe = fresh.get("kernel"), fresh.get("event")
-    gk, ge = rep.get("formula_kernel"), rep.get("formula_event")
-    flk, fle = rep.get("floor") or {}, rep.get("floor_event") or {}
-    if fk and fe and gk and ge:
-        seed = SESSIONS[FRESH][1]
+    seeds = [str(SESSIONS[s][1]) for s in FRESH_SESSIONS if s in rep["sessions"]]
+    if seeds:
         lines += [
             "",
-            f"**Per format and layout on the newest fresh session** (seed {seed}, measured after the learned "
-            f"correction was committed), against the target ({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and the "
-            "other-order floor (its `llm` GEMMs against the seed-0 sessions, which measured the same GEMMs in "
-            "another order; MdAPE / p90 %). `tiles` is the shipped tile model, `formula` the same without its "
-            "learned correction:\n",
-            "| GEMM | kernel: default | kernel: formula | kernel: tiles | kernel: floor | event: default | "
+            f"**Per format and layout on the fresh sessions** (seeds {' and '.join(seeds)}, each measured on a "
+            f"freshly started device machine after the learned correction was committed), against the target "
+            f"({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and the other-order floor (each session's `llm` GEMMs "
+            "against the seed-0 sessions, which measured the same GEMMs in another order; MdAPE / p90 %). "
+            "`tiles` is the shipped tile model, `formula` the same without its learned correction:\n",
+            "| seed | GEMM | kernel: default | kernel: formula | kernel: tiles | kernel: floor | event: default | "
             "event: formula | event: tiles | event: floor |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
+    for suffix in FRESH_SESSIONS:
+        fresh, extra = rep["sessions"].get(suffix, {}), rep["fresh"].get(suffix, {})
+        fk, fe = fresh.get("kernel"), fresh.get("event")
+        gk, ge = extra.get("formula_kernel"), extra.get("formula_event")
+        flk, fle = extra.get("floor") or {}, extra.get("floor_event") or {}
+        if not (fk and fe and gk and ge):
+            continue
         for k in (*KINDS, "all"):
             cells = [
                 _c(fk[k]["calibrated"]["all"]),
@@ -317,7 +327,7 @@ def markdown(rep: dict[str, Any]) -> str:
                 _c(fe[k]["tiles"]["all"]),
                 _c(fle[k]["floor"]) if k in fle else "–",
             ]
-            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+            lines.append(f"| {SESSIONS[suffix][1]} | {k} | " + " | ".join(cells) + " |")
     ck = rep.get("clocks")
     if ck and "kernel" in ck:
         pc = ck["sm_mhz_pct"]
