@@ -10,14 +10,15 @@ sessions with other seeds are never read here: seed 2026 was looked at while the
 after both (``benchmarks/validate_tiles.py`` scores them apart). Nothing in the package imports this module
 (floor 5); it needs scipy.
 
-**The learned correction** (``corrections``, ``event_corrections``): per bf16 layout (main and fallback kernels
-together) and fp8 scaling, and per timing, 100 boosted regression trees of depth 4 (:func:`fit_boost`, settings
+**The learned correction** (``corrections``, ``event_corrections``): per kind (bf16 layout, main or fallback
+kernels; fp8 scaling) and per timing, 100 boosted regression trees of depth 4 (:func:`fit_boost`, settings
 :data:`BOOST`) on :func:`perfmodel.tile_model.correction_features` of the log of measured over formula time,
-fitted on every layout-sweep session in :data:`CORRECTION_FILES` (seeds 0, 2026, 2027 and 2028; the geometric
-mean per GEMM id). Least absolute deviation boosting: each tree is grown on the sign of the residual, its
+fitted on every layout-sweep session in :data:`CORRECTION_FILES` (seeds 0, 2026 and 2027 to 2030; the
+geometric mean per GEMM id). Least absolute deviation boosting: each tree is grown on the sign of the residual, its
 leaves set to the median residual of their rows (scaled by the learning rate), so a few wild GEMMs do not
 steer it. It is a lookup fitted on our own measurements, not a formula: the settings were chosen on seed 2028,
-and seed 2029, measured after it was committed, is its held-out score.
+one set per fallback kind on seeds 2029 and 2030 (when a first, joint version was scored on them), and seed
+2031, measured after this version was committed, is its held-out score.
 
 Per kind, :func:`scipy.optimize.least_squares` on ``log(predicted) − log(measured)`` (soft-L1 loss, scale 0.05,
 bounds :data:`LOWER` / :data:`UPPER`) from :data:`START`, with the parameters of :data:`PINNED` held at their
@@ -56,7 +57,6 @@ from .tile_model import (
     TileKind,
     TileModel,
     correction_features,
-    correction_key,
     fallback_mask,
 )
 
@@ -75,8 +75,17 @@ EVENT_FIT_FILES: tuple[Path, ...] = (
 )
 OUT = Path(__file__).resolve().parent / "calibrations" / "h200_tiles.json"
 #: every session the learned correction is fitted on, per timing: all the layout sweeps measured before it was
-#: committed (seed 0 twice, seed 2026 twice, seeds 2027 and 2028); the geometric mean per GEMM id
-CORRECTION_SUFFIXES: tuple[str, ...] = ("", "_repeat", "_fresh", "_fresh_repeat", "_fresh2027", "_fresh2028")
+#: committed (seed 0 twice, seed 2026 twice, seeds 2027 to 2030); the geometric mean per GEMM id
+CORRECTION_SUFFIXES: tuple[str, ...] = (
+    "",
+    "_repeat",
+    "_fresh",
+    "_fresh_repeat",
+    "_fresh2027",
+    "_fresh2028",
+    "_fresh2029",
+    "_fresh2030",
+)
 CORRECTION_FILES: dict[str, tuple[Path, ...]] = {
     timing: tuple(DATA / f"h200_gemm_layouts_{kind}{sfx}_2026-12-01.json.gz" for sfx in CORRECTION_SUFFIXES)
     for timing, kind in (("kernel", "kernels"), ("event", "time"))
@@ -283,7 +292,7 @@ def _names(paths: Sequence[str | Path]) -> str:
 
 
 def correction_rows(paths: Sequence[str | Path]) -> dict[str, dict[str, np.ndarray]]:
-    """Per correction key (:func:`perfmodel.tile_model.correction_key`): ``M``, ``K``, ``N`` and the measured
+    """Per kind of the formula (its correction key): ``M``, ``K``, ``N`` and the measured
     seconds ``t``, the geometric mean over the files that measured each GEMM id."""
     by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for p in paths:
@@ -295,7 +304,7 @@ def correction_rows(paths: Sequence[str | Path]) -> dict[str, dict[str, np.ndarr
         kind = _kind_of(rs[0])
         if kind:
             t = float(np.exp(np.mean([np.log(x["time_s"]) for x in rs])))
-            rows[correction_key(kind)].append((rs[0]["M"], rs[0]["K"], rs[0]["N"], t))
+            rows[kind].append((rs[0]["M"], rs[0]["K"], rs[0]["N"], t))
     out = {}
     for key, vals in rows.items():
         a = np.array(sorted(vals), dtype=np.float64)
@@ -312,7 +321,7 @@ def fit_corrections(
     out, stats = {}, {}
     for key, rows in sorted(correction_rows(paths).items()):
         fmt = get_format("bf16" if key.startswith("bf16") else "fp8_e4m3")
-        layout = key.split("@")[1] if "@" in key else "rc"
+        layout = key.rsplit("/", 1)[-1].split("@")[-1] if key.startswith("bf16") else "rc"
         scaling = key.split("/")[1] if key.startswith("fp8") else None
         M, K, N, t = rows["M"], rows["K"], rows["N"], rows["t"]
         f = model.formula_time_s(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout, timing=timing)

@@ -56,7 +56,8 @@ calibration's measured gap, as for the other models.
 describes (which tile cuBLAS's heuristic takes, epilogue and split-K choices), so the shipped model multiplies
 the formula's time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees (:mod:`perfmodel._boost`) over
 :func:`correction_features` — log sizes, residues modulo tile sizes, tile counts and wave fractions, alignment
-flags and the formula's own log time — one set per bf16 layout and fp8 scaling and per timing, fitted on every
+flags and the formula's own log time — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling)
+and per timing, fitted on every
 layout sweep we measured (:mod:`perfmodel.calibrate_tiles`). It is a lookup learned from our measurements, said
 as such: it describes the H200 and the shapes' range it was fitted on (M 1–65 536, K and N up to 65 536), and
 :meth:`TileModel.formula_time_s` gives the formula alone.
@@ -115,8 +116,13 @@ FALLBACK_PARAM_NAMES: tuple[str, ...] = ("align1_rate", "align1_load")
 #: SMs a cluster of more than 2 CTAs leaves idle (4 of the H200's 132: fitted as slots, not measured apart).
 _CLUSTER_IDLE_SMS = 4
 _KIND_OF_FORMAT = {"bf16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e4m3"}
-#: the keys of a model's learned corrections (:func:`correction_key`)
-CORRECTION_KEYS: tuple[str, ...] = ("bf16@rr", "bf16@rc", "bf16@cr", "fp8_e4m3/tensorwise", "fp8_e4m3/rowwise")
+#: the keys of a model's learned corrections (:func:`correction_key`): one per kind of the formula
+CORRECTION_KEYS: tuple[str, ...] = (
+    *(f"bf16@{lay}" for lay in ("rr", "rc", "cr")),
+    *(f"bf16@fallback/{lay}" for lay in ("rr", "rc", "cr")),
+    "fp8_e4m3/tensorwise",
+    "fp8_e4m3/rowwise",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,10 +321,12 @@ def correction_features(M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarr
     return np.stack(cols, axis=1)
 
 
-def correction_key(kind_key: str) -> str:
-    """The correction a kind's GEMMs get: one per bf16 layout (its main and fallback kernels together), one per
-    fp8 scaling."""
-    return kind_key.split("@")[0] + "@" + kind_key.split("@")[1].split("/")[-1] if "@" in kind_key else kind_key
+def correction_key(kind_key: str, corrections: Mapping[str, Any] | None = None) -> str:
+    """The correction a kind's GEMMs get: the kind's own (``"bf16@fallback/cr"`` …); in ``corrections`` without
+    one for a fallback kind (files written before they were split), its layout's (``"bf16@cr"``)."""
+    if corrections is not None and kind_key not in corrections and "@fallback/" in kind_key:
+        return "bf16@" + kind_key.rsplit("/", 1)[1]
+    return kind_key
 
 
 def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any] | None = None) -> np.ndarray:
@@ -342,7 +350,7 @@ class TileModel:
         base: the time model that prices everything but GEMMs (memory kernels, launches, the event gap).
         event_kinds: the same kinds fitted on CUDA-event (``do_bench``) times (module doc); empty: event
             timing is the kernel fit plus the base's measured gap.
-        corrections, event_corrections: per :func:`correction_key` (``"bf16@rr"`` …, ``"fp8_e4m3/rowwise"``), boosted
+        corrections, event_corrections: per :func:`correction_key` (``"bf16@rr"``, ``"bf16@fallback/rr"`` …), boosted
             trees (:class:`perfmodel._boost.BoostedTrees`) over :func:`correction_features` whose sum is the log of
             measured over formula time, fitted on the measured sessions; the time is the formula's times
             ``exp(correction)``. Empty: the formula alone.
@@ -458,17 +466,18 @@ class TileModel:
                 None if lead_dims is None else tuple(np.broadcast_to(np.asarray(d, float), M.shape) for d in lead_dims)
             )
             fb = fallback_mask(M, K, N, layout, dims)
-            if (~fb).any():
-                out[~fb] = kinds[key].time_s(M[~fb], K[~fb], N[~fb], layout=layout, peak=peak, sms=gpu.num_sms)
-            if fb.any():
-                kind = kinds[f"bf16@fallback/{layout}"]
-                out[fb] = kind.time_s(M[fb], K[fb], N[fb], layout=layout, peak=peak, sms=gpu.num_sms)
+            groups = ((key, ~fb), (f"bf16@fallback/{layout}", fb))
         else:
-            out[...] = kinds[key].time_s(M, K, N, layout="rc", peak=peak, sms=gpu.num_sms)
-        trees = (corrections or {}).get(correction_key(key))
-        if trees is not None and out.size:
-            X = correction_features(M.reshape(-1), K.reshape(-1), N.reshape(-1), out.reshape(-1), gpu.num_sms)
-            out = out * np.exp(trees.predict(X)).reshape(out.shape)
+            groups = ((key, np.ones(M.shape, dtype=bool)),)
+        lay = layout if key.startswith("bf16") else "rc"
+        for kind_key, rows in groups:
+            if not rows.any():
+                continue
+            t = kinds[kind_key].time_s(M[rows], K[rows], N[rows], layout=lay, peak=peak, sms=gpu.num_sms)
+            trees = corrections.get(correction_key(kind_key, corrections)) if corrections else None
+            if trees is not None:
+                t = t * np.exp(trees.predict(correction_features(M[rows], K[rows], N[rows], t, gpu.num_sms)))
+            out[rows] = t
         return float(out.reshape(-1)[0]) if scalar else out
 
     def _base(self) -> Any:

@@ -400,15 +400,21 @@ def test_the_learned_correction_multiplies_the_formula(shipped):
         (fp8, "rowwise", "rc", "event"),
     ):
         f = shipped.formula_time_s(M, K, N, fmt=fmt, scaling=sc, gpu=H200, layout=lay, timing=timing)
-        key = correction_key(shipped.kind_key(fmt, sc, lay))
-        trees = (shipped.event_corrections if timing == "event" else shipped.corrections)[key]
-        want = f * np.exp(trees.predict(correction_features(M, K, N, f, H200.num_sms)))
+        table = shipped.event_corrections if timing == "event" else shipped.corrections
+        fb = fallback_mask(M, K, N, lay) if fmt.name == "bf16" else np.zeros(3, bool)
+        keys = [f"bf16@fallback/{lay}" if b else shipped.kind_key(fmt, sc, lay) for b in fb]
+        c = [table[k].predict(correction_features(M[i : i + 1], K[i : i + 1], N[i : i + 1], f[i : i + 1], 132))[0]
+             for i, k in enumerate(keys)]  # fmt: skip
+        want = f * np.exp(c)
         got = pm.gemm_time_s(M, K, N, fmt.name, "H200", scaling=sc, layout=lay, timing=timing, model="tiles")
         assert got == pytest.approx(want, rel=1e-12)
         assert not np.allclose(got, f, rtol=1e-3)  # it does correct
         assert np.all(np.abs(np.log(got / f)) < np.log(2))  # by less than 2x either way
-    # the misaligned cr shape (fallback kernel) shares its layout's correction
-    assert correction_key("bf16@fallback/cr") == "bf16@cr" and correction_key("fp8_e4m3/tensorwise") in CORRECTION_KEYS
+    # every kind has its own correction; a file without the fallback kinds' (older files) lends them the layout's
+    assert fb.tolist() == [False, False, False] and keys[0] == "fp8_e4m3/rowwise"
+    assert set(shipped.corrections) == set(shipped.event_corrections) == set(CORRECTION_KEYS)
+    assert correction_key("bf16@fallback/cr", shipped.corrections) == "bf16@fallback/cr"
+    assert correction_key("bf16@fallback/cr", {"bf16@cr": 0}) == "bf16@cr"
     # scalars, arrays and int32 agree with the correction too
     one = pm.gemm_time_s(2103, 2272, 7472, "bf16", "H200", layout="cr", model="tiles")
     arr = pm.gemm_time_s(
