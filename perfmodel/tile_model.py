@@ -566,13 +566,17 @@ class TileModel:
         return cls(gpu=gpu, kinds=kinds, source=source, residuals=residuals, base=base, event_kinds=event_kinds, **corr)
 
     def save(self, path: str | Path, *, force: bool = False) -> Path:
-        """Write the model as JSON (refuses to overwrite an existing file unless ``force``)."""
+        """Write the model as JSON (refuses to overwrite an existing file unless ``force``); lists of plain values
+        (a tile, a tree's nodes) on one line each."""
         import json
+        import re
 
         path = Path(path)
         if path.exists() and not force:
             raise PerfModelError(f"{path} exists; pass force=True (--force) to overwrite it")
-        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
+        text = json.dumps(self.to_dict(), indent=1, sort_keys=True)
+        text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+        path.write_text(text + "\n")
         return path
 
 
