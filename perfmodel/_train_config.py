@@ -154,6 +154,11 @@ class TrainConfig:
         return self.batch_per_gpu * self.seq_len
 
 
+#: the largest job priced: 2**24 GPUs (the collectives' group sizes are checked as sizes up to 2**40 ranks,
+#: far above any cluster; this keeps the message about the GPU count, not an internal group)
+MAX_GPUS = 2**24
+
+
 def _int(name: str, value: Any, valid: str) -> int:
     """A parallel degree or GPU count: a positive whole ``int``, ``float`` or numpy integer/float scalar.
 
@@ -269,6 +274,8 @@ def check_config(
     from ._step_core import AC_MODES
 
     n = _int("n_gpus", n_gpus, "a positive integer (GPUs in the job)")
+    if n > MAX_GPUS:
+        raise InvalidParallelismError(f"n_gpus must be at most {MAX_GPUS:,} (GPUs in the job), got {n:,}")
     t = _int("tp", tp, "a positive integer (tensor-parallel degree)")
     r = _int("dp_replicate", dp_replicate, "a positive integer (HSDP replicas; 1 = plain FSDP)")
     for name, v in (("pp", pp), ("cp", cp)):

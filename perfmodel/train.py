@@ -414,6 +414,10 @@ def _priced(
     """One checked job's step: compute, communication, memory, provenance."""
     spec, sizes = cfg.gpu, cfg.sizes
     params = train_params if train_params is not None else shipped_train_params()
+    if not isinstance(params, TrainParams):
+        raise PerfModelError(
+            f"train_params must be a TrainParams (perfmodel.calibrate_train fits one), got {type(params).__name__}"
+        )
     layer = layer_compute(cfg, time_model=time_model)
     other = other_compute(cfg, time_model=time_model)
     plan: CommPlan = comm_plan(cfg, layer, network=network)

@@ -153,3 +153,15 @@ def test_convert_auto_chooses_among_the_groups_eligible_after_sharding():
     est = _odd(convert="auto")
     assert set(est.config.converted) <= {"wq", "wk", "wv", "wo"}
     assert set(_odd(convert="auto", float8_all_gather=True).config.converted) <= {"wq", "wk", "wv", "wo"}
+
+
+def test_train_params_and_huge_gpu_counts_get_named_errors():
+    from perfmodel._train_config import MAX_GPUS
+    from perfmodel.errors import InvalidParallelismError, PerfModelError
+
+    kw = dict(gpu="H200", seq_len=8192, batch_per_gpu=1)
+    with pytest.raises(PerfModelError, match="train_params must be a TrainParams"):
+        train.estimate("llama3-8b", n_gpus=8, train_params={}, **kw)
+    with pytest.raises(InvalidParallelismError, match="n_gpus must be at most"):
+        train.estimate("llama3-8b", n_gpus=2 * MAX_GPUS, **kw)
+    assert train.estimate("llama3-8b", n_gpus=2**20, **kw).step_s > 0  # a million GPUs still prices
