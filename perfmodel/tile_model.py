@@ -59,7 +59,7 @@ the formula's time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees 
 flags and the formula's own log time — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling)
 and per timing, fitted on every
 layout sweep we measured (:mod:`perfmodel.calibrate_tiles`). It is a lookup learned from our measurements, said
-as such: it describes the H200 and the shapes' range it was fitted on (M 1–65 536, K and N up to 65 536), and
+as such: it describes the H200 and the shapes' range it was fitted on (M and K 1–65 536, N 256–28 672), and
 :meth:`TileModel.formula_time_s` gives the formula alone.
 """
 
