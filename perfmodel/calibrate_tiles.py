@@ -196,9 +196,9 @@ def _kind_of(record: Mapping[str, Any]) -> str:
     return f"fp8_e4m3/{record['scaling']}"
 
 
-def load_rows(paths: Sequence[str | Path] = FIT_FILES) -> dict[str, dict[str, np.ndarray]]:
-    """Per kind: ``M``, ``K``, ``N`` and the measured kernel seconds ``t`` (the geometric mean over the files of
-    each GEMM ``id`` measured in all of them)."""
+def load_rows(paths: Sequence[str | Path] = FIT_FILES, *, in_all: bool = True) -> dict[str, dict[str, np.ndarray]]:
+    """Per kind: ``M``, ``K``, ``N`` and the measured seconds ``t``, the geometric mean over the files of each
+    GEMM ``id`` — measured in all of them (``in_all``, the formula fit), or in any (the learned correction)."""
     by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for p in paths:
         data = read_data_json(p)
@@ -207,7 +207,7 @@ def load_rows(paths: Sequence[str | Path] = FIT_FILES) -> dict[str, dict[str, np
                 by_id[r["id"]].append(r)
     rows: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
     for rs in by_id.values():
-        if len(rs) != len(paths):
+        if in_all and len(rs) != len(paths):
             continue
         r = rs[0]
         kind = _kind_of(r)
@@ -215,7 +215,7 @@ def load_rows(paths: Sequence[str | Path] = FIT_FILES) -> dict[str, dict[str, np
             t = float(np.exp(np.mean([np.log(x["time_s"]) for x in rs])))
             rows[kind].append((r["M"], r["K"], r["N"], t))
     if not rows:
-        raise CalibrationError(f"no GEMM measured in all of {', '.join(map(str, paths))}")
+        raise CalibrationError(f"no GEMM measured in {'all' if in_all else 'any'} of {', '.join(map(str, paths))}")
     out = {}
     for kind, vals in rows.items():
         a = np.array(sorted(vals), dtype=np.float64)
@@ -291,27 +291,6 @@ def _names(paths: Sequence[str | Path]) -> str:
     return " + ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in rel)
 
 
-def correction_rows(paths: Sequence[str | Path]) -> dict[str, dict[str, np.ndarray]]:
-    """Per kind of the formula (its correction key): ``M``, ``K``, ``N`` and the measured
-    seconds ``t``, the geometric mean over the files that measured each GEMM id."""
-    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for p in paths:
-        for r in read_data_json(p).get("records", []):
-            if r.get("op") == "gemm" and r.get("time_s"):
-                by_id[r["id"]].append(r)
-    rows: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
-    for rs in by_id.values():
-        kind = _kind_of(rs[0])
-        if kind:
-            t = float(np.exp(np.mean([np.log(x["time_s"]) for x in rs])))
-            rows[kind].append((rs[0]["M"], rs[0]["K"], rs[0]["N"], t))
-    out = {}
-    for key, vals in rows.items():
-        a = np.array(sorted(vals), dtype=np.float64)
-        out[key] = {"M": a[:, 0], "K": a[:, 1], "N": a[:, 2], "t": a[:, 3]}
-    return out
-
-
 def fit_corrections(
     model: TileModel, paths: Sequence[str | Path], timing: str, **boost: Any
 ) -> tuple[dict[str, BoostedTrees], dict[str, dict[str, Any]]]:
@@ -319,7 +298,7 @@ def fit_corrections(
     :func:`perfmodel.tile_model.correction_features` of log measured / formula time) and their fit statistics."""
     spec = get_gpu(GPU)
     out, stats = {}, {}
-    for key, rows in sorted(correction_rows(paths).items()):
+    for key, rows in sorted(load_rows(paths, in_all=False).items()):
         fmt = get_format("bf16" if key.startswith("bf16") else "fp8_e4m3")
         layout = key.rsplit("/", 1)[-1].split("@")[-1] if key.startswith("bf16") else "rc"
         scaling = key.split("/")[1] if key.startswith("fp8") else None
