@@ -390,7 +390,10 @@ class TileModel:
                 f"the tile model was measured on the {self.gpu} only and does not rescale to {gpu.name}; use the "
                 "default model there (model=None), which transfers within an architecture"
             )
-        ref = ReferenceGPU.from_spec(get_gpu(self.gpu))
+        table = get_gpu(self.gpu)
+        if gpu is table:  # the spec table's own entry (the common case: no comparison needed)
+            return
+        ref = ReferenceGPU.from_spec(table)
         if not ref.matches(gpu):
             mine = ReferenceGPU.from_spec(gpu).to_dict()
             differ = sorted(k for k, v in ref.to_dict().items() if mine.get(k) != v)
@@ -410,18 +413,9 @@ class TileModel:
     def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         """Kernel seconds of ``[M, K] @ [K, N]`` (the kernel-time fit, ``kinds``)."""
         self._check_out(fmt, out_fmt)
-        return self._price(
-            self.kinds,
-            M,
-            K,
-            N,
-            fmt=fmt,
-            scaling=scaling,
-            gpu=gpu,
-            lead_dims=lead_dims,
-            layout=layout,
-            corrections=self.corrections,
-        )
+        kinds, corrections = self._fit("kernel")
+        return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
+                           corrections=corrections)  # fmt: skip
 
     def event_gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         """Seconds a CUDA-event (``do_bench``) timing of one call shows, from the event fit (``event_kinds``);
@@ -430,23 +424,20 @@ class TileModel:
         if not self.event_kinds:
             return None
         self._check_out(fmt, out_fmt)
-        return self._price(
-            self.event_kinds,
-            M,
-            K,
-            N,
-            fmt=fmt,
-            scaling=scaling,
-            gpu=gpu,
-            lead_dims=lead_dims,
-            layout=layout,
-            corrections=self.event_corrections,
-        )
+        kinds, corrections = self._fit("event")
+        return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
+                           corrections=corrections)  # fmt: skip
 
     def formula_time_s(self, M, K, N, *, fmt, scaling, gpu, layout="rc", timing="kernel", lead_dims=None):
         """The tile formula's seconds without the learned correction (what the correction is fitted against)."""
-        kinds = self.event_kinds if timing == "event" and self.event_kinds else self.kinds
+        kinds, _ = self._fit(timing)
         return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout)
+
+    def _fit(self, timing: str) -> tuple[Mapping[str, TileKind], Mapping[str, BoostedTrees]]:
+        """The formula kinds and learned corrections of ``timing`` (the kernel fit's where no event fit exists)."""
+        if timing == "event" and self.event_kinds:
+            return self.event_kinds, self.event_corrections
+        return self.kinds, self.corrections
 
     def _price(self, kinds, M, K, N, *, fmt, scaling, gpu, lead_dims, layout, corrections=None):
         if any(is_symbolic(x) for x in (M, K, N)) or (lead_dims is not None and any(map(is_symbolic, lead_dims))):
