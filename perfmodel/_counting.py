@@ -14,15 +14,28 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ._backend import check_shapes, namespace
+import numpy as np
+
+from ._backend import check_shapes, is_symbolic, namespace
 from .errors import PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format, FormatLike, get_format
 
-__all__ = ["FP8_GEMM_ALIGN", "SCALINGS", "Scaling", "gemm_bytes", "gemm_flops", "resolve_scaling"]
+__all__ = ["FP8_GEMM_ALIGN", "SCALINGS", "Scaling", "fp8_aligned", "gemm_bytes", "gemm_flops", "resolve_scaling"]
 
 #: float8 GEMM kernels need K and N to be multiples of this (``torch._scaled_mm``: "both dimensions of mat2 must
 #: be divisible by 16"; torchao's float8 filter checks a Linear's in_features and out_features the same way).
 FP8_GEMM_ALIGN = 16
+
+
+def fp8_aligned(size: Any) -> Any:
+    """Whether a float8 GEMM dimension (K or N) is a multiple of :data:`FP8_GEMM_ALIGN`: a bool, a bool array
+    for arrays; a sympy symbol is taken as aligned, a sympy number is checked."""
+    if is_symbolic(size):
+        return not size.is_number or int(size) % FP8_GEMM_ALIGN == 0
+    if isinstance(size, np.ndarray):
+        return size % FP8_GEMM_ALIGN == 0
+    return size % FP8_GEMM_ALIGN == 0
+
 
 Scaling = Literal["tensorwise", "rowwise", "blockwise", "mx"]
 #: Scaling granularities of low-precision GEMMs. ``mx``: the block scaling built into MX/NVFP4 formats.

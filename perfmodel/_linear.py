@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import check_flag, check_shapes, is_symbolic
-from ._counting import FP8_GEMM_ALIGN, gemm_bytes, gemm_flops
+from ._backend import check_flag, check_shapes
+from ._counting import FP8_GEMM_ALIGN, fp8_aligned, gemm_bytes, gemm_flops
 from .errorbars import ErrorBar, error_bar, shape_family
 from .errors import PerfModelError, UnsupportedFormatError
 from .formats import get_format
@@ -44,12 +44,10 @@ __all__ = [
 def eligible(K: Any, N: Any) -> Any:
     """True where float8 can run ``nn.Linear(K, N)``: both multiples of :data:`FP8_ALIGN` (bool or bool
     array; sympy symbols are taken as eligible, sympy numbers are checked)."""
-    if is_symbolic(K) or is_symbolic(N):
-        numbers = [v for v in (K, N) if not is_symbolic(v) or v.is_number]
-        return all(int(v) % FP8_ALIGN == 0 for v in numbers)
-    if isinstance(K, np.ndarray) or isinstance(N, np.ndarray):
-        return (np.asarray(K) % FP8_ALIGN == 0) & (np.asarray(N) % FP8_ALIGN == 0)
-    return K % FP8_ALIGN == 0 and N % FP8_ALIGN == 0
+    k, n = fp8_aligned(K), fp8_aligned(N)
+    if isinstance(k, np.ndarray) or isinstance(n, np.ndarray):
+        return np.asarray(k) & np.asarray(n)
+    return k and n
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

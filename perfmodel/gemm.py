@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import check_shapes, is_symbolic
-from ._counting import FP8_GEMM_ALIGN, SCALINGS, Scaling, gemm_bytes, gemm_flops, resolve_scaling
+from ._backend import check_shapes
+from ._counting import FP8_GEMM_ALIGN, SCALINGS, Scaling, fp8_aligned, gemm_bytes, gemm_flops, resolve_scaling
 from .calibrated_model import LAYOUTS
 from .errorbars import ErrorBar, shape_family
 from .errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError, choices_message
@@ -119,14 +119,9 @@ def check_fp8_alignment(K: Any, N: Any, fmt: FormatLike) -> None:
     if get_format(fmt).bits > 8:
         return
     for name, v in (("K", K), ("N", N)):
-        if is_symbolic(v):
-            if not v.is_number:
-                continue
-            v = int(v)
-        values = np.asarray(v).reshape(-1)
-        bad = values % FP8_GEMM_ALIGN != 0
+        bad = ~np.asarray(fp8_aligned(v), dtype=bool).reshape(-1)
         if bad.any():
-            first = values[np.argmax(bad)]
+            first = np.asarray(v).reshape(-1)[np.argmax(bad)]
             first = int(first) if float(first).is_integer() else first
             raise IneligibleShapeError(
                 f"{get_format(fmt).name} GEMMs (torch._scaled_mm) need K and N to be multiples of {FP8_GEMM_ALIGN}; "
