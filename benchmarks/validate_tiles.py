@@ -105,15 +105,16 @@ def predict(rs: list[dict[str, Any]], model: str | None, timing: str) -> np.ndar
     return out
 
 
-def score_session(suffix: str, timing: str) -> dict[str, Any] | None:
-    """Both models on one session: per kind, all shapes / ``llm`` shapes / the others, MdAPE and p90."""
+def score_session(suffix: str, timing: str, models: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """``models`` (default: both, :data:`MODELS`) on one session: per kind, all shapes / ``llm`` shapes / the
+    others, MdAPE and p90."""
     recs = records(timing, suffix)
     if recs is None:
         return None
     out: dict[str, Any] = {}
     rs = list(recs)
     meas = np.array([r["time_s"] for r in rs])
-    preds = {name: predict(rs, m, timing) for name, m in MODELS.items()}
+    preds = {name: predict(rs, m, timing) for name, m in (models or MODELS).items()}
     kinds = np.array([kind_of(r) for r in rs])
     llm = np.array([r["family"] == "llm" for r in rs])
     for k in (*KINDS, "all"):
@@ -248,17 +249,9 @@ def evaluate() -> dict[str, Any]:
     for suffix in FRESH_SESSIONS:
         got: dict[str, Any] = {"floor": score_floor(suffix), "floor_event": score_floor(suffix, "event")}
         for timing in ("kernel", "event"):  # the formula alone, without the learned correction
-            recs = records(timing, suffix)
-            if recs is None:
-                continue
-            rs = list(recs)
-            meas = np.array([r["time_s"] for r in rs])
-            kinds = np.array([kind_of(r) for r in rs])
-            pred = predict(rs, formula_alone(), timing)
-            got[f"formula_{timing}"] = {
-                k: ape_stats(pred[kinds == k] if k != "all" else pred, meas[kinds == k] if k != "all" else meas)
-                for k in (*KINDS, "all")
-            }
+            s = score_session(suffix, timing, {"formula": formula_alone()})
+            if s is not None:
+                got[f"formula_{timing}"] = {k: s[k]["formula"]["all"] for k in (*KINDS, "all")}
         rep["fresh"][suffix] = got
     for suffix in SESSIONS:
         for timing in ("kernel", "event"):
