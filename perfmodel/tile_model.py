@@ -292,10 +292,12 @@ def _softmin(times: Sequence[np.ndarray], tau: float | None) -> np.ndarray:
     return np.exp(low - tau * np.log(np.exp(-(logs - low) / tau).sum(axis=0)))
 
 
-#: tiles whose counts and wave fractions the correction's features hold (the shapes cuBLAS ran most)
-_FEATURE_TILES = ((128, 128), (128, 256), (256, 128), (64, 128))
-#: alignments the correction's features test each dimension against
-_FEATURE_ALIGNS = (8, 16, 32, 64, 128)
+#: tiles whose counts and wave fractions the correction's features hold (the shapes cuBLAS ran most; 64x64 and
+#: 256x64 for its CUTLASS fallback kernels)
+_FEATURE_TILES = ((128, 128), (128, 256), (256, 128), (64, 128), (64, 64), (256, 64))
+#: alignments the correction's features test each dimension against (2 and 4: which CUTLASS fallback kernel a
+#: misaligned bf16 GEMM gets, sm75 ``align1`` or sm80 ``align2``)
+_FEATURE_ALIGNS = (2, 4, 8, 16, 32, 64, 128)
 #: number of features :func:`correction_features` returns
 N_CORRECTION_FEATURES = 3 + 1 + 7 + 3 * len(_FEATURE_TILES) + 1 + 3 * len(_FEATURE_ALIGNS)
 
@@ -305,7 +307,7 @@ def correction_features(M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarr
     own log time, rounded to 1e-3 (so that a fit is the same on every BLAS build); M and N modulo 64, 128,
     256 and K modulo 64; per tile of :data:`_FEATURE_TILES` the log2 tile count, its fractional and whole
     waves on ``sms`` SMs; log2 of the arithmetic intensity M·N·K / (M·K + K·N + M·N); and whether each
-    dimension is a multiple of 8, 16, 32, 64, 128."""
+    dimension is a multiple of 2, 4, 8, 16, 32, 64, 128."""
     M, K, N = (np.asarray(x, dtype=np.float64) for x in (M, K, N))
     cols = [np.log2(M), np.log2(K), np.log2(N), np.round(np.log(t), 3)]
     for a in (64, 128, 256):

@@ -431,8 +431,10 @@ def test_correction_features_by_hand():
     assert row[4:11].tolist() == [0, 300 % 64, 0, 300 % 128, 0, 300 % 256, 100 % 64]
     # 128x128 tiles: 32 x 3 = 96 tiles on 132 SMs: 0.727 of a wave, 1 wave
     assert row[11:14].tolist() == pytest.approx([np.log2(96), 96 / 132, 1])
-    # alignment flags: M = 4096 is a multiple of all of 8..128; K = 100 of none; N = 300 of none
-    assert row[-15:].tolist() == [1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    # 64x64 tiles: 64 x 5 = 320 tiles: 2.42 waves, 3 whole ones
+    assert row[23:26].tolist() == pytest.approx([np.log2(320), 320 / 132 - 2, 3])
+    # alignment flags (2, 4, 8, 16, 32, 64, 128): M = 4096 is a multiple of all; K = 100 and N = 300 of 2 and 4 only
+    assert row[-21:].tolist() == [1] * 7 + [1, 1, 0, 0, 0, 0, 0] * 2
 
 
 def test_bad_correction_files_get_named_errors(tmp_path):
