@@ -13,9 +13,12 @@ Three kinds of session, kept apart:
   every session above, 2027 and 2028 included;
   seeds 2029 and 2030 (``*_fresh2029``, ``*_fresh2030``) scored a first, joint version of the correction, and
   the shipped one (one per fallback kind) is fitted on them too;
-* **fresh**: seed 2031 (``*_fresh2031``), measured on a freshly started device machine after the shipped
+  seed 2031 (``*_fresh2031``) was the held-out score of the correction with one set per kind (39 features); the
+  shipped one (51 features: the fallback kernels' alignments and tiles) is fitted on it too;
+* **fresh**: seed 2032 (``*_fresh2032``), measured on a freshly started device machine after the shipped
   correction was committed — the held-out score of the shipped model, with the GPU's SM clock logged every
-  100 ms (``h200_gpu_clocks_fresh2031_2026-12-01.csv.gz``).
+  100 ms (``h200_gpu_clocks_fresh2032_2026-12-01.csv.gz``); and the same GEMMs again, in the same order, on
+  the next freshly started machine — another GPU (``*_fresh2032_repeat``): the held-out GEMMs' repeatability.
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -55,13 +58,18 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2028": ("seen", 2028, "fresh for the event fit"),
     "_fresh2029": ("seen", 2029, "fresh for a first correction"),
     "_fresh2030": ("seen", 2030, "fresh again for it"),
-    "_fresh2031": ("fresh", 2031, "fresh, after the shipped correction"),
+    "_fresh2031": ("seen", 2031, "fresh for the correction per kind"),
+    "_fresh2032": ("fresh", 2032, "fresh, after the shipped correction"),
+    "_fresh2032_repeat": ("fresh", 2032, "fresh, the same GEMMs on another GPU"),
 }
 #: the first fresh session of the shipped model: the held-out score of record (error bars, expected error,
 #: clock and floor tables); FRESH_SESSIONS all that were measured after it was committed
-FRESH = "_fresh2031"
-FRESH_SESSIONS = ("_fresh2031",)
-CLOCKS = DATA / "h200_gpu_clocks_fresh2031_2026-12-01.csv.gz"
+FRESH = "_fresh2032"
+FRESH_SESSIONS = ("_fresh2032",)
+#: FRESH measured again, in the same order, on the next freshly started device machine (another GPU): the
+#: repeatability of the held-out score's own GEMMs
+FRESH_REPEAT = "_fresh2032_repeat"
+CLOCKS = DATA / "h200_gpu_clocks_fresh2032_2026-12-01.csv.gz"
 #: SM clock bins of the clock table, MHz (the H200's maximum is 1980)
 CLOCK_BINS = ((0, 1500), (1500, 1800), (1800, 1950), (1950, 2000))
 TARGET = (4.0, 12.0)  # MdAPE, p90 %: the issue's target per format and layout
@@ -150,6 +158,33 @@ def score_floor(suffix: str = FRESH, timing: str = "kernel") -> dict[str, Any] |
         out[k] = {"floor": ape_stats(other[sel], meas[sel])} | {
             name: ape_stats(p[sel], meas[sel]) for name, p in preds.items()
         }
+    return out
+
+
+def score_repeat(suffix: str = FRESH, repeat: str = FRESH_REPEAT) -> dict[str, Any] | None:
+    """``suffix``'s GEMMs against the same GEMMs measured again in the same order on another GPU (``repeat``): per
+    timing and kind, MdAPE / p90 of the repeat against the first session (``floor``; ``floor_other``: the non-``llm``
+    GEMMs only) and the tile model against each session."""
+    out: dict[str, Any] = {}
+    for timing in ("kernel", "event"):
+        first, again = records(timing, suffix), records(timing, repeat)
+        if first is None or again is None:
+            return None
+        b = {r["id"]: r["time_s"] for r in again}
+        rs = [r for r in first if r["id"] in b]
+        meas = np.array([r["time_s"] for r in rs])
+        other = np.array([b[r["id"]] for r in rs])
+        pred = predict(rs, "tiles", timing)
+        kinds = np.array([kind_of(r) for r in rs])
+        llm = np.array([r["family"] == "llm" for r in rs])
+        for k in (*KINDS, "all"):
+            sel = np.ones(len(rs), bool) if k == "all" else kinds == k
+            out.setdefault(timing, {})[k] = {
+                "floor": ape_stats(other[sel], meas[sel]),
+                "floor_other": ape_stats(other[sel & ~llm], meas[sel & ~llm]),
+                "tiles": ape_stats(pred[sel], meas[sel]),
+                "tiles_repeat": ape_stats(pred[sel], other[sel]),
+            }
     return out
 
 
@@ -243,6 +278,7 @@ def evaluate() -> dict[str, Any]:
         "floor": score_floor(),
         "floor_event": score_floor(timing="event"),
         "clocks": score_clocks(),
+        "repeat": score_repeat(),
         "other_day": score_other_day(),
     }
     rep["fresh"] = {}
@@ -325,6 +361,24 @@ def markdown(rep: dict[str, Any]) -> str:
                 _c(fle[k]["floor"]) if k in fle else "–",
             ]
             lines.append(f"| {SESSIONS[suffix][1]} | {k} | " + " | ".join(cells) + " |")
+    rp = rep.get("repeat")
+    if rp:
+        lines += [
+            "",
+            f"**The same GEMMs, in the same order, on another GPU** (seed {SESSIONS[FRESH][1]} measured again on "
+            "the next freshly started device machine, another H200 by its UUID; MdAPE / p90 %): the repeat against "
+            "the first session — all GEMMs, and the non-`llm` ones the model never saw — and the tile model against "
+            "each:\n",
+            "| GEMM | kernel: repeat | kernel: repeat, non-`llm` | kernel: tiles vs first / repeat | event: repeat | "
+            "event: repeat, non-`llm` | event: tiles vs first / repeat |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for k in (*KINDS, "all"):
+            a, e = rp["kernel"][k], rp["event"][k]
+            lines.append(
+                f"| {k} | {_c(a['floor'])} | {_c(a['floor_other'])} | {_c(a['tiles'])} · {_c(a['tiles_repeat'])} | "
+                f"{_c(e['floor'])} | {_c(e['floor_other'])} | {_c(e['tiles'])} · {_c(e['tiles_repeat'])} |"
+            )
     ck = rep.get("clocks")
     if ck and "kernel" in ck:
         pc = ck["sm_mhz_pct"]
