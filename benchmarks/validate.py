@@ -57,6 +57,9 @@ BEGIN, END = "<!-- validation:begin -->", "<!-- validation:end -->"
 PUBLISHED_BEGIN, PUBLISHED_END = "<!-- published:begin -->", "<!-- published:end -->"
 PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored against, never fitted on
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
+#: the layout-sweep session the tile model's error bars come from: benchmarks/validate_tiles.py's FRESH (a test
+#: holds the two equal), measured after the shipped tile model was committed
+TILES_FRESH = "_fresh2036"
 
 
 @functools.cache
@@ -834,16 +837,17 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
                 sel = fams_arr == fam
                 if sel.sum() >= MIN_FAMILY_N:
                     bars.append(_bar("gemm_time", kind, fam, timing, ratio[sel], basis))
-    # the tile model (model="tiles"): the seed-2036 session, measured after it (formula fits and learned
+    # the tile model (model="tiles"): the TILES_FRESH session, measured after it (formula fits and learned
     # correction) was committed
     for timing in ("kernel", "event"):
-        recs = _layout_sweep(timing, "_fresh2036")
+        recs = _layout_sweep(timing, TILES_FRESH)
         if recs is None:
             continue
         recs = [r for r in recs if r.get("time_s")]
         ratio, fams = _sweep_ratios(recs, timing, "tiles")
         fams_arr = np.array(fams)
-        basis = "H200 layout sweep 2026-12-01, seed 2036 (measured after the fits), the H200 tile model"
+        seed = TILES_FRESH.removeprefix("_fresh")
+        basis = f"H200 layout sweep 2026-12-01, seed {seed} (measured after the fits), the H200 tile model"
         bars.append(_bar("gemm_time", "measured", "all", timing, ratio, basis) | {"model": "tiles"})
         for fam in SHAPE_FAMILIES:
             sel = fams_arr == fam
