@@ -21,7 +21,10 @@ one set per fallback kind on seeds 2029 and 2030 (when a first, joint version wa
 kernels' features (alignment to 2 and 4, 64x64 and 256x64 tile counts) by holding out seed 2029, then 2030, from
 a fit on the others (seed 2031 held out of both); seed 2032 scored that version, seeds 2033 to 2035 were then
 measured as more fit data (without them, seed 2032 scored 4.8 % kernel-time MdAPE; with them 4.6 %, event time
-3.2 % both ways), and seed 2036, measured after this version was committed, is its held-out score.
+3.2 % both ways), and seed 2036, measured after this version was committed, is its held-out score. The
+boosting uses no BLAS: :func:`fit_corrections` on the shipped formula's times gives the shipped trees on every
+build; after a formula refit on another BLAS build (parameters ~1e-5 apart) a near-tied split can flip
+(``docs/validation.md``, "The tile model").
 
 Per kind, :func:`scipy.optimize.least_squares` on ``log(predicted) − log(measured)`` (soft-L1 loss, scale 0.05,
 bounds :data:`LOWER` / :data:`UPPER`) from :data:`START`, with the parameters of :data:`PINNED` held at their

@@ -304,7 +304,7 @@ N_CORRECTION_FEATURES = 3 + 1 + 7 + 3 * len(_FEATURE_TILES) + 1 + 3 * len(_FEATU
 
 def correction_features(M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarray, sms: int) -> np.ndarray:
     """The rows the learned correction reads (``(n, N_CORRECTION_FEATURES)``): log2 of M, K, N; the formula's
-    own log time, rounded to 1e-3 (so that a fit is the same on every BLAS build); M and N modulo 64, 128,
+    own log time, rounded to 1e-3 (so that BLAS noise in it seldom moves a split); M and N modulo 64, 128,
     256 and K modulo 64; per tile of :data:`_FEATURE_TILES` the log2 tile count, its fractional and whole
     waves on ``sms`` SMs; log2 of the arithmetic intensity M·N·K / (M·K + K·N + M·N); and whether each
     dimension is a multiple of 2, 4, 8, 16, 32, 64, 128."""
