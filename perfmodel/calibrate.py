@@ -299,7 +299,8 @@ def _fit_group(
     slowed down from it, and no throttling (too few long fallback GEMMs to identify it: a free throttle
     time would drift between BLAS builds).
     ``max_bw``: upper bound of the memory bandwidth, B/s (a calibration file refuses more than 1.2x
-    the GPU's)."""
+    the GPU's): a fallback group's bound from the start; any other group is fitted again within it where its
+    free fit went above."""
     from scipy.optimize import least_squares  # the calibrate extra; prediction never needs it
 
     lead = lead if lead is not None else (K, N)
@@ -323,6 +324,13 @@ def _fit_group(
         # a small group's flat directions: converge tightly, or the answer drifts with the BLAS build
         tol = {"xtol": 1e-13, "ftol": 1e-13, "gtol": 1e-13, "max_nfev": 2000} if fallback_group else {}
         res = least_squares(residual, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05, **tol)
+        if max_bw is not None and res.x[3] * 1e12 > max_bw:
+            # a bandwidth the calibration file would refuse (data with few memory-bound GEMMs leave it free):
+            # fit again within it (refitting only then keeps the fits that never reach it as they were)
+            hi[3] = max_bw / 1e12
+            x0b = x0.copy()
+            x0b[3] = min(x0[3], hi[3] / 2)
+            res = least_squares(residual, x0b, bounds=(lo, hi), loss="soft_l1", f_scale=0.05, **tol)
         x = res.x.copy()
         x[pinned] = 1.0
         if fallback_group:

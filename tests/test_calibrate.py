@@ -297,3 +297,22 @@ def test_model_extras_by_hand():
     assert p.compute_s(M, 4096, N, 132) < p.compute_s(M, K, N, 132) / 2.5
     m = sp.Symbol("M", positive=True)
     assert float(p.compute_s(m, 4096, N, 132).subs(m, M)) == pytest.approx(p.compute_s(M, 4096, N, 132))
+
+
+def test_fit_keeps_the_bandwidth_a_calibration_file_accepts():
+    # compute-bound GEMMs only: the memory bandwidth is free, and a free fit may put it anywhere up to its
+    # search bound (10 TB/s) — above the 1.2x of the GPU's that a calibration file refuses; the fit then
+    # fits again within the bound given
+    from perfmodel._counting import _gemm_bytes
+    from perfmodel.calibrate import _fit_group
+
+    M = K = N = np.array([4096.0, 6144, 8192, 12288, 16384] * 4)
+    t = truth_model().gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)
+    nbytes = np.asarray(_gemm_bytes(M, K, N, BF16, BF16, None), float)
+    free = _fit_group(M, K, N, nbytes, t, 132, [(128, 256)], 8e14)
+    low = 0.5 * free.mem_bw_bytes_per_s
+    bound = _fit_group(M, K, N, nbytes, t, 132, [(128, 256)], 8e14, max_bw=low)
+    assert bound.mem_bw_bytes_per_s <= low * (1 + 1e-9)
+    # the bound binds the bandwidth only: the compute-bound times are still fitted
+    again = bound.time_s(M, K, N, nbytes, 132, (K, N))
+    assert np.allclose(again, t, rtol=0.02)
