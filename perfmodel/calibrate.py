@@ -327,9 +327,9 @@ def _fit_group(
         if max_bw is not None and res.x[3] * 1e12 > max_bw:
             # a bandwidth the calibration file would refuse (data with few memory-bound GEMMs leave it free):
             # fit again within it (refitting only then keeps the fits that never reach it as they were)
-            hi[3] = max_bw / 1e12
+            hi[3] = max(max_bw / 1e12, lo[3] * (1 + 1e-9))
             x0b = x0.copy()
-            x0b[3] = min(x0[3], hi[3] / 2)
+            x0b[3] = float(np.clip(x0[3], lo[3], hi[3] / 2 if hi[3] / 2 > lo[3] else hi[3]))
             res = least_squares(residual, x0b, bounds=(lo, hi), loss="soft_l1", f_scale=0.05, **tol)
         x = res.x.copy()
         x[pinned] = 1.0
