@@ -36,6 +36,7 @@ import functools
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,14 @@ def predict(rs: list[dict[str, Any]], model: str | None, timing: str) -> np.ndar
     return out
 
 
+def kind_masks(rs: list[dict[str, Any]]) -> Iterator[tuple[str, np.ndarray]]:
+    """``(kind, mask)`` over ``rs`` for each of :data:`KINDS`, then ``("all", every record)``."""
+    kinds = np.array([kind_of(r) for r in rs])
+    for k in KINDS:
+        yield k, kinds == k
+    yield "all", np.ones(len(rs), bool)
+
+
 def score_session(suffix: str, timing: str, models: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """``models`` (default: both, :data:`MODELS`) on one session: per kind, all shapes / ``llm`` shapes / the
     others, MdAPE and p90."""
@@ -130,10 +139,8 @@ def score_session(suffix: str, timing: str, models: dict[str, Any] | None = None
     rs = list(recs)
     meas = np.array([r["time_s"] for r in rs])
     preds = {name: predict(rs, m, timing) for name, m in (models or MODELS).items()}
-    kinds = np.array([kind_of(r) for r in rs])
     llm = np.array([r["family"] == "llm" for r in rs])
-    for k in (*KINDS, "all"):
-        sel = np.ones(len(rs), bool) if k == "all" else kinds == k
+    for k, sel in kind_masks(rs):
         row = {}
         for name, p in preds.items():
             row[name] = {
@@ -158,10 +165,8 @@ def score_floor(suffix: str = FRESH, timing: str = "kernel") -> dict[str, Any] |
     meas = np.array([r["time_s"] for r in rs])
     other = np.array([np.sqrt(a[r["id"]] * b[r["id"]]) for r in rs])
     preds = {name: predict(rs, m, timing) for name, m in MODELS.items()}
-    kinds = np.array([kind_of(r) for r in rs])
     out = {}
-    for k in (*KINDS, "all"):
-        sel = np.ones(len(rs), bool) if k == "all" else kinds == k
+    for k, sel in kind_masks(rs):
         out[k] = {"floor": ape_stats(other[sel], meas[sel])} | {
             name: ape_stats(p[sel], meas[sel]) for name, p in preds.items()
         }
@@ -182,10 +187,8 @@ def score_repeat(suffix: str = FRESH, repeat: str = FRESH_REPEAT) -> dict[str, A
         meas = np.array([r["time_s"] for r in rs])
         other = np.array([b[r["id"]] for r in rs])
         pred = predict(rs, "tiles", timing)
-        kinds = np.array([kind_of(r) for r in rs])
         llm = np.array([r["family"] == "llm" for r in rs])
-        for k in (*KINDS, "all"):
-            sel = np.ones(len(rs), bool) if k == "all" else kinds == k
+        for k, sel in kind_masks(rs):
             out.setdefault(timing, {})[k] = {
                 "floor": ape_stats(other[sel], meas[sel]),
                 "floor_other": ape_stats(other[sel & ~llm], meas[sel & ~llm]),
