@@ -668,11 +668,7 @@ def score_gemms_in_steps(records: list[dict[str, Any]]) -> dict[str, dict[str, f
     for label, tm in (("default", None), ("tiles", "tiles")):
         ratio = []
         for r in records:
-            c = cl.LayerCase(r)
-            conv = (c.convert or None) if c.recipe != "bf16" else None
-            t = layer_time(
-                c.layer, gpu="h200", seq_len=c.seq_len, batch=c.batch, recipe=c.recipe, convert=conv, time_model=tm
-            )
+            t = cl.LayerCase(r).predict(None, time_model=tm)  # the shipped layer parameters
             m = cl.measured_parts(r)
             ratio.append(sum(float(k.time_s) for k in t.kernels if k.part == "gemm") / (m["gemm_bf16"] + m["gemm_fp8"]))
         e = np.array(ratio) - 1
