@@ -57,9 +57,9 @@ BEGIN, END = "<!-- validation:begin -->", "<!-- validation:end -->"
 PUBLISHED_BEGIN, PUBLISHED_END = "<!-- published:begin -->", "<!-- published:end -->"
 PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored against, never fitted on
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
-#: the layout-sweep session the tile model's error bars come from: benchmarks/validate_tiles.py's FRESH (a test
-#: holds the two equal), measured after the shipped tile model was committed
-TILES_FRESH = "_fresh2036"
+#: the layout-sweep sessions the tile model's error bars come from, pooled: benchmarks/validate_tiles.py's
+#: FRESH_SESSIONS (a test holds the two equal), each measured after the shipped tile model was committed
+TILES_FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039")
 
 
 @functools.cache
@@ -837,17 +837,17 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
                 sel = fams_arr == fam
                 if sel.sum() >= MIN_FAMILY_N:
                     bars.append(_bar("gemm_time", kind, fam, timing, ratio[sel], basis))
-    # the tile model (model="tiles"): the TILES_FRESH session, measured after it (formula fits and learned
-    # correction) was committed
+    # the tile model (model="tiles"): the TILES_FRESH_SESSIONS pooled, each measured after it (formula fits and
+    # learned correction) was committed
     for timing in ("kernel", "event"):
-        recs = _layout_sweep(timing, TILES_FRESH)
-        if recs is None:
+        parts = [_layout_sweep(timing, s) for s in TILES_FRESH_SESSIONS]
+        if any(p is None for p in parts):
             continue
-        recs = [r for r in recs if r.get("time_s")]
+        recs = [r for p in parts for r in p if r.get("time_s")]  # type: ignore[union-attr]
         ratio, fams = _sweep_ratios(recs, timing, "tiles")
         fams_arr = np.array(fams)
-        seed = TILES_FRESH.removeprefix("_fresh")
-        basis = f"H200 layout sweep 2026-12-01, seed {seed} (measured after the fits), the H200 tile model"
+        seeds = ", ".join(s.removeprefix("_fresh") for s in TILES_FRESH_SESSIONS)
+        basis = f"H200 layout sweep 2026-12-01, seeds {seeds} (measured after the fits; two GPUs), the H200 tile model"
         bars.append(_bar("gemm_time", "measured", "all", timing, ratio, basis) | {"model": "tiles"})
         for fam in SHAPE_FAMILIES:
             sel = fams_arr == fam

@@ -16,11 +16,13 @@ Three kinds of session, kept apart:
   seed 2031 (``*_fresh2031``) was the held-out score of the correction with one set per kind (39 features);
   seed 2032 (``*_fresh2032``, and ``*_fresh2032_repeat`` on another GPU) that of the 51-feature one (the
   fallback kernels' alignments and tiles); seeds 2033 to 2035 were measured as fit data; the shipped correction
-  is fitted on all of them;
-* **fresh**: seed 2036 (``*_fresh2036``), measured on a freshly started device machine after the shipped
-  correction was committed — the held-out score of the shipped model, with the GPU's SM clock logged every
-  100 ms (``h200_gpu_clocks_fresh2036_2026-12-01.csv.gz``); and the same GEMMs again, in the same order, on
-  the next freshly started machine — another GPU (``*_fresh2036_repeat``): the held-out GEMMs' repeatability.
+  is fitted on all of them; seed 2036 (``*_fresh2036``, and ``*_fresh2036_repeat`` in the same order on another
+  GPU) scored the correction fitted on them with the per-GEMM geometric mean, and is in no fit;
+* **fresh**: seed 2037 (``*_fresh2037``), measured on a freshly started device machine after the shipped
+  correction (one row per measurement) was committed — the held-out score of the shipped model, with the GPU's
+  SM clock logged every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``); and the same GEMMs again, in
+  the same order, right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out
+  GEMMs' repeatability on one GPU and across GPUs.
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -67,17 +69,27 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2033": ("seen", 2033, "fit data, partial session"),
     "_fresh2034": ("seen", 2034, "fit data"),
     "_fresh2035": ("seen", 2035, "fit data"),
-    "_fresh2036": ("fresh", 2036, "fresh, after the shipped correction"),
-    "_fresh2036_repeat": ("fresh", 2036, "fresh, the same GEMMs on another GPU"),
+    "_fresh2036": ("seen", 2036, "fresh for the mean-per-GEMM correction"),
+    "_fresh2036_repeat": ("seen", 2036, "the same GEMMs on another GPU"),
+    "_fresh2037": ("fresh", 2037, "fresh, after the shipped correction"),
+    "_fresh2037_repeat": ("fresh", 2037, "fresh, the same GEMMs on the same GPU"),
+    "_fresh2038": ("fresh", 2038, "fresh, on another GPU"),
+    "_fresh2039": ("fresh", 2039, "fresh, on that GPU again"),
 }
 #: the first fresh session of the shipped model: the held-out score of record (error bars, expected error,
 #: clock and floor tables); FRESH_SESSIONS all that were measured after it was committed
-FRESH = "_fresh2036"
-FRESH_SESSIONS = ("_fresh2036",)
-#: FRESH measured again, in the same order, on the next freshly started device machine (another GPU): the
-#: repeatability of the held-out score's own GEMMs
-FRESH_REPEAT = "_fresh2036_repeat"
-CLOCKS = DATA / "h200_gpu_clocks_fresh2036_2026-12-01.csv.gz"
+FRESH = "_fresh2037"
+FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039")
+#: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
+#: score's own GEMMs
+FRESH_REPEAT = "_fresh2037_repeat"
+#: (first, repeat, where) pairs of one seed measured twice in the same order, neither in any fit: FRESH's on one
+#: GPU, seed 2036's on two (the next freshly started machine, another H200 by its UUID)
+REPEATS: tuple[tuple[str, str, str], ...] = (
+    (FRESH, FRESH_REPEAT, "same GPU"),
+    ("_fresh2036", "_fresh2036_repeat", "another GPU"),
+)
+CLOCKS = DATA / "h200_gpu_clocks_fresh2037_2026-12-01.csv.gz"
 #: SM clock bins of the clock table, MHz (the H200's maximum is 1980)
 CLOCK_BINS = ((0, 1500), (1500, 1800), (1800, 1950), (1950, 2000))
 TARGET = (4.0, 12.0)  # MdAPE, p90 %: the issue's target per format and layout
@@ -96,8 +108,12 @@ def formula_alone() -> Any:
 
 
 @functools.cache
-def records(timing: str, suffix: str) -> tuple[dict[str, Any], ...] | None:
-    """One session's records (``timing`` "kernel": profiled; "event": do_bench), ``None`` if not measured."""
+def records(timing: str, suffix: str | tuple[str, ...]) -> tuple[dict[str, Any], ...] | None:
+    """One session's records (``timing`` "kernel": profiled; "event": do_bench), ``None`` if not measured; for a
+    tuple of suffixes, all their records together (``None`` if any is missing)."""
+    if isinstance(suffix, tuple):
+        parts = [records(timing, s) for s in suffix]
+        return None if any(p is None for p in parts) else tuple(r for p in parts for r in p)  # type: ignore[union-attr]
     kind = "kernels" if timing == "kernel" else "time"
     path = DATA / f"h200_gemm_layouts_{kind}{suffix}_2026-12-01.json.gz"
     if not path.exists():
@@ -129,9 +145,11 @@ def kind_masks(rs: list[dict[str, Any]]) -> Iterator[tuple[str, np.ndarray]]:
     yield "all", np.ones(len(rs), bool)
 
 
-def score_session(suffix: str, timing: str, models: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """``models`` (default: both, :data:`MODELS`) on one session: per kind, all shapes / ``llm`` shapes / the
-    others, MdAPE and p90."""
+def score_session(
+    suffix: str | tuple[str, ...], timing: str, models: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """``models`` (default: both, :data:`MODELS`) on one session (or several pooled): per kind, all shapes / ``llm``
+    shapes / the others, MdAPE and p90."""
     recs = records(timing, suffix)
     if recs is None:
         return None
@@ -152,29 +170,40 @@ def score_session(suffix: str, timing: str, models: dict[str, Any] | None = None
     return out
 
 
-def score_floor(suffix: str = FRESH, timing: str = "kernel") -> dict[str, Any] | None:
-    """The other-order floor on ``suffix``'s session: its ``llm`` GEMMs (the same ids in every seed) against the
-    geometric mean of the two seed-0 sessions, which measured them in another order — per kind, MdAPE / p90 of
-    the session-to-session difference, and of both models on the same GEMMs (which the tile model was fitted on)."""
+def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -> dict[str, Any] | None:
+    """Two floors on ``suffix``'s session (or several pooled), on its ``llm`` GEMMs (the same ids in every seed):
+    ``floor``, against the geometric mean of the two seed-0 sessions, which measured them in another order (one
+    other order against this one); ``lookup``, against the median of the same GEMM over every session the learned
+    correction is fitted on (:data:`perfmodel.calibrate_tiles.CORRECTION_SUFFIXES`: 14 sessions, other orders,
+    several GPUs) — the best a prediction from the shape alone could do with all we measured. Per kind, MdAPE / p90
+    of each, and of both models on the same GEMMs (which the tile model was fitted on)."""
+    from perfmodel.calibrate_tiles import CORRECTION_SUFFIXES
+
     fresh = records(timing, suffix)
     first, again = records(timing, ""), records(timing, "_repeat")
     if fresh is None or first is None or again is None:
         return None
     a, b = {r["id"]: r["time_s"] for r in first}, {r["id"]: r["time_s"] for r in again}
+    seen: dict[str, list[float]] = defaultdict(list)
+    for sfx in CORRECTION_SUFFIXES:
+        for r in records(timing, sfx) or ():
+            if r["family"] == "llm":
+                seen[r["id"]].append(float(np.log(r["time_s"])))
     rs = [r for r in fresh if r["family"] == "llm" and r["id"] in a and r["id"] in b]
     meas = np.array([r["time_s"] for r in rs])
     other = np.array([np.sqrt(a[r["id"]] * b[r["id"]]) for r in rs])
+    lookup = np.array([np.exp(np.median(seen[r["id"]])) for r in rs])
     preds = {name: predict(rs, m, timing) for name, m in MODELS.items()}
     out = {}
     for k, sel in kind_masks(rs):
-        out[k] = {"floor": ape_stats(other[sel], meas[sel])} | {
+        out[k] = {"floor": ape_stats(other[sel], meas[sel]), "lookup": ape_stats(lookup[sel], meas[sel])} | {
             name: ape_stats(p[sel], meas[sel]) for name, p in preds.items()
         }
     return out
 
 
 def score_repeat(suffix: str = FRESH, repeat: str = FRESH_REPEAT) -> dict[str, Any] | None:
-    """``suffix``'s GEMMs against the same GEMMs measured again in the same order on another GPU (``repeat``): per
+    """``suffix``'s GEMMs against the same GEMMs measured again in the same order (``repeat``): per
     timing and kind, MdAPE / p90 of the repeat against the first session (``floor``; ``floor_other``: the non-``llm``
     GEMMs only) and the tile model against each session."""
     out: dict[str, Any] = {}
@@ -282,23 +311,35 @@ def score_other_day(path: Path = OTHER_DAY) -> dict[str, Any] | None:
     return out
 
 
+def fresh_keys() -> list[tuple[str, str | tuple[str, ...]]]:
+    """``(key, suffix)`` per fresh session, then ``("pooled", FRESH_SESSIONS)`` for all of them together."""
+    return [(s, s) for s in FRESH_SESSIONS] + [("pooled", FRESH_SESSIONS)]
+
+
+def score_pooled(timing: str = "kernel") -> dict[str, Any] | None:
+    """The tile model on every fresh session together (:data:`FRESH_SESSIONS`), per kind: the held-out score of
+    record (expected error, error bars)."""
+    return score_session(FRESH_SESSIONS, timing, {"tiles": "tiles"})
+
+
 def evaluate() -> dict[str, Any]:
     rep: dict[str, Any] = {
         "sessions": {},
-        "floor": score_floor(),
-        "floor_event": score_floor(timing="event"),
         "clocks": score_clocks(),
-        "repeat": score_repeat(),
+        "repeat": {f"{a}|{b}|{where}": score_repeat(a, b) for a, b, where in REPEATS},
         "other_day": score_other_day(),
     }
     rep["fresh"] = {}
-    for suffix in FRESH_SESSIONS:
+    for key, suffix in fresh_keys():
         got: dict[str, Any] = {"floor": score_floor(suffix), "floor_event": score_floor(suffix, "event")}
         for timing in ("kernel", "event"):  # the formula alone, without the learned correction
             s = score_session(suffix, timing, {"formula": formula_alone()})
             if s is not None:
                 got[f"formula_{timing}"] = {k: s[k]["formula"]["all"] for k in (*KINDS, "all")}
-        rep["fresh"][suffix] = got
+            s = score_session(suffix, timing)
+            if s is not None:
+                got[timing] = s
+        rep["fresh"][key] = got
     for suffix in SESSIONS:
         for timing in ("kernel", "event"):
             s = score_session(suffix, timing)
@@ -343,52 +384,57 @@ def markdown(rep: dict[str, Any]) -> str:
         lines += [
             "",
             f"**Per format and layout on the fresh session{'s' * (len(seeds) > 1)}** "
-            f"(seed{'s' * (len(seeds) > 1)} {' and '.join(seeds)}, measured on a freshly started device machine "
-            "after the shipped learned correction was committed), against the target "
-            f"({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and the other-order floor (each session's `llm` GEMMs "
-            "against the seed-0 sessions, which measured the same GEMMs in another order; MdAPE / p90 %). "
-            "`tiles` is the shipped tile model, `formula` the same without its learned correction:\n",
-            "| seed | GEMM | kernel: default | kernel: formula | kernel: tiles | kernel: floor | event: default | "
-            "event: formula | event: tiles | event: floor |",
+            f"(seed{'s' * (len(seeds) > 1)} {', '.join(seeds)}, each measured on a device machine after the shipped "
+            "learned correction was committed; `pooled`: all of them together, the score of record), against the "
+            f"target ({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and two floors on each session's `llm` GEMMs (the same "
+            "shapes in every seed): `other order`, against the seed-0 sessions, which measured them in another "
+            "order; `lookup`, against their median over the 14 sessions the correction is fitted on (MdAPE / p90 "
+            "%). `tiles` is the shipped tile model, `formula` the same without its learned correction:\n",
+            "| seed | GEMM | kernel: default | kernel: formula | kernel: tiles | kernel: other order · lookup | "
+            "event: default | event: formula | event: tiles | event: other order · lookup |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
-    for suffix in FRESH_SESSIONS:
-        fresh, extra = rep["sessions"].get(suffix, {}), rep["fresh"].get(suffix, {})
-        fk, fe = fresh.get("kernel"), fresh.get("event")
+    for key, _ in fresh_keys():
+        extra = rep["fresh"].get(key, {})
+        fk, fe = extra.get("kernel"), extra.get("event")
         gk, ge = extra.get("formula_kernel"), extra.get("formula_event")
         flk, fle = extra.get("floor") or {}, extra.get("floor_event") or {}
         if not (fk and fe and gk and ge):
             continue
+        label = "pooled" if key == "pooled" else str(SESSIONS[key][1])
         for k in (*KINDS, "all"):
             cells = [
                 _c(fk[k]["calibrated"]["all"]),
                 _c(gk[k]),
                 _c(fk[k]["tiles"]["all"]),
-                _c(flk[k]["floor"]) if k in flk else "–",
+                f"{_c(flk[k]['floor'])} · {_c(flk[k]['lookup'])}" if k in flk else "–",
                 _c(fe[k]["calibrated"]["all"]),
                 _c(ge[k]),
                 _c(fe[k]["tiles"]["all"]),
-                _c(fle[k]["floor"]) if k in fle else "–",
+                f"{_c(fle[k]['floor'])} · {_c(fle[k]['lookup'])}" if k in fle else "–",
             ]
-            lines.append(f"| {SESSIONS[suffix][1]} | {k} | " + " | ".join(cells) + " |")
-    rp = rep.get("repeat")
-    if rp:
+            lines.append(f"| {label} | {k} | " + " | ".join(cells) + " |")
+    pairs = {key: got for key, got in (rep.get("repeat") or {}).items() if got}
+    if pairs:
         lines += [
             "",
-            f"**The same GEMMs, in the same order, on another GPU** (seed {SESSIONS[FRESH][1]} measured again on "
-            "the next freshly started device machine, another H200 by its UUID; MdAPE / p90 %): the repeat against "
-            "the first session — all GEMMs, and the non-`llm` ones the model never saw — and the tile model against "
-            "each:\n",
-            "| GEMM | kernel: repeat | kernel: repeat, non-`llm` | kernel: tiles vs first / repeat | event: repeat | "
-            "event: repeat, non-`llm` | event: tiles vs first / repeat |",
-            "|---|---|---|---|---|---|---|",
+            "**The same GEMMs, in the same order, again** (neither session in any fit; MdAPE / p90 %): seed "
+            f"{SESSIONS[FRESH][1]} measured again right after on the same GPU, and seed 2036 on the next freshly "
+            "started device machine, another H200 by its UUID. The repeat against the first session — all GEMMs, "
+            "and the non-`llm` ones the model never saw — and the tile model against each:\n",
+            "| seed, repeat on | GEMM | kernel: repeat | kernel: repeat, non-`llm` | kernel: tiles vs first / repeat | "
+            "event: repeat | event: repeat, non-`llm` | event: tiles vs first / repeat |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        for k in (*KINDS, "all"):
-            a, e = rp["kernel"][k], rp["event"][k]
-            lines.append(
-                f"| {k} | {_c(a['floor'])} | {_c(a['floor_other'])} | {_c(a['tiles'])} · {_c(a['tiles_repeat'])} | "
-                f"{_c(e['floor'])} | {_c(e['floor_other'])} | {_c(e['tiles'])} · {_c(e['tiles_repeat'])} |"
-            )
+        for key, rp in pairs.items():
+            first, _, where = key.split("|")
+            for k in (*KINDS, "all"):
+                a, e = rp["kernel"][k], rp["event"][k]
+                lines.append(
+                    f"| {SESSIONS[first][1]}, {where} | {k} | {_c(a['floor'])} | {_c(a['floor_other'])} | "
+                    f"{_c(a['tiles'])} · {_c(a['tiles_repeat'])} | {_c(e['floor'])} | {_c(e['floor_other'])} | "
+                    f"{_c(e['tiles'])} · {_c(e['tiles_repeat'])} |"
+                )
     ck = rep.get("clocks")
     if ck and "kernel" in ck:
         pc = ck["sm_mhz_pct"]
@@ -422,21 +468,22 @@ def markdown(rep: dict[str, Any]) -> str:
         for k, row in od.items():
             cells = [f"{_c(row[m])} ({row[m]['bias']:+.1f} %)" for m in ("calibrated", "tiles", "formula")]
             lines.append(f"| {k} | {row['calibrated']['n']} | " + " | ".join(cells) + " |")
-    fl = rep.get("floor")
+    fl = (rep.get("fresh") or {}).get("pooled", {}).get("floor")
     if fl:
         lines += [
             "",
-            f"**Against the floor** on the fresh session (seed {SESSIONS[FRESH][1]}): its `llm` GEMMs — the same "
-            "shapes in every seed, measured "
-            "in the seed-0 sessions in another order (and fitted on) — against the seed-0 sessions' mean, and both "
-            "models on the same GEMMs (MdAPE / p90 %, kernel time):\n",
-            "| GEMM | GEMMs | other-order floor | default | tiles |",
-            "|---|---|---|---|---|",
+            f"**Against the floors** on the fresh sessions pooled (seeds {', '.join(seeds)}): their `llm` GEMMs — "
+            "the same shapes in every seed, and fitted on — against the seed-0 sessions' mean (one other order), "
+            "against their median over the 14 fit sessions (the lookup), and both models on the same GEMMs "
+            "(MdAPE / p90 %, kernel time):\n",
+            "| GEMM | GEMMs | other-order floor | lookup floor | default | tiles |",
+            "|---|---|---|---|---|---|",
         ]
         for k in (*KINDS, "all"):
             row = fl[k]
             lines.append(
-                f"| {k} | {row['floor']['n']} | {_c(row['floor'])} | {_c(row['calibrated'])} | {_c(row['tiles'])} |"
+                f"| {k} | {row['floor']['n']} | {_c(row['floor'])} | {_c(row['lookup'])} | {_c(row['calibrated'])} | "
+                f"{_c(row['tiles'])} |"
             )
     return "\n".join(lines)
 
