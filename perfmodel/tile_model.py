@@ -52,15 +52,15 @@ shape for ~100 ms run at the clocks that sustained load leaves, and small calls 
 Where a file has no ``event_kinds`` (files written before them), event timing is the kernel fit plus the
 calibration's measured gap, as for the other models.
 
-**A learned correction on top.** What the formula misses varies with the shape in ways no term of it
-describes (which tile cuBLAS's heuristic takes, epilogue and split-K choices), so the shipped model multiplies
-the formula's time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees (:mod:`perfmodel._boost`) over
+**A learned correction on top.** What the formula misses varies with the shape in ways no term of it describes
+(which tile cuBLAS's heuristic takes, epilogue and split-K choices), so the shipped model multiplies the formula's
+time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees (:mod:`perfmodel._boost`) over
 :func:`correction_features` — log sizes, residues modulo tile sizes, tile counts and wave fractions, alignment
-flags and the formula's own log time — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling)
-and per timing, fitted on every
-layout sweep we measured (:mod:`perfmodel.calibrate_tiles`). It is a lookup learned from our measurements, said
-as such: it describes the H200 and the shapes' range it was fitted on (M and K 1–65 536, N 256–28 672), and
-:meth:`TileModel.formula_time_s` gives the formula alone.
+flags and the formula's own log time — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling) and
+per timing, fitted on the layout sweeps measured before it, one row per measurement, so that it predicts a GEMM's
+median time (:mod:`perfmodel.calibrate_tiles`; the sweeps measured after it are its held-out score). It is a lookup
+learned from our measurements, said as such: it describes the H200 and the shapes' range it was fitted on (M and K
+1–65 536, N 256–28 672), and :meth:`TileModel.formula_time_s` gives the formula alone.
 """
 
 from __future__ import annotations
