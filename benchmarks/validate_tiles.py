@@ -18,12 +18,12 @@ Three kinds of session, kept apart:
   fallback kernels' alignments and tiles); seeds 2033 to 2035 were measured as fit data; the shipped correction
   is fitted on all of them; seed 2036 (``*_fresh2036``, and ``*_fresh2036_repeat`` in the same order on another
   GPU) scored the correction fitted on them with the per-GEMM geometric mean, and is in no fit;
-* **fresh**: seeds 2037, 2038 and 2039 (``*_fresh2037`` …), each measured after the shipped correction (one row
-  per measurement) was committed — 2037 on a freshly started device machine, with the GPU's SM clock logged every
-  100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2038 and 2039 in one later call on another GPU —
-  pooled, the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in the same order,
-  right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs'
-  repeatability on one GPU and across GPUs.
+* **fresh**: seeds 2037 to 2040 (``*_fresh2037`` …), each measured after the shipped correction (one row per
+  measurement) was committed — 2037 on a freshly started device machine, with the GPU's SM clock logged every
+  100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2038 and 2039 in one later call on another GPU, 2040
+  on a third — pooled, the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in
+  the same order, right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out
+  GEMMs' repeatability on one GPU and across GPUs.
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -76,11 +76,12 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2037_repeat": ("fresh", 2037, "fresh, the same GEMMs on the same GPU"),
     "_fresh2038": ("fresh", 2038, "fresh, on another GPU"),
     "_fresh2039": ("fresh", 2039, "fresh, on that GPU again"),
+    "_fresh2040": ("fresh", 2040, "fresh, on a third GPU"),
 }
 #: the first fresh session of the shipped model (the clock and repeat tables); FRESH_SESSIONS all that were
 #: measured after it was committed, pooled the held-out score of record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039")
+FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039", "_fresh2040")
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
 FRESH_REPEAT = "_fresh2037_repeat"
