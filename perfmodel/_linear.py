@@ -19,7 +19,7 @@ import numpy as np
 
 from ._backend import check_flag, check_shapes
 from ._counting import FP8_GEMM_ALIGN, fp8_aligned, gemm_bytes, gemm_flops
-from .errorbars import ErrorBar, error_bar, shape_family
+from .errorbars import ErrorBar, error_bar, mark_outside, shape_family
 from .errors import PerfModelError, UnsupportedFormatError
 from .formats import get_format
 from .hardware import GPULike, GPUSpec, get_gpu
@@ -119,7 +119,9 @@ class LinearTime:
         except PerfModelError:  # arrays, symbols
             family = "all"
         which = "tiles" if self.provenance.time_model == "tiles" else ""
-        return error_bar("linear_time", self.provenance.kind, family, "kernel", model=which)
+        bar = error_bar("linear_time", self.provenance.kind, family, "kernel", model=which)
+        M, K, N = self.M, self.K, self.N  # forward, grad_input, grad_weight GEMMs
+        return mark_outside(bar, self.provenance, (M, K, N), (M, N, K), (K, M, N))
 
     @property
     def cast_bytes(self) -> Any:

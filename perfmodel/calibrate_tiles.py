@@ -249,6 +249,21 @@ def load_rows(
     return out
 
 
+def measured_range(paths: Iterable[str | Path]) -> dict[str, tuple[int, int]]:
+    """The smallest and largest M, K and N of the GEMMs measured in ``paths`` (the tile model's
+    ``measured_range``: its answers outside it are extrapolations)."""
+    lo: dict[str, int] = {}
+    hi: dict[str, int] = {}
+    for p in dict.fromkeys(Path(x) for x in paths):
+        for r in read_data_json(p).get("records", []):
+            if r.get("op") == "gemm" and r.get("time_s"):
+                for d in "MKN":
+                    lo[d], hi[d] = min(lo.get(d, r[d]), r[d]), max(hi.get(d, r[d]), r[d])
+    if not lo:
+        raise CalibrationError(f"no GEMM measured in {', '.join(map(str, paths))}")
+    return {d: (int(lo[d]), int(hi[d])) for d in "MKN"}
+
+
 def _make(kind: str, params: Mapping[str, float]) -> TileKind:
     fallback = "@fallback/" in kind
     tk = TILE_K["fallback" if fallback else kind.split("@")[0].split("_")[0]]
@@ -358,7 +373,9 @@ def fit(
         for k, v in event_res.items():
             res[k]["event_train"] = v
         source += f"; event fit on {_names(event_paths)} (triton.testing.do_bench, L2 flushed)"
-    model = TileModel(gpu=GPU, kinds=kinds, source=source, residuals=res, event_kinds=event_kinds)
+    files = [*paths, *(event_paths or ()), *(f for fs in (correction_paths or {}).values() for f in fs)]
+    rng = measured_range(files)
+    model = TileModel(gpu=GPU, kinds=kinds, source=source, residuals=res, event_kinds=event_kinds, measured_range=rng)
     if correction_paths is None:
         return model
     corr: dict[str, dict[str, BoostedTrees]] = {}

@@ -26,7 +26,9 @@ The table (``perfmodel/calibrations/error_bars.json``) is written by ``python be
 
 Where a class has no bar of its own the lookup says so rather than inventing one: a ``transferred`` GEMM
 or Linear time borrows the ``measured`` bar and an ``estimated`` Linear time its GEMM-time bar, marked
-``borrowed`` with the reason; ``estimated`` speedups and ``user`` models have none (``None``).
+``borrowed`` with the reason; ``estimated`` speedups and ``user`` models have none (``None``). A GEMM outside the
+sizes its model was measured on (the tile model records them: ``Provenance.measured_range``) keeps its bar,
+marked ``borrowed`` as an extrapolation (:func:`mark_outside`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "ErrorBar",
     "error_bar",
     "error_bar_table",
+    "mark_outside",
     "shape_family",
 ]
 
@@ -188,6 +191,16 @@ def _check(name: str, value: Any, valid: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in valid:
         raise PerfModelError(choices_message(name, value, valid))
     return value
+
+
+def mark_outside(bar: ErrorBar | None, prov: Any, *gemms: tuple[Any, Any, Any]) -> ErrorBar | None:
+    """``bar``, marked (``borrowed``, with the sizes) where GEMMs ``(M, K, N)`` lie outside the sizes the answer's
+    model was measured on (``prov``: a :class:`perfmodel.timemodel.Provenance`, its ``outside_measured``): an
+    extrapolation, whose bar was measured inside them. ``bar`` unchanged otherwise (or ``None``)."""
+    note = prov.outside_measured(*gemms) if bar is not None and prov is not None else ""
+    if not note:
+        return bar
+    return dataclasses.replace(bar, borrowed=f"{note}: an extrapolation; the bar is the measured range's")
 
 
 def error_bar(

@@ -18,7 +18,7 @@ import numpy as np
 from ._backend import check_shapes
 from ._counting import FP8_GEMM_ALIGN, SCALINGS, Scaling, fp8_aligned, gemm_bytes, gemm_flops, resolve_scaling
 from .calibrated_model import LAYOUTS
-from .errorbars import ErrorBar, shape_family
+from .errorbars import ErrorBar, mark_outside, shape_family
 from .errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import FormatLike, get_format
 from .hardware import GPULike, get_gpu
@@ -211,4 +211,5 @@ def gemm_error_bar(
         family = shape_family(M, K, N, layout)
     except PerfModelError:  # arrays, symbols: no single family
         family = "all"
-    return gpu_error_bar(gpu, "gemm_time", model=model, family=family, timing=timing)
+    bar = gpu_error_bar(gpu, "gemm_time", model=model, family=family, timing=timing)
+    return mark_outside(bar, provenance(gpu, model), (M, K, N))

@@ -257,6 +257,7 @@ def _tiles_provenance(spec: GPUSpec, model: TileModel) -> Provenance:
         source=f"tile model fitted on {model.gpu} ({model.source}); memory kernels: the {model.gpu} calibration",
         summary=f"the {model.gpu} tile model" + (f" (measured {date[0]})" if date else ""),
         expected_error=TILES_EXPECTED_ERROR,
+        measured_range=tuple((d, lo, hi) for d, (lo, hi) in model.measured_range.items()),
     )
 
 

@@ -294,6 +294,8 @@ def _softmin(times: Sequence[np.ndarray], tau: float | None) -> np.ndarray:
 
 #: tiles whose counts and wave fractions the correction's features hold (the shapes cuBLAS ran most; 64x64 and
 #: 256x64 for its CUTLASS fallback kernels)
+#: the sizes :attr:`TileModel.measured_range` records
+_RANGE_DIMS = ("M", "K", "N")
 _FEATURE_TILES = ((128, 128), (128, 256), (256, 128), (64, 128), (64, 64), (256, 64))
 #: alignments the correction's features test each dimension against (2 and 4: which CUTLASS fallback kernel a
 #: misaligned bf16 GEMM gets, sm75 ``align1`` or sm80 ``align2``)
@@ -356,6 +358,9 @@ class TileModel:
             trees (:class:`perfmodel._boost.BoostedTrees`) over :func:`correction_features` whose sum is the log of
             measured over formula time, fitted on the measured sessions; the time is the formula's times
             ``exp(correction)``. Empty: the formula alone.
+        measured_range: ``{"M": (lo, hi), "K": (lo, hi), "N": (lo, hi)}``, the GEMM sizes of the sessions it
+            was fitted on; an answer outside it is an extrapolation, and its error bar says so
+            (:meth:`perfmodel.timemodel.Provenance.outside_measured`). Empty: not recorded (older files).
     """
 
     gpu: str
@@ -367,6 +372,22 @@ class TileModel:
     event_kinds: Mapping[str, TileKind] = dataclasses.field(default_factory=dict)
     corrections: Mapping[str, BoostedTrees] = dataclasses.field(default_factory=dict)
     event_corrections: Mapping[str, BoostedTrees] = dataclasses.field(default_factory=dict)
+    measured_range: Mapping[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rng = self.measured_range
+        if rng:
+            ok = isinstance(rng, Mapping) and set(rng) == set(_RANGE_DIMS)
+            for dim in _RANGE_DIMS if ok else ():
+                v = rng[dim]
+                ok = ok and isinstance(v, (tuple, list)) and len(v) == 2
+                ok = ok and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in v) and v[0] <= v[1]
+            if not ok:
+                raise CalibrationError(
+                    "TileModel.measured_range must map M, K and N each to (lo, hi), integers 1 <= lo <= hi; "
+                    f"got {rng!r}"
+                )
+            object.__setattr__(self, "measured_range", {d: (int(rng[d][0]), int(rng[d][1])) for d in _RANGE_DIMS})
 
     def kind_key(self, fmt: Format, scaling: str | None, layout: str) -> str:
         family = _KIND_OF_FORMAT.get(fmt.name)
@@ -510,6 +531,7 @@ class TileModel:
                 for field in ("corrections", "event_corrections")
                 if getattr(self, field)
             },
+            **({"measured_range": {d: list(v) for d, v in self.measured_range.items()}} if self.measured_range else {}),
             "residuals": dict(self.residuals),
         }
 
@@ -556,7 +578,18 @@ class TileModel:
         if not isinstance(gpu, str) or not isinstance(source, str):
             raise CalibrationError(f"{origin}: 'gpu' and 'source' must be strings")
         residuals = dict(data.get("residuals") or {})
-        return cls(gpu=gpu, kinds=kinds, source=source, residuals=residuals, base=base, event_kinds=event_kinds, **corr)
+        rng = data.get("measured_range") or {}
+        if not isinstance(rng, Mapping):
+            raise CalibrationError(f"{origin}: 'measured_range' must be an object (or absent)")
+        try:
+            rng = {str(d): tuple(v) for d, v in rng.items()}
+        except TypeError:
+            raise CalibrationError(f"{origin}: 'measured_range' must map M, K and N to [lo, hi]") from None
+        try:
+            return cls(gpu=gpu, kinds=kinds, source=source, residuals=residuals, base=base, event_kinds=event_kinds,
+                       measured_range=rng, **corr)  # fmt: skip
+        except CalibrationError as exc:
+            raise CalibrationError(f"{origin}: {exc}") from None
 
     def save(self, path: str | Path, *, force: bool = False) -> Path:
         """Write the model as JSON (refuses to overwrite an existing file unless ``force``); lists of plain values

@@ -19,6 +19,8 @@ import functools
 import inspect
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import numpy as np
+
 from ._backend import namespace
 from ._counting import _gemm_bytes, gemm_flops
 from .formats import Format
@@ -98,6 +100,8 @@ class Provenance:
         summary: the same in a few words, for one-line answers (default: ``source``).
         assumptions: what the transfer or estimate assumes and no measurement of ours could identify.
         expected_error: measured error of this class (see :class:`ExpectedError`).
+        measured_range: ``(("M", lo, hi), ("K", lo, hi), ("N", lo, hi))``: the GEMM sizes the model's
+            measurements covered, where the model records them (the tile model); empty: not recorded.
     """
 
     kind: ProvenanceKind
@@ -107,6 +111,7 @@ class Provenance:
     summary: str = ""
     assumptions: tuple[str, ...] = ()
     expected_error: ExpectedError
+    measured_range: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in PROVENANCE_KINDS:
@@ -114,6 +119,24 @@ class Provenance:
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
         if not self.summary:
             object.__setattr__(self, "summary", self.source)
+
+    def outside_measured(self, *gemms: tuple[Any, Any, Any]) -> str:
+        """Why GEMMs ``(M, K, N)`` (numbers or arrays) lie outside :attr:`measured_range` — e.g. ``"M = 131072
+        is outside the measured M 1–65536"`` — or ``""`` where they are all inside it (or it is not recorded,
+        or a size is symbolic)."""
+        out = []
+        for gemm in gemms:
+            for (dim, lo, hi), size in zip(self.measured_range, gemm, strict=False):
+                try:
+                    a = np.asarray(size, dtype=np.float64)
+                except (TypeError, ValueError):  # sympy: no number to compare
+                    continue
+                if a.size and (a.min() < lo or a.max() > hi):
+                    bad = float(a.max() if a.max() > hi else a.min())
+                    note = f"{dim} = {bad:.0f} is outside the measured {dim} {lo}–{hi}"
+                    if note not in out:
+                        out.append(note)
+        return "; ".join(out)
 
     def line(self) -> str:
         """One line for a CLI or a table: kind, what it comes from, expected error."""
@@ -132,6 +155,7 @@ class Provenance:
             "summary": self.summary,
             "assumptions": list(self.assumptions),
             "expected_error": self.expected_error.to_dict(),
+            **({"measured_range": [list(r) for r in self.measured_range]} if self.measured_range else {}),
         }
 
 

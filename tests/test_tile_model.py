@@ -478,3 +478,60 @@ def test_bad_correction_files_get_named_errors(tmp_path):
     bf16 = pm.get_format("bf16")
     f = plain.formula_time_s(4096, 4096, 4096, fmt=bf16, scaling=None, gpu=H200)
     assert pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", model=plain) == pytest.approx(f, rel=1e-12)
+
+
+def test_measured_range_is_the_fit_datas():
+    from perfmodel import calibrate_tiles as ct
+
+    files = [*ct.FIT_FILES, *ct.EVENT_FIT_FILES, *(f for fs in ct.CORRECTION_FILES.values() for f in fs)]
+    # the shipped file's range, as loaded, against the sizes in the data it was fitted on (the sweep plan's M and
+    # K run 1..65536, N 256..28672)
+    assert (
+        tile_model().measured_range == ct.measured_range(files) == {"M": (1, 65536), "K": (1, 65536), "N": (256, 28672)}
+    )
+    prov = pm.provenance("H200", "tiles")
+    assert prov.measured_range == (("M", 1, 65536), ("K", 1, 65536), ("N", 256, 28672))
+    assert prov.to_dict()["measured_range"] == [["M", 1, 65536], ["K", 1, 65536], ["N", 256, 28672]]
+    assert "measured_range" not in pm.provenance("H200").to_dict()  # the default model records none
+    with pytest.raises(CalibrationError, match="no GEMM measured"):
+        ct.measured_range([])
+
+
+def test_error_bar_says_when_a_shape_is_outside_the_measured_range():
+    inside = pm.gemm_error_bar(65536, 4096, 28672, "bf16", "H200", model="tiles")
+    assert inside.borrowed == ""
+    big_m = pm.gemm_error_bar(131072, 4096, 4096, "bf16", "H200", model="tiles")
+    assert "M = 131072 is outside the measured M 1–65536" in big_m.borrowed and "extrapolation" in str(big_m)
+    # the bar itself is the measured range's bar for that family, only marked
+    import dataclasses
+
+    from perfmodel.registry import gpu_error_bar
+
+    assert dataclasses.replace(big_m, borrowed="") == gpu_error_bar("H200", model="tiles", family=big_m.family)
+    small_n = pm.gemm_error_bar(4096, 4096, 128, "bf16", "H200", model="tiles")
+    assert small_n.borrowed.startswith("N = 128 is outside the measured N 256–28672")
+    two = pm.gemm_error_bar(70000, 4096, 100, "bf16", "H200", model="tiles")
+    assert "M = 70000" in two.borrowed and "N = 100" in two.borrowed
+    arr = pm.gemm_error_bar(np.array([16, 4096, 200000], dtype=np.int32), 4096, 4096, "bf16", "H200", model="tiles")
+    assert "M = 200000" in arr.borrowed
+    assert pm.gemm_error_bar(np.array([16, 4096]), 4096, 4096, "bf16", "H200", model="tiles").borrowed == ""
+    # the default model records no range: nothing is claimed either way
+    assert pm.gemm_error_bar(131072, 4096, 4096, "bf16", "H200").borrowed == ""
+
+
+def test_bad_measured_range_gets_a_named_error(tmp_path):
+    for rng, what in (
+        ({"M": [0, 5], "K": [1, 2], "N": [1, 2]}, "integers 1 <= lo <= hi"),
+        ({"M": [5, 1], "K": [1, 2], "N": [1, 2]}, "integers 1 <= lo <= hi"),
+        ({"M": [1, 5], "K": [1, 2]}, "must map M, K and N"),
+        ({"M": [1, 2.5], "K": [1, 2], "N": [1, 2]}, "integers"),
+        ({"M": 3, "K": [1, 2], "N": [1, 2]}, "must map M, K and N"),
+        ([1, 2], "'measured_range' must be an object"),
+    ):
+        bad = dict(json.loads(TILES_PATH.read_text()), measured_range=rng)
+        with pytest.raises(CalibrationError, match=what):
+            load_tile_model(_write(tmp_path, bad))
+    # files written before the range was recorded still load, and claim nothing
+    old = json.loads(TILES_PATH.read_text())
+    del old["measured_range"]
+    assert load_tile_model(_write(tmp_path, old)).measured_range == {}
