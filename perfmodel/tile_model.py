@@ -292,10 +292,10 @@ def _softmin(times: Sequence[np.ndarray], tau: float | None) -> np.ndarray:
     return np.exp(low - tau * np.log(np.exp(-(logs - low) / tau).sum(axis=0)))
 
 
-#: tiles whose counts and wave fractions the correction's features hold (the shapes cuBLAS ran most; 64x64 and
-#: 256x64 for its CUTLASS fallback kernels)
 #: the sizes :attr:`TileModel.measured_range` records
 _RANGE_DIMS = ("M", "K", "N")
+#: tiles whose counts and wave fractions the correction's features hold (the shapes cuBLAS ran most; 64x64 and
+#: 256x64 for its CUTLASS fallback kernels)
 _FEATURE_TILES = ((128, 128), (128, 256), (256, 128), (64, 128), (64, 64), (256, 64))
 #: alignments the correction's features test each dimension against (2 and 4: which CUTLASS fallback kernel a
 #: misaligned bf16 GEMM gets, sm75 ``align1`` or sm80 ``align2``)

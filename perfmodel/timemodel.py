@@ -125,8 +125,12 @@ class Provenance:
         is outside the measured M 1–65536"`` — or ``""`` where they are all inside it (or it is not recorded,
         or a size is symbolic)."""
         out = []
+        bounds = {dim: (lo, hi) for dim, lo, hi in self.measured_range}
         for gemm in gemms:
-            for (dim, lo, hi), size in zip(self.measured_range, gemm, strict=False):
+            for dim, size in zip("MKN", gemm, strict=True):
+                if dim not in bounds:
+                    continue
+                lo, hi = bounds[dim]
                 try:
                     a = np.asarray(size, dtype=np.float64)
                 except (TypeError, ValueError):  # sympy: no number to compare

@@ -535,3 +535,34 @@ def test_bad_measured_range_gets_a_named_error(tmp_path):
     old = json.loads(TILES_PATH.read_text())
     del old["measured_range"]
     assert load_tile_model(_write(tmp_path, old)).measured_range == {}
+
+
+def test_outside_measured_names_each_size_and_the_linears_three_gemms():
+    import dataclasses
+
+    import sympy as sp
+
+    from perfmodel._linear import linear_time
+    from perfmodel.registry import EXPECTED_ERRORS
+    from perfmodel.timemodel import Provenance
+
+    prov = Provenance(
+        kind="measured",
+        gpu="H200",
+        time_model="calibrated",
+        source="test",
+        expected_error=EXPECTED_ERRORS["measured"],
+        measured_range=(("N", 256, 28672), ("M", 1, 65536)),  # any order; K not recorded
+    )
+    assert prov.outside_measured((131072, 10**6, 100)) == (
+        "M = 131072 is outside the measured M 1–65536; N = 100 is outside the measured N 256–28672"
+    )
+    assert prov.outside_measured((4096, 10**6, 4096)) == ""  # K unrecorded: no claim
+    assert prov.outside_measured((sp.Symbol("M"), 4096, 4096)) == ""  # a symbol: no number to compare
+    assert prov.outside_measured((np.array([1, 70000]), 1, 300)) == "M = 70000 is outside the measured M 1–65536"
+    # a Linear's bar looks at its three GEMMs: the token count is grad_weight's reduction dimension (its K)
+    lt = linear_time(100000, 4096, 4096, "bf16", "H200")
+    assert lt.error_bar is not None and lt.error_bar.borrowed == ""
+    full = dataclasses.replace(prov, measured_range=(("M", 1, 65536), ("K", 1, 65536), ("N", 256, 28672)))
+    marked = dataclasses.replace(lt, provenance=dataclasses.replace(lt.provenance, measured_range=full.measured_range))
+    assert "M = 100000" in marked.error_bar.borrowed and "K = 100000" in marked.error_bar.borrowed
