@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -216,6 +217,25 @@ def _kind_of(record: Mapping[str, Any]) -> str:
     return f"fp8_e4m3/{record['scaling']}"
 
 
+#: the fields of a GEMM record the fits read
+_FIELDS = ("id", "M", "K", "N", "dtype", "scaling", "layout", "time_s")
+
+
+def _gemm_records(paths: Iterable[str | Path]) -> Iterable[Mapping[str, Any]]:
+    """The timed GEMM records of the files in ``paths`` (each file read once per process while it is unchanged:
+    the fit reads the same sessions for its formula, its corrections and its measured range)."""
+    for p in paths:
+        path = Path(p)
+        st = path.stat() if path.is_file() else None  # a missing file: read_data_json's named error
+        yield from _file_gemms(str(path.resolve()), st.st_mtime_ns if st else 0, st.st_size if st else -1)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_gemms(path: str, _mtime_ns: int, _size: int) -> tuple[Mapping[str, Any], ...]:
+    records = read_data_json(path).get("records", [])
+    return tuple({k: r.get(k) for k in _FIELDS} for r in records if r.get("op") == "gemm" and r.get("time_s"))
+
+
 def load_rows(
     paths: Sequence[str | Path] = FIT_FILES, *, in_all: bool = True, each: bool = False
 ) -> dict[str, dict[str, np.ndarray]]:
@@ -223,11 +243,8 @@ def load_rows(
     files (``in_all``, the formula fit), or in any (the learned correction): the geometric mean over the files,
     or with ``each`` one row per file that measured it (the learned correction: module doc)."""
     by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for p in paths:
-        data = read_data_json(p)
-        for r in data.get("records", []):
-            if r.get("op") == "gemm" and r.get("time_s"):
-                by_id[r["id"]].append(r)
+    for r in _gemm_records(paths):
+        by_id[r["id"]].append(r)
     rows: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
     for rs in by_id.values():
         if in_all and len(rs) != len(paths):
@@ -254,11 +271,9 @@ def measured_range(paths: Iterable[str | Path]) -> dict[str, tuple[int, int]]:
     ``measured_range``: its answers outside it are extrapolations)."""
     lo: dict[str, int] = {}
     hi: dict[str, int] = {}
-    for p in dict.fromkeys(Path(x) for x in paths):
-        for r in read_data_json(p).get("records", []):
-            if r.get("op") == "gemm" and r.get("time_s"):
-                for d in "MKN":
-                    lo[d], hi[d] = min(lo.get(d, r[d]), r[d]), max(hi.get(d, r[d]), r[d])
+    for r in _gemm_records(dict.fromkeys(Path(x) for x in paths)):
+        for d in "MKN":
+            lo[d], hi[d] = min(lo.get(d, r[d]), r[d]), max(hi.get(d, r[d]), r[d])
     if not lo:
         raise CalibrationError(f"no GEMM measured in {', '.join(map(str, paths))}")
     return {d: (int(lo[d]), int(hi[d])) for d in "MKN"}
