@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import numpy as np
-
 from ._backend import check_shapes, is_symbolic, namespace
 from .errors import PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format, FormatLike, get_format
@@ -32,9 +30,7 @@ def fp8_aligned(size: Any) -> Any:
     for arrays; a sympy symbol is taken as aligned, a sympy number is checked."""
     if is_symbolic(size):
         return not size.is_number or int(size) % FP8_GEMM_ALIGN == 0
-    if isinstance(size, np.ndarray):
-        return size % FP8_GEMM_ALIGN == 0
-    return size % FP8_GEMM_ALIGN == 0
+    return size % FP8_GEMM_ALIGN == 0  # numbers and arrays alike
 
 
 Scaling = Literal["tensorwise", "rowwise", "blockwise", "mx"]
