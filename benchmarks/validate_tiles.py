@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
 from perfmodel.calibrate import ape_stats, read_data_json  # noqa: E402
+from perfmodel.calibrate_tiles import CORRECTION_SUFFIXES  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 DOC = ROOT / "docs" / "validation.md"
@@ -172,29 +173,35 @@ def score_session(
     return out
 
 
-def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -> dict[str, Any] | None:
-    """Two floors on ``suffix``'s session (or several pooled), on its ``llm`` GEMMs (the same ids in every seed):
-    ``floor``, against the geometric mean of the two seed-0 sessions, which measured them in another order (one
-    other order against this one); ``lookup``, against the median of the same GEMM over every session the learned
-    correction is fitted on (:data:`perfmodel.calibrate_tiles.CORRECTION_SUFFIXES`: 14 sessions, other orders,
-    several GPUs) — the best a prediction from the shape alone could do with all we measured. Per kind, MdAPE / p90
-    of each, and of both models on the same GEMMs (which the tile model was fitted on)."""
-    from perfmodel.calibrate_tiles import CORRECTION_SUFFIXES
-
-    fresh = records(timing, suffix)
-    first, again = records(timing, ""), records(timing, "_repeat")
-    if fresh is None or first is None or again is None:
-        return None
-    a, b = {r["id"]: r["time_s"] for r in first}, {r["id"]: r["time_s"] for r in again}
+@functools.cache
+def fit_medians(timing: str) -> dict[str, float]:
+    """Each ``llm`` GEMM's median time over the sessions the learned correction is fitted on (the lookup floor of
+    :func:`score_floor`), seconds, by GEMM id."""
     seen: dict[str, list[float]] = defaultdict(list)
     for sfx in CORRECTION_SUFFIXES:
         for r in records(timing, sfx) or ():
             if r["family"] == "llm":
                 seen[r["id"]].append(float(np.log(r["time_s"])))
+    return {i: float(np.exp(np.median(v))) for i, v in seen.items()}
+
+
+def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -> dict[str, Any] | None:
+    """Two floors on ``suffix``'s session (or several pooled), on its ``llm`` GEMMs (the same ids in every seed):
+    ``floor``, against the geometric mean of the two seed-0 sessions, which measured them in another order (one
+    other order against this one); ``lookup``, against the median of the same GEMM over every session the learned
+    correction is fitted on (:data:`perfmodel.calibrate_tiles.CORRECTION_SUFFIXES`: other orders,
+    several GPUs) — the best a prediction from the shape alone could do with all we measured. Per kind, MdAPE / p90
+    of each, and of both models on the same GEMMs (which the tile model was fitted on)."""
+    fresh = records(timing, suffix)
+    first, again = records(timing, ""), records(timing, "_repeat")
+    if fresh is None or first is None or again is None:
+        return None
+    a, b = {r["id"]: r["time_s"] for r in first}, {r["id"]: r["time_s"] for r in again}
     rs = [r for r in fresh if r["family"] == "llm" and r["id"] in a and r["id"] in b]
     meas = np.array([r["time_s"] for r in rs])
     other = np.array([np.sqrt(a[r["id"]] * b[r["id"]]) for r in rs])
-    lookup = np.array([np.exp(np.median(seen[r["id"]])) for r in rs])
+    medians = fit_medians(timing)
+    lookup = np.array([medians[r["id"]] for r in rs])
     preds = {name: predict(rs, m, timing) for name, m in MODELS.items()}
     out = {}
     for k, sel in kind_masks(rs):
@@ -331,6 +338,11 @@ def evaluate() -> dict[str, Any]:
         "repeat": {f"{a}|{b}|{where}": score_repeat(a, b) for a, b, where in REPEATS},
         "other_day": score_other_day(),
     }
+    for suffix in SESSIONS:
+        for timing in ("kernel", "event"):
+            s = score_session(suffix, timing)
+            if s is not None:
+                rep["sessions"].setdefault(suffix, {})[timing] = s
     rep["fresh"] = {}
     for key, suffix in fresh_keys():
         got: dict[str, Any] = {"floor": score_floor(suffix), "floor_event": score_floor(suffix, "event")}
@@ -338,15 +350,11 @@ def evaluate() -> dict[str, Any]:
             s = score_session(suffix, timing, {"formula": formula_alone()})
             if s is not None:
                 got[f"formula_{timing}"] = {k: s[k]["formula"]["all"] for k in (*KINDS, "all")}
-            s = score_session(suffix, timing)
+            # both models: a single session's scores are those of the sessions table, the pooled ones new
+            s = score_session(suffix, timing) if key == "pooled" else rep["sessions"].get(suffix, {}).get(timing)
             if s is not None:
                 got[timing] = s
         rep["fresh"][key] = got
-    for suffix in SESSIONS:
-        for timing in ("kernel", "event"):
-            s = score_session(suffix, timing)
-            if s is not None:
-                rep["sessions"].setdefault(suffix, {})[timing] = s
     rep["file"] = json.loads((ROOT / "perfmodel" / "calibrations" / "h200_tiles.json").read_text()).get("residuals", {})
     return rep
 
@@ -390,8 +398,9 @@ def markdown(rep: dict[str, Any]) -> str:
             "learned correction was committed; `pooled`: all of them together, the score of record), against the "
             f"target ({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and two floors on each session's `llm` GEMMs (the same "
             "shapes in every seed): `other order`, against the seed-0 sessions, which measured them in another "
-            "order; `lookup`, against their median over the 14 sessions the correction is fitted on (MdAPE / p90 "
-            "%). `tiles` is the shipped tile model, `formula` the same without its learned correction:\n",
+            f"order; `lookup`, against their median over the {len(CORRECTION_SUFFIXES)} sessions the correction is "
+            "fitted on (MdAPE / p90 %). `tiles` is the shipped tile model, `formula` the same without its learned "
+            "correction:\n",
             "| seed | GEMM | kernel: default | kernel: formula | kernel: tiles | kernel: other order · lookup | "
             "event: default | event: formula | event: tiles | event: other order · lookup |",
             "|---|---|---|---|---|---|---|---|---|---|",
@@ -476,7 +485,8 @@ def markdown(rep: dict[str, Any]) -> str:
             "",
             f"**Against the floors** on the fresh sessions pooled (seeds {', '.join(seeds)}): their `llm` GEMMs — "
             "the same shapes in every seed, and fitted on — against the seed-0 sessions' mean (one other order), "
-            "against their median over the 14 fit sessions (the lookup), and both models on the same GEMMs "
+            f"against their median over the {len(CORRECTION_SUFFIXES)} fit sessions (the lookup), and both models on "
+            "the same GEMMs "
             "(MdAPE / p90 %, kernel time):\n",
             "| GEMM | GEMMs | other-order floor | lookup floor | default | tiles |",
             "|---|---|---|---|---|---|",
