@@ -185,20 +185,46 @@ def fit_medians(timing: str) -> dict[str, float]:
     return {i: float(np.exp(np.median(v))) for i, v in seen.items()}
 
 
+@functools.cache
+def fit_kernel_event_ratios() -> dict[str, float]:
+    """Each GEMM's median ratio of kernel to event time over the sessions the learned correction is fitted on
+    (both timings of the same session; the ``told`` floor of :func:`score_floor`), by GEMM id."""
+    seen: dict[str, list[float]] = defaultdict(list)
+    for sfx in CORRECTION_SUFFIXES:
+        event = {r["id"]: r["time_s"] for r in records("event", sfx) or ()}
+        for r in records("kernel", sfx) or ():
+            if r["id"] in event:
+                seen[r["id"]].append(float(np.log(r["time_s"] / event[r["id"]])))
+    return {i: float(np.exp(np.median(v))) for i, v in seen.items()}
+
+
 def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -> dict[str, Any] | None:
     """Two floors on ``suffix``'s session (or several pooled), on its ``llm`` GEMMs (the same ids in every seed):
     ``floor``, against the geometric mean of the two seed-0 sessions, which measured them in another order (one
     other order against this one); ``lookup``, against the median of the same GEMM over every session the learned
     correction is fitted on (:data:`perfmodel.calibrate_tiles.CORRECTION_SUFFIXES`: other orders,
-    several GPUs) — the best a prediction from the shape alone could do with all we measured. Per kind, MdAPE / p90
-    of each, and of both models on the same GEMMs (which the tile model was fitted on)."""
-    fresh = records(timing, suffix)
+    several GPUs) — the best a prediction from the shape alone could do with all we measured; and for kernel time
+    ``told``, the GEMM's event time measured in the same session times its median kernel / event ratio over those
+    sessions (:func:`fit_kernel_event_ratios`) — told all of that, what is left is the kernel measurement's own
+    variation. Per kind, MdAPE / p90 of each, and of both models on the same GEMMs (which the tile model was fitted
+    on)."""
+    if records(timing, suffix) is None:
+        return None
     first, again = records(timing, ""), records(timing, "_repeat")
-    if fresh is None or first is None or again is None:
+    if first is None or again is None:
         return None
     a, b = {r["id"]: r["time_s"] for r in first}, {r["id"]: r["time_s"] for r in again}
-    rs = [r for r in fresh if r["family"] == "llm" and r["id"] in a and r["id"] in b]
+    ratios = fit_kernel_event_ratios() if timing == "kernel" else {}
+    rs, told = [], []
+    for sfx in suffix if isinstance(suffix, tuple) else (suffix,):  # session by session: its own event times
+        event = {r["id"]: r["time_s"] for r in records("event", sfx) or ()} if ratios else {}
+        for r in records(timing, sfx) or ():
+            if r["family"] == "llm" and r["id"] in a and r["id"] in b:
+                rs.append(r)
+                ok = r["id"] in event and r["id"] in ratios
+                told.append(event[r["id"]] * ratios[r["id"]] if ok else np.nan)
     meas = np.array([r["time_s"] for r in rs])
+    told_a = np.array(told)
     other = np.array([np.sqrt(a[r["id"]] * b[r["id"]]) for r in rs])
     medians = fit_medians(timing)
     lookup = np.array([medians[r["id"]] for r in rs])
@@ -208,6 +234,9 @@ def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -
         out[k] = {"floor": ape_stats(other[sel], meas[sel]), "lookup": ape_stats(lookup[sel], meas[sel])} | {
             name: ape_stats(p[sel], meas[sel]) for name, p in preds.items()
         }
+        known = sel & np.isfinite(told_a)
+        if ratios and known.any():
+            out[k]["told"] = ape_stats(told_a[known], meas[known])
     return out
 
 
@@ -485,17 +514,17 @@ def markdown(rep: dict[str, Any]) -> str:
             "",
             f"**Against the floors** on the fresh sessions pooled (seeds {', '.join(seeds)}): their `llm` GEMMs — "
             "the same shapes in every seed, and fitted on — against the seed-0 sessions' mean (one other order), "
-            f"against their median over the {len(CORRECTION_SUFFIXES)} fit sessions (the lookup), and both models on "
-            "the same GEMMs "
-            "(MdAPE / p90 %, kernel time):\n",
-            "| GEMM | GEMMs | other-order floor | lookup floor | default | tiles |",
-            "|---|---|---|---|---|---|",
+            f"against their median over the {len(CORRECTION_SUFFIXES)} fit sessions (the lookup), told their event "
+            "time (each GEMM's event time measured in the same session times its median kernel / event ratio over "
+            "the fit sessions), and both models on the same GEMMs (MdAPE / p90 %, kernel time):\n",
+            "| GEMM | GEMMs | other-order floor | lookup floor | told its event time | default | tiles |",
+            "|---|---|---|---|---|---|---|",
         ]
         for k in (*KINDS, "all"):
             row = fl[k]
             lines.append(
-                f"| {k} | {row['floor']['n']} | {_c(row['floor'])} | {_c(row['lookup'])} | {_c(row['calibrated'])} | "
-                f"{_c(row['tiles'])} |"
+                f"| {k} | {row['floor']['n']} | {_c(row['floor'])} | {_c(row['lookup'])} | "
+                f"{_c(row.get('told', {}))} | {_c(row['calibrated'])} | {_c(row['tiles'])} |"
             )
     return "\n".join(lines)
 

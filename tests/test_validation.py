@@ -184,3 +184,19 @@ def test_tile_model_section_is_reproducible():
     doc = (ROOT / "docs" / "validation.md").read_text()
     shipped = doc.split(module.BEGIN)[1].split(module.END)[0].strip()
     assert_same_text_but_rounding(module.markdown(module.evaluate()).strip(), shipped)
+
+
+def test_kernel_time_told_its_event_time_is_no_better_than_the_lookup():
+    """docs/validation.md ("What limits it"): told each fresh llm GEMM's event time from the same session (times its
+    median kernel / event ratio over the fit sessions), kernel time is still at p90 13-15 % per kind: above the
+    12 % target, so the kernel-time p90 miss is the measurement's own spread."""
+    spec = importlib.util.spec_from_file_location("validate_tiles", ROOT / "benchmarks" / "validate_tiles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    floor = module.score_floor(module.FRESH_SESSIONS, "kernel")
+    for k in module.KINDS:
+        row = floor[k]
+        assert row["told"]["n"] == row["floor"]["n"] > 900  # every fresh llm GEMM has its event time
+        assert 12.0 < row["told"]["p90"] < 16.0
+        assert row["told"]["mdape"] < row["floor"]["mdape"]  # better than one other order, at the median
+    assert "told" not in module.score_floor(module.FRESH_SESSIONS, "event")["all"]
