@@ -72,6 +72,10 @@ REPEAT_FILES = {
     "first sweep, compiles beside": DATA / "h200_layer_2026-12-01.json",
     "host-time session": DATA / "h200_layer_host_2026-12-01.json",
 }
+#: the host-bound layer (dim 2048 x 4096 tokens) and a GPU-bound control (dim 4096) measured in six processes one
+#: after another on one machine; four came back with their JSON (a1 of the first device call, b2-b4 of the next):
+#: a2's and a3's step times are only in log_layer_hostrep.txt (benchmarks/data/h200_2026-12-01/README.md)
+PROCESS_FILES = tuple(DATA / f"h200_layer_hostrep_{p}_2026-12-01.json" for p in ("a1", "b2", "b3", "b4"))
 #: the mix_order plan (perfmodel.bench.layer.MIX_ORDER_CASES), measured after its predictions were committed
 MIX_ORDER_FILE = DATA / "h200_layer_mix_order_2026-12-01.json"
 MIX_ORDER_PREDICTED = DATA / "h200_layer_mix_order_predicted_2026-12-01.json"
@@ -242,6 +246,7 @@ def evaluate() -> dict[str, Any]:
         gemms_in_steps=score_gemms_in_steps(records),
         repeats={label: score_repeat(records, choices, path) for label, path in REPEAT_FILES.items() if path.exists()},
         host=score_host(records),
+        processes=score_processes(shipped),
         fresh=score_fresh(shipped),
         **{key: score_fresh(shipped, m, p) for key, (m, p, _) in FRESH_EXTRA.items()},
         mix_order=score_mix_order(),
@@ -625,6 +630,76 @@ def score_host(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def score_processes(params: Any, paths: tuple[Path, ...] = PROCESS_FILES) -> dict[str, Any]:
+    """The same configs in several processes on one machine (:data:`PROCESS_FILES`): per config id, the range
+    (min, max) over the processes of its event and kernel step time and host time (ms), and of its savings
+    against the same process's bf16 step (points of it: by events, and by kernel time against bf16's kernel time),
+    beside the savings the step model with ``params`` predicts. Empty without the files."""
+    runs = [{r["id"]: r for r in cl.load_records(q)} for q in paths if q.exists()]
+    if not runs:
+        return {}
+    out: dict[str, Any] = {}
+    for cid, r0 in runs[0].items():
+        pairs = [(run[cid], run[f"{r0['case']}-bf16"]) for run in runs if cid in run and f"{r0['case']}-bf16" in run]
+
+        def rng(values: list[float]) -> list[float]:
+            return [float(min(values)), float(max(values))]
+
+        row: dict[str, Any] = dict(
+            case=r0["case"],
+            recipe=r0["recipe"],
+            subset=r0["subset"],
+            n=len(pairs),
+            event_ms=rng([r["step_time_s"] * 1e3 for r, _ in pairs]),
+            kernel_ms=rng([r["step_kernel_time_s"] * 1e3 for r, _ in pairs]),
+            host_ms=rng([r["host_step_s"] * 1e3 for r, _ in pairs if r.get("host_step_s")] or [float("nan")]),
+        )
+        if r0["recipe"] != "bf16":
+            pf, pb = cl.case_of(r0).predict(params), cl.case_of(pairs[0][1]).predict(params)
+            for w, f, a in (("event", "step_time_s", "step_s"), ("kernel", "step_kernel_time_s", "kernel_s")):
+                row[f"save_{w}"] = rng([(b[f] - r[f]) / b[f] * 100 for r, b in pairs])
+                row[f"pred_{w}"] = float((getattr(pb, a) - getattr(pf, a)) / getattr(pb, a) * 100)
+        out[cid] = row
+    order = sorted(out, key=lambda c: (out[c]["case"], out[c]["recipe"] != "bf16"))
+    return {c: out[c] for c in order}
+    return out
+
+
+def processes_table(pr: dict[str, Any]) -> str:
+    """The process repeats as markdown (empty without their files)."""
+    if not pr:
+        return ""
+    n = max(v["n"] for v in pr.values())
+    out = [
+        "",
+        f"**Measured again: {n} processes on one machine** (`h200_layer_hostrep_*_2026-12-01.json`: the same "
+        "configs measured one process after another on one GPU and one host, minutes apart) — the range over the "
+        "processes of each config's step time (ms, CUDA events), kernel sum and host time, and of its savings against "
+        "the same process's bf16 step (points), beside the shipped model's predicted savings:\n",
+        "| config | processes | events ms | kernels ms | host ms | savings, events: measured · predicted "
+        "| savings, kernels: measured · predicted |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def span(v: list[float], fmt: str = "{:.3f}") -> str:
+        return f"{fmt.format(v[0])} … {fmt.format(v[1])}"
+
+    for v in pr.values():
+        sub = "" if v["recipe"] == "bf16" else f" {v['subset']}"
+        out.append(
+            _row(
+                f"{v['case']} {v['recipe']}{sub}",
+                v["n"],
+                span(v["event_ms"]),
+                span(v["kernel_ms"]),
+                span(v["host_ms"], "{:.2f}"),
+                f"{span(v['save_event'], '{:+.1f}')} · {v['pred_event']:+.1f}" if "save_event" in v else "",
+                f"{span(v['save_kernel'], '{:+.1f}')} · {v['pred_kernel']:+.1f}" if "save_kernel" in v else "",
+            )
+        )
+    return "\n".join(out)
+
+
 def score_fsdp(params: Any) -> list[dict[str, Any]]:
     """The one-GPU FSDP2 steps (seq 8192, never fitted): the layers' own kernel time against the prediction."""
     data = json.loads(FSDP_FILE.read_text())
@@ -867,6 +942,7 @@ def tables(rep: dict[str, Any]) -> str:
     for label, rp in (rep.get("repeats") or {}).items():
         out.append(repeat_table(label, rp))
     out.append(host_table(rep.get("host") or {}))
+    out.append(processes_table(rep.get("processes") or {}))
     out.append(fresh_table(rep.get("fresh") or {}))
     for key in FRESH_EXTRA:
         out.append(fresh_extra_table(key, rep.get(key) or {}))

@@ -152,10 +152,10 @@ def _step_lines(rep: Any) -> list[str]:
     if bool(st.bf16.host_bound_risk):
         lines.append(
             f"  note: {float(st.bf16.kernel_s) * 1e3:.1f} ms of GPU work per layer step; steps under 7 ms may wait for "
-            "the host's launches (2.0-5.6 ms a step on the H200"
+            "the host's launches (2.0-5.9 ms a step on our H200"
         )
         lines.append(
-            "    machine's CPU; float8 adds launches), which these times leave out: more tokens per step, or CUDA "
+            "    machines' CPUs; float8 adds launches), which these times leave out: more tokens per step, or CUDA "
             "graphs, remove that (docs/step.md)"
         )
     parts = ", ".join(f"{k} {float(v) * 1e3:.2f}" for k, v in st.best.parts.items())

@@ -78,10 +78,11 @@ def eligible_groups(layer: LayerShape) -> tuple[str, ...]:
     )
 
 
-#: A compiled layer step's host (launch) time measured on the H200 machine's CPU: 2.0-2.8 ms in bf16, 2.7-5.6 ms
-#: with float8 Linears (``host_step_s`` of benchmarks/data/h200_2026-12-01/h200_layer_host_2026-12-01.json). A step
+#: A compiled layer step's host (launch) time measured on the H200 machines' CPUs: 2.0-2.8 ms in bf16, 2.7-5.6 ms
+#: with float8 Linears on one (``host_step_s`` of benchmarks/data/h200_2026-12-01/h200_layer_host_2026-12-01.json),
+#: 3.0-3.7 and 3.1-5.9 ms on another, moving by 22-42 % between processes (``h200_layer_hostrep_*``). A step
 #: with less GPU time than HOST_BOUND_KERNEL_S may wait for its launches (docs/step.md, "The steps are not host-free").
-HOST_STEP_S = (2.0e-3, 5.6e-3)
+HOST_STEP_S = (2.0e-3, 5.9e-3)
 HOST_BOUND_KERNEL_S = 7e-3
 
 
@@ -123,7 +124,7 @@ class LayerTime:
     @property
     def host_bound_risk(self) -> Any:
         """Whether this step's GPU time (``kernel_s``) is under :data:`HOST_BOUND_KERNEL_S`: then the host's launches
-        (2.0–5.6 ms per compiled step, measured on the H200 machine's CPU) can decide its CUDA-event time, which the
+        (2.0–5.9 ms per compiled step, measured on the H200 machines' CPUs) can decide its CUDA-event time, which the
         model does not price; such steps' measured float8 speedups moved by up to 20 points between sessions. A
         bool (a bool array, a sympy condition for arrays and symbols)."""
         k = self.kernel_s
