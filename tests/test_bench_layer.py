@@ -654,3 +654,33 @@ def test_filter_plan_and_named_plans():
     assert [s.id for s in L.named_plan("mix_order")] == [s.id for s in L.mix_order_plan()]
     with pytest.raises(ValueError, match="unknown plan"):
         L.named_plan("nope")
+
+
+def test_compile_mode_is_recorded_and_checked(tmp_path):
+    specs = L.layer_plan()[:2]
+    L.run_sweep(
+        _writer(tmp_path),
+        specs,
+        workers=1,
+        budget_s=10,
+        deadline_s=20,
+        simulate={"compile_s": 0.05, "measure_s": 0.02},
+        eta_check=False,
+        compile_mode="reduce-overhead",
+        log=lambda m: None,
+    )
+    recs = json.loads((tmp_path / "layer.json").read_text())["records"]
+    assert [r["compile_mode"] for r in recs] == ["reduce-overhead"] * 2
+    assert L.base_record(specs[0])["compile_mode"] == "default"
+    with pytest.raises(ValueError, match="not one of default, reduce-overhead"):
+        L.run_sweep(_writer(tmp_path), specs, compile_mode="max-autotune", simulate={}, log=lambda m: None)
+    with pytest.raises(ValueError, match="reduce-overhead"):
+        L.base_record(specs[0], "graphs")
+
+
+def test_build_case_takes_cuda_graphs_only_when_compiled(torch_mod):
+    spec = L.layer_plan()[0]
+    eager = L.build_case(spec, device="cpu", dtype=torch_mod.float32, compile=False, compile_mode="reduce-overhead")
+    assert eager.cudagraphs is False  # nothing compiled: no graphs to replay
+    with pytest.raises(ValueError, match="compile mode 'graphs'"):
+        L.build_case(spec, device="cpu", dtype=torch_mod.float32, compile=False, compile_mode="graphs")

@@ -14,6 +14,10 @@ SDPA, SwiGLU; bf16 weights)::
     x      = randn(batch, seq, dim, bf16, requires_grad=True);  cos, sin = rope_tables(cfg, seq)
     step() = x.grad = None; layer.zero_grad(set_to_none=True); model(x, cos, sin).backward(grad_out)
 
+``--compile-mode reduce-overhead`` compiles with CUDA graphs instead (``torch.compile(..., mode="reduce-overhead")``,
+``torch.compiler.cudagraph_mark_step_begin()`` before each step; the record's ``compile_mode`` says which): the
+host then replays each graph with one launch, so a step does not wait for Python or per-kernel launches.
+
 ``grad_out`` is a fixed ``randn(batch, seq, dim)`` bf16 tensor (no loss kernels in the step; the
 record's ``backward`` field says ``"grad_output"``). Parameter grads are set to None before every
 step, so no accumulation kernels run. Per config, in this order:
@@ -637,12 +641,25 @@ RECORD_FIELDS: tuple[str, ...] = (
     "kernel_time_by_class_s", "kernels_per_step", "gemm_kernels_per_step", "fp8_gemm_kernels_per_step",
     "expected_fp8_gemm_kernels_per_step", "peak_mem_bytes", "first_step_s", "compile_s", "autotune_lock_wait_s",
     "lock_wait_s", "measure_s", "timed_steps", "graphs", "graph_breaks", "host_step_s", "host_step_s_all",
-    "host_step_valid", "errors",
+    "host_step_valid", "cudagraph_skips", "errors",
 )  # fmt: skip
 
 
-def base_record(spec: LayerSpec) -> dict[str, Any]:
-    """The record of ``spec`` with every field of :data:`RECORD_FIELDS`, measurements null."""
+#: ``torch.compile`` modes a sweep can measure with (``--compile-mode``): ``"default"`` (every step's kernels
+#: launched by the host, as a plain training loop runs them) and ``"reduce-overhead"`` (CUDA graphs: the host
+#: replays each compiled graph with one launch, so the step does not wait for Python and per-kernel launches)
+COMPILE_MODES: tuple[str, ...] = ("default", "reduce-overhead")
+
+
+def _check_compile_mode(mode: str) -> str:
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"compile mode {mode!r} is not one of {', '.join(COMPILE_MODES)}")
+    return mode
+
+
+def base_record(spec: LayerSpec, compile_mode: str = "default") -> dict[str, Any]:
+    """The record of ``spec`` with every field of :data:`RECORD_FIELDS`, measurements null; ``compile_mode`` the
+    ``torch.compile`` mode it is measured with (:data:`COMPILE_MODES`)."""
     rec: dict[str, Any] = dict.fromkeys(RECORD_FIELDS)
     rec.update(
         op="layer",
@@ -663,7 +680,7 @@ def base_record(spec: LayerSpec) -> dict[str, Any]:
         groups=list(spec.groups),
         converted=list(spec.converted),
         compile="static",
-        compile_mode="default",
+        compile_mode=_check_compile_mode(compile_mode),
         backward="grad_output",
         linear_flops=spec.linear_flops,
         attention_flops=spec.attention_flops,
@@ -772,20 +789,33 @@ class Case:
     cos: Any
     sin: Any
     grad_out: Any
+    cudagraphs: bool = False
 
     def step(self) -> None:
-        """One training step: grads to None, forward, backward with ``grad_out``."""
+        """One training step: grads to None, forward, backward with ``grad_out`` (with CUDA graphs, after telling
+        torch a new step begins, so that the graphs may reuse the last step's output memory)."""
+        if self.cudagraphs:
+            import torch
+
+            torch.compiler.cudagraph_mark_step_begin()
         self.x.grad = None
         self.layer.zero_grad(set_to_none=True)
         self.model(self.x, self.cos, self.sin).backward(self.grad_out)
 
 
 def build_case(
-    spec: LayerSpec, *, device: Any = "cuda", dtype: Any = None, compile: bool = True, seed: int = 0
+    spec: LayerSpec,
+    *,
+    device: Any = "cuda",
+    dtype: Any = None,
+    compile: bool = True,
+    seed: int = 0,
+    compile_mode: str = "default",
 ) -> Case:
     """Build the layer (``dtype`` default bf16), convert ``spec.converted``, ``torch.compile`` it
-    (default mode, ``dynamic=False``) unless ``compile`` is False, and make the inputs: ``x``
-    [batch, seq, dim] with requires_grad, ``cos/sin`` from ``rope_tables``, ``grad_out`` like ``x``."""
+    (``compile_mode``, one of :data:`COMPILE_MODES`; ``dynamic=False``) unless ``compile`` is False, and make the
+    inputs: ``x`` [batch, seq, dim] with requires_grad, ``cos/sin`` from ``rope_tables``, ``grad_out`` like
+    ``x``."""
     import torch
 
     from ._decoder import build_layer, rope_tables
@@ -798,8 +828,10 @@ def build_case(
     x = torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype).requires_grad_()
     grad_out = torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
     cos, sin = rope_tables(cfg, spec.seq_len, device)
-    model = torch.compile(layer, dynamic=False) if compile else layer
-    return Case(layer=layer, model=model, x=x, cos=cos, sin=sin, grad_out=grad_out)
+    graphs = _check_compile_mode(compile_mode) == "reduce-overhead" and compile
+    mode = {"mode": compile_mode} if graphs else {}
+    model = torch.compile(layer, dynamic=False, **mode) if compile else layer
+    return Case(layer=layer, model=model, x=x, cos=cos, sin=sin, grad_out=grad_out, cudagraphs=graphs)
 
 
 # ---- the GPU lock -----------------------------------------------------------------------------
@@ -926,7 +958,7 @@ def _measure_gpu(spec: LayerSpec, opts: Mapping[str, Any], deadline: float, phas
     rec: dict[str, Any] = {}
     case = None
     try:
-        case = build_case(spec, device="cuda")
+        case = build_case(spec, device="cuda", compile_mode=opts.get("compile_mode", "default"))
         _AUTOTUNE_WAIT[0] = 0.0
         torch.cuda.synchronize()
         t = time.perf_counter()
@@ -964,6 +996,8 @@ def _measure_gpu(spec: LayerSpec, opts: Mapping[str, Any], deadline: float, phas
         if counters is not None:
             rec["graphs"] = counters["stats"].get("unique_graphs")
             rec["graph_breaks"] = sum(counters["graph_break"].values())
+            # graphs inductor ran without CUDA graphs, and why in its log (``--compile-mode reduce-overhead``)
+            rec["cudagraph_skips"] = counters["inductor"].get("cudagraph_skips", 0)
         return rec
     finally:
         case = None
@@ -1121,7 +1155,7 @@ def _worker_main(wid: int, conn: Any, opts: dict[str, Any]) -> None:
             conn.send(("phase", wid, _id, name, time.time(), kw))
 
         phase("compiling")
-        rec = base_record(spec)
+        rec = base_record(spec, opts.get("compile_mode", "default"))
         try:
             fn = _simulate if opts.get("simulate") else _measure_gpu
             rec.update(fn(spec, opts, task["deadline"], phase))
@@ -1195,6 +1229,7 @@ def run_sweep(
     on_started: Callable[[], None] | None = None,
     eta_check: bool = True,
     quiet: bool = False,
+    compile_mode: str = "default",
     log: Log = print,
 ) -> dict[str, Any]:
     """Run ``specs`` (in order) on ``workers`` spawned processes; add one record per config to
@@ -1207,10 +1242,12 @@ def run_sweep(
     GPU (tests). ``quiet``: measure only while no worker compiles — configs are dispatched in
     batches, every worker of a batch compiles, then they measure one after another (a compiled worker
     waits for the parent's "go"); slower, but no measurement shares the host with a compile
-    (``concurrent_compiles`` is 0 on every record)."""
+    (``concurrent_compiles`` is 0 on every record). ``compile_mode``: the ``torch.compile`` mode of every config
+    (:data:`COMPILE_MODES`; ``"reduce-overhead"``: CUDA graphs)."""
     import multiprocessing as mp
     from multiprocessing import connection as mp_connection
 
+    _check_compile_mode(compile_mode)
     t0 = time.monotonic() if start is None else start
     wall0 = time.time() - (time.monotonic() - t0)
     cpus = _available_cpus()
@@ -1230,6 +1267,7 @@ def run_sweep(
         "profile_steps": profile_steps,
         "simulate": dict(simulate) if simulate else None,
         "quiet": quiet,
+        "compile_mode": compile_mode,
     }
     ctx = mp.get_context("spawn")
     pool: dict[int, _Worker] = {}
@@ -1300,7 +1338,7 @@ def run_sweep(
             busy = [w for w in pool.values() if w.spec is not None]
             if now >= deadline_s:
                 for w in busy:
-                    rec = base_record(w.spec)
+                    rec = base_record(w.spec, compile_mode)
                     rec["errors"] = [f"killed at the deadline ({deadline_s:.0f} s) while {w.phase}"]
                     rec["error_kind"] = "deadline"
                     w.proc.kill()
@@ -1365,7 +1403,7 @@ def run_sweep(
                         w.proc.join(timeout=1)
                 if not w.proc.is_alive():
                     if w.spec is not None:
-                        rec = base_record(w.spec)
+                        rec = base_record(w.spec, compile_mode)
                         rec["errors"] = [f"worker died (exit code {w.proc.exitcode}) while {w.phase}"]
                         rec["error_kind"] = "crash"
                         finish(w, rec)
@@ -1496,6 +1534,13 @@ def build_parser() -> argparse.ArgumentParser:
         "backward rule (MIX_ORDER_CASES); filter: the step model's picks where it fires (FILTER_CASES); --sizes "
         "ignored by both",
     )
+    p.add_argument(
+        "--compile-mode",
+        default="default",
+        choices=COMPILE_MODES,
+        help="torch.compile mode of every config: default (the host launches every kernel) or reduce-overhead "
+        "(CUDA graphs)",
+    )
     p.add_argument("--only", default="", help="comma-separated fnmatch patterns of config ids, e.g. 'd2048-*'")
     p.add_argument("--priority-max", type=int, default=None, help="only configs of priority <= this")
     p.add_argument(
@@ -1599,6 +1644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             on_started=started,
             eta_check=not args.quick,  # the smoke test starts both configs; the deadline still holds
             quiet=args.quiet,
+            compile_mode=args.compile_mode,
             log=_log,
         )
     )
