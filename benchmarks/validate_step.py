@@ -76,6 +76,10 @@ REPEAT_FILES = {
 #: after another on one machine; four came back with their JSON (a1 of the first device call, b2-b4 of the next):
 #: a2's and a3's step times are only in log_layer_hostrep.txt (benchmarks/data/h200_2026-12-01/README.md)
 PROCESS_FILES = tuple(DATA / f"h200_layer_hostrep_{p}_2026-12-01.json" for p in ("a1", "b2", "b3", "b4"))
+#: the same configs with CUDA graphs (``--compile-mode reduce-overhead``) in three processes on a fresh machine, then
+#: one process in the default mode on it (the same machine's eager reference)
+GRAPH_FILES = tuple(DATA / f"h200_layer_graphs{i}_2026-12-01.json" for i in (1, 2, 3))
+GRAPH_EAGER_FILE = DATA / "h200_layer_graphs_eager_2026-12-01.json"
 #: the mix_order plan (perfmodel.bench.layer.MIX_ORDER_CASES), measured after its predictions were committed
 MIX_ORDER_FILE = DATA / "h200_layer_mix_order_2026-12-01.json"
 MIX_ORDER_PREDICTED = DATA / "h200_layer_mix_order_predicted_2026-12-01.json"
@@ -247,6 +251,8 @@ def evaluate() -> dict[str, Any]:
         repeats={label: score_repeat(records, choices, path) for label, path in REPEAT_FILES.items() if path.exists()},
         host=score_host(records),
         processes=score_processes(shipped),
+        graphs=score_processes(shipped, GRAPH_FILES),
+        graphs_eager=score_processes(shipped, (GRAPH_EAGER_FILE,)),
         fresh=score_fresh(shipped),
         **{key: score_fresh(shipped, m, p) for key, (m, p, _) in FRESH_EXTRA.items()},
         mix_order=score_mix_order(),
@@ -700,6 +706,46 @@ def processes_table(pr: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def graphs_table(graphs: dict[str, Any], eager: dict[str, Any]) -> str:
+    """The CUDA-graph processes beside the same machine's eager process, as markdown (empty without their files)."""
+    if not graphs or not eager:
+        return ""
+    n = max(v["n"] for v in graphs.values())
+    out = [
+        "",
+        f"**With CUDA graphs** (`h200_layer_graphs*_2026-12-01.json`: the same configs compiled with "
+        f'`mode="reduce-overhead"`, {n} processes one after another on one machine, then one process in the default '
+        "mode on it) — step time (ms, CUDA events) and savings against the same process's bf16 step (points), eager "
+        f"and with CUDA graphs (the range over the {n} processes), the kernel sum with CUDA graphs, and the shipped "
+        "model's predicted savings (by events · by kernel time):\n",
+        "| config | eager: events ms | eager: savings | graphs: events ms | graphs: kernels ms | graphs: savings "
+        "| predicted savings |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def span(v: list[float], fmt: str) -> str:
+        return fmt.format(v[0]) if abs(v[1] - v[0]) < 1e-12 else f"{fmt.format(v[0])} … {fmt.format(v[1])}"
+
+    for cid, v in graphs.items():
+        e = eager.get(cid)
+        if e is None:
+            continue
+        sub = "" if v["recipe"] == "bf16" else f" {v['subset']}"
+        f8 = "save_event" in v
+        out.append(
+            _row(
+                f"{v['case']} {v['recipe']}{sub}",
+                span(e["event_ms"], "{:.3f}"),
+                span(e["save_event"], "{:+.1f}") if f8 else "",
+                span(v["event_ms"], "{:.3f}"),
+                span(v["kernel_ms"], "{:.3f}"),
+                span(v["save_event"], "{:+.1f}") if f8 else "",
+                f"{v['pred_event']:+.1f} · {v['pred_kernel']:+.1f}" if f8 else "",
+            )
+        )
+    return "\n".join(out)
+
+
 def score_fsdp(params: Any) -> list[dict[str, Any]]:
     """The one-GPU FSDP2 steps (seq 8192, never fitted): the layers' own kernel time against the prediction."""
     data = json.loads(FSDP_FILE.read_text())
@@ -943,6 +989,7 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(repeat_table(label, rp))
     out.append(host_table(rep.get("host") or {}))
     out.append(processes_table(rep.get("processes") or {}))
+    out.append(graphs_table(rep.get("graphs") or {}, rep.get("graphs_eager") or {}))
     out.append(fresh_table(rep.get("fresh") or {}))
     for key in FRESH_EXTRA:
         out.append(fresh_extra_table(key, rep.get(key) or {}))

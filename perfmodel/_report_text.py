@@ -156,7 +156,7 @@ def _step_lines(rep: Any) -> list[str]:
         )
         lines.append(
             "    machines' CPUs; float8 adds launches), which these times leave out: more tokens per step, or CUDA "
-            "graphs, remove that (docs/step.md)"
+            "graphs (torch.compile(mode='reduce-overhead')), remove that (docs/step.md)"
         )
     parts = ", ".join(f"{k} {float(v) * 1e3:.2f}" for k, v in st.best.parts.items())
     lines.append(f"  breakdown of the best ({st.recipe}: {', '.join(st.chosen) or 'bf16'}), ms: {parts}")
