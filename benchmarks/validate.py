@@ -59,7 +59,17 @@ PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
 #: the layout-sweep sessions the tile model's error bars come from, pooled: benchmarks/validate_tiles.py's
 #: FRESH_SESSIONS (a test holds the two equal), each measured after the shipped tile model was committed
-TILES_FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039", "_fresh2040")
+TILES_FRESH_SESSIONS = (
+    "_fresh2037",
+    "_fresh2038",
+    "_fresh2039",
+    "_fresh2040",
+    "_fresh2041",
+    "_fresh2042",
+    "_fresh2043",
+)
+#: how many distinct GPUs those sessions ran on (benchmarks/validate_tiles.py's FRESH_GPUS; a test holds it)
+TILES_FRESH_GPUS = 4
 
 
 @functools.cache
@@ -848,7 +858,8 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
         fams_arr = np.array(fams)
         seeds = ", ".join(s.removeprefix("_fresh") for s in TILES_FRESH_SESSIONS)
         basis = (
-            f"H200 layout sweep 2026-12-01, seeds {seeds} (measured after the fits; three GPUs), the H200 tile model"
+            f"H200 layout sweep 2026-12-01, seeds {seeds} (measured after the fits; {TILES_FRESH_GPUS} GPUs), the H200 "
+            "tile model"
         )
         bars.append(_bar("gemm_time", "measured", "all", timing, ratio, basis) | {"model": "tiles"})
         for fam in SHAPE_FAMILIES:

@@ -18,10 +18,12 @@ Three kinds of session, kept apart:
   fallback kernels' alignments and tiles); seeds 2033 to 2035 were measured as fit data; the shipped correction
   is fitted on all of them; seed 2036 (``*_fresh2036``, and ``*_fresh2036_repeat`` in the same order on another
   GPU) scored the correction fitted on them with the per-GEMM geometric mean, and is in no fit;
-* **fresh**: seeds 2037 to 2040 (``*_fresh2037`` …), each measured after the shipped correction (one row per
+* **fresh**: seeds 2037 to 2043 (``*_fresh2037`` …), each measured after the shipped correction (one row per
   measurement) was committed — 2037 on a freshly started device machine, with the GPU's SM clock logged every
   100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2038 and 2039 in one later call on another GPU, 2040
-  on a third — pooled, the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in
+  on a third, 2041 to 2043 in a later device session on a fourth (2041 and 2042 stopped at 3379 and 2996 of
+  their 4725 GEMMs: a prefix of a random order) — pooled, the held-out score of the shipped model
+  (:func:`score_pooled`); and seed 2037 again, in
   the same order, right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out
   GEMMs' repeatability on one GPU and across GPUs.
 
@@ -78,11 +80,24 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2038": ("fresh", 2038, "fresh, on another GPU"),
     "_fresh2039": ("fresh", 2039, "fresh, on that GPU again"),
     "_fresh2040": ("fresh", 2040, "fresh, on a third GPU"),
+    "_fresh2041": ("fresh", 2041, "fresh, on a fourth GPU (partial session)"),
+    "_fresh2042": ("fresh", 2042, "fresh, on that GPU again (partial session)"),
+    "_fresh2043": ("fresh", 2043, "fresh, on that GPU a third time"),
 }
 #: the first fresh session of the shipped model (the clock and repeat tables); FRESH_SESSIONS all that were
 #: measured after it was committed, pooled the held-out score of record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039", "_fresh2040")
+FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039", "_fresh2040", "_fresh2041", "_fresh2042", "_fresh2043")
+#: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
+FRESH_GPUS = {
+    "_fresh2037": "GPU-f714bcf3",
+    "_fresh2038": "GPU-f40665ee",
+    "_fresh2039": "GPU-f40665ee",
+    "_fresh2040": "GPU-470f2fc1",
+    "_fresh2041": "GPU-93d623ba",
+    "_fresh2042": "GPU-93d623ba",
+    "_fresh2043": "GPU-93d623ba",
+}
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
 FRESH_REPEAT = "_fresh2037_repeat"

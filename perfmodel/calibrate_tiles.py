@@ -27,7 +27,7 @@ seed 2028, one set per fallback kind on seeds 2029 and 2030 (when a first, joint
 fallback kernels' features (alignment to 2 and 4, 64x64 and 256x64 tile counts) by holding out seed 2029, then
 2030, from a fit on the others (seed 2031 held out of both); seed 2032 scored that version, seeds 2033 to 2035 were
 then measured as more fit data (without them, seed 2032 scored 4.8 % kernel-time MdAPE; with them 4.6 %, event time
-3.2 % both ways), seed 2036 scored the version with them, and seeds 2037 to 2040, measured after the version with
+3.2 % both ways), seed 2036 scored the version with them, and seeds 2037 to 2043, measured after the version with
 one row per measurement was committed, are its held-out score. The boosting uses no BLAS: :func:`fit_corrections` on the
 shipped formula's times gives the shipped trees on every build; after a formula refit on another BLAS build
 (parameters ~1e-5 apart) a near-tied split can flip (``docs/validation.md``, "The tile model").

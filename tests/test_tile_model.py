@@ -395,6 +395,12 @@ def test_expected_error_is_the_fresh_sessions():
     val = importlib.util.module_from_spec(vspec)
     vspec.loader.exec_module(val)
     assert val.TILES_FRESH_SESSIONS == v.FRESH_SESSIONS
+    # the GPUs the fresh sessions ran on, as their logs name them, and their count in the bars' basis
+    assert set(v.FRESH_GPUS) == set(v.FRESH_SESSIONS)
+    for sfx, gpu in v.FRESH_GPUS.items():
+        assert gpu in (v.DATA / f"log_gemm_layouts{sfx}.txt").read_text(), sfx
+    assert len(set(v.FRESH_GPUS.values())) == val.TILES_FRESH_GPUS
+    assert f"on {val.TILES_FRESH_GPUS} GPUs" in TILES_EXPECTED_ERROR.basis.replace("four", "4")
 
 
 def test_refuses_outputs_and_specs_it_was_not_measured_with():
