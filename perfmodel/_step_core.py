@@ -125,7 +125,8 @@ class LayerTime:
     def host_bound_risk(self) -> Any:
         """Whether this step's GPU time (``kernel_s``) is under :data:`HOST_BOUND_KERNEL_S`: then the host's launches
         (2.0–5.9 ms per compiled step, measured on the H200 machines' CPUs) can decide its CUDA-event time, which the
-        model does not price; such steps' measured float8 speedups moved by up to 20 points between sessions. A
+        model does not price; one such step's measured float8 savings spread over ~70 points of the bf16 step across
+        runs (processes and machines; docs/step.md); with CUDA graphs they came within 6 points of the model's. A
         bool (a bool array, a sympy condition for arrays and symbols)."""
         k = self.kernel_s
         if hasattr(k, "free_symbols"):
