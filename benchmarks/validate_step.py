@@ -80,6 +80,10 @@ PROCESS_FILES = tuple(DATA / f"h200_layer_hostrep_{p}_2026-12-01.json" for p in 
 #: one process in the default mode on it (the same machine's eager reference)
 GRAPH_FILES = tuple(DATA / f"h200_layer_graphs{i}_2026-12-01.json" for i in (1, 2, 3))
 GRAPH_EAGER_FILE = DATA / "h200_layer_graphs_eager_2026-12-01.json"
+#: dim 3072 x 4096 tokens (under 7 ms of kernels too) in three eager processes, then one with CUDA graphs, on another
+#: machine: a small layer that the host does not decide
+D3072_EAGER_FILES = tuple(DATA / f"h200_layer_d3072rep{i}_2026-12-01.json" for i in (1, 2, 3))
+D3072_GRAPH_FILES = (DATA / "h200_layer_d3072graphs1_2026-12-01.json",)
 #: the mix_order plan (perfmodel.bench.layer.MIX_ORDER_CASES), measured after its predictions were committed
 MIX_ORDER_FILE = DATA / "h200_layer_mix_order_2026-12-01.json"
 MIX_ORDER_PREDICTED = DATA / "h200_layer_mix_order_predicted_2026-12-01.json"
@@ -253,6 +257,8 @@ def evaluate() -> dict[str, Any]:
         processes=score_processes(shipped),
         graphs=score_processes(shipped, GRAPH_FILES),
         graphs_eager=score_processes(shipped, (GRAPH_EAGER_FILE,)),
+        d3072_graphs=score_processes(shipped, D3072_GRAPH_FILES),
+        d3072_eager=score_processes(shipped, D3072_EAGER_FILES),
         fresh=score_fresh(shipped),
         **{key: score_fresh(shipped, m, p) for key, (m, p, _) in FRESH_EXTRA.items()},
         mix_order=score_mix_order(),
@@ -706,18 +712,24 @@ def processes_table(pr: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def graphs_table(graphs: dict[str, Any], eager: dict[str, Any]) -> str:
-    """The CUDA-graph processes beside the same machine's eager process, as markdown (empty without their files)."""
+def graphs_table(graphs: dict[str, Any], eager: dict[str, Any], files: str) -> str:
+    """CUDA-graph processes beside the same machine's eager ones (``files``: their file names' pattern), as markdown
+    (empty without their files)."""
     if not graphs or not eager:
         return ""
-    n = max(v["n"] for v in graphs.values())
+    n, m = max(v["n"] for v in graphs.values()), max(v["n"] for v in eager.values())
+    case = next(iter(graphs.values()))["case"]
+
+    def procs(k: int, how: str) -> str:
+        return f"{'one process' if k == 1 else f'{k} processes'} {how}"
+
+    graphed, plain = procs(n, 'compiled with `mode="reduce-overhead"`'), procs(m, "in the default mode")
     out = [
         "",
-        f"**With CUDA graphs** (`h200_layer_graphs*_2026-12-01.json`: the same configs compiled with "
-        f'`mode="reduce-overhead"`, {n} processes one after another on one machine, then one process in the default '
-        "mode on it) — step time (ms, CUDA events) and savings against the same process's bf16 step (points), eager "
-        f"and with CUDA graphs (the range over the {n} processes), the kernel sum with CUDA graphs, and the shipped "
-        "model's predicted savings (by events · by kernel time):\n",
+        f"**With CUDA graphs: {case}** (`{files}_2026-12-01.json`: the same configs, {graphed} and {plain}, one after "
+        "another on one machine) — step time (ms, CUDA events) and savings against the same process's bf16 step "
+        "(points), eager and with CUDA graphs (ranges over the processes), the kernel sum with CUDA graphs, and the "
+        "shipped model's predicted savings (by events · by kernel time):\n",
         "| config | eager: events ms | eager: savings | graphs: events ms | graphs: kernels ms | graphs: savings "
         "| predicted savings |",
         "|---|---|---|---|---|---|---|",
@@ -989,7 +1001,8 @@ def tables(rep: dict[str, Any]) -> str:
         out.append(repeat_table(label, rp))
     out.append(host_table(rep.get("host") or {}))
     out.append(processes_table(rep.get("processes") or {}))
-    out.append(graphs_table(rep.get("graphs") or {}, rep.get("graphs_eager") or {}))
+    out.append(graphs_table(rep.get("graphs") or {}, rep.get("graphs_eager") or {}, "h200_layer_graphs*"))
+    out.append(graphs_table(rep.get("d3072_graphs") or {}, rep.get("d3072_eager") or {}, "h200_layer_d3072*"))
     out.append(fresh_table(rep.get("fresh") or {}))
     for key in FRESH_EXTRA:
         out.append(fresh_extra_table(key, rep.get(key) or {}))
