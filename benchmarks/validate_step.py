@@ -650,13 +650,13 @@ def score_processes(params: Any, paths: tuple[Path, ...] = PROCESS_FILES) -> dic
     runs = [{r["id"]: r for r in cl.load_records(q)} for q in paths if q.exists()]
     if not runs:
         return {}
+
+    def rng(values: list[float]) -> list[float]:
+        return [float(min(values)), float(max(values))]
+
     out: dict[str, Any] = {}
     for cid, r0 in runs[0].items():
         pairs = [(run[cid], run[f"{r0['case']}-bf16"]) for run in runs if cid in run and f"{r0['case']}-bf16" in run]
-
-        def rng(values: list[float]) -> list[float]:
-            return [float(min(values)), float(max(values))]
-
         row: dict[str, Any] = dict(
             case=r0["case"],
             recipe=r0["recipe"],
@@ -674,7 +674,11 @@ def score_processes(params: Any, paths: tuple[Path, ...] = PROCESS_FILES) -> dic
         out[cid] = row
     order = sorted(out, key=lambda c: (out[c]["case"], out[c]["recipe"] != "bf16"))
     return {c: out[c] for c in order}
-    return out
+
+
+def _span(v: list[float], fmt: str = "{:.3f}") -> str:
+    """A (min, max) range as text: one value when both are the same."""
+    return fmt.format(v[0]) if abs(v[1] - v[0]) < 1e-12 else f"{fmt.format(v[0])} … {fmt.format(v[1])}"
 
 
 def processes_table(pr: dict[str, Any]) -> str:
@@ -693,20 +697,17 @@ def processes_table(pr: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
 
-    def span(v: list[float], fmt: str = "{:.3f}") -> str:
-        return f"{fmt.format(v[0])} … {fmt.format(v[1])}"
-
     for v in pr.values():
         sub = "" if v["recipe"] == "bf16" else f" {v['subset']}"
         out.append(
             _row(
                 f"{v['case']} {v['recipe']}{sub}",
                 v["n"],
-                span(v["event_ms"]),
-                span(v["kernel_ms"]),
-                span(v["host_ms"], "{:.2f}"),
-                f"{span(v['save_event'], '{:+.1f}')} · {v['pred_event']:+.1f}" if "save_event" in v else "",
-                f"{span(v['save_kernel'], '{:+.1f}')} · {v['pred_kernel']:+.1f}" if "save_kernel" in v else "",
+                _span(v["event_ms"]),
+                _span(v["kernel_ms"]),
+                _span(v["host_ms"], "{:.2f}"),
+                f"{_span(v['save_event'], '{:+.1f}')} · {v['pred_event']:+.1f}" if "save_event" in v else "",
+                f"{_span(v['save_kernel'], '{:+.1f}')} · {v['pred_kernel']:+.1f}" if "save_kernel" in v else "",
             )
         )
     return "\n".join(out)
@@ -735,9 +736,6 @@ def graphs_table(graphs: dict[str, Any], eager: dict[str, Any], files: str) -> s
         "|---|---|---|---|---|---|---|",
     ]
 
-    def span(v: list[float], fmt: str) -> str:
-        return fmt.format(v[0]) if abs(v[1] - v[0]) < 1e-12 else f"{fmt.format(v[0])} … {fmt.format(v[1])}"
-
     for cid, v in graphs.items():
         e = eager.get(cid)
         if e is None:
@@ -747,11 +745,11 @@ def graphs_table(graphs: dict[str, Any], eager: dict[str, Any], files: str) -> s
         out.append(
             _row(
                 f"{v['case']} {v['recipe']}{sub}",
-                span(e["event_ms"], "{:.3f}"),
-                span(e["save_event"], "{:+.1f}") if f8 else "",
-                span(v["event_ms"], "{:.3f}"),
-                span(v["kernel_ms"], "{:.3f}"),
-                span(v["save_event"], "{:+.1f}") if f8 else "",
+                _span(e["event_ms"], "{:.3f}"),
+                _span(e["save_event"], "{:+.1f}") if f8 else "",
+                _span(v["event_ms"], "{:.3f}"),
+                _span(v["kernel_ms"], "{:.3f}"),
+                _span(v["save_event"], "{:+.1f}") if f8 else "",
                 f"{v['pred_event']:+.1f} · {v['pred_kernel']:+.1f}" if f8 else "",
             )
         )
