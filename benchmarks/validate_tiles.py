@@ -41,7 +41,7 @@ import functools
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -188,29 +188,35 @@ def score_session(
     return out
 
 
+def _median_over_fit(per_session: Callable[[str], Mapping[str, float]]) -> dict[str, float]:
+    """By GEMM id, the median (in log) over the sessions the learned correction is fitted on of
+    ``per_session(suffix)``'s value for it (a session without the GEMM, or without the files, adds nothing)."""
+    seen: dict[str, list[float]] = defaultdict(list)
+    for sfx in CORRECTION_SUFFIXES:
+        for i, value in per_session(sfx).items():
+            seen[i].append(float(np.log(value)))
+    return {i: float(np.exp(np.median(v))) for i, v in seen.items()}
+
+
 @functools.cache
 def fit_medians(timing: str) -> dict[str, float]:
     """Each ``llm`` GEMM's median time over the sessions the learned correction is fitted on (the lookup floor of
     :func:`score_floor`), seconds, by GEMM id."""
-    seen: dict[str, list[float]] = defaultdict(list)
-    for sfx in CORRECTION_SUFFIXES:
-        for r in records(timing, sfx) or ():
-            if r["family"] == "llm":
-                seen[r["id"]].append(float(np.log(r["time_s"])))
-    return {i: float(np.exp(np.median(v))) for i, v in seen.items()}
+    return _median_over_fit(
+        lambda sfx: {r["id"]: r["time_s"] for r in records(timing, sfx) or () if r["family"] == "llm"}
+    )
 
 
 @functools.cache
 def fit_kernel_event_ratios() -> dict[str, float]:
     """Each GEMM's median ratio of kernel to event time over the sessions the learned correction is fitted on
     (both timings of the same session; the ``told`` floor of :func:`score_floor`), by GEMM id."""
-    seen: dict[str, list[float]] = defaultdict(list)
-    for sfx in CORRECTION_SUFFIXES:
+
+    def ratios(sfx: str) -> dict[str, float]:
         event = {r["id"]: r["time_s"] for r in records("event", sfx) or ()}
-        for r in records("kernel", sfx) or ():
-            if r["id"] in event:
-                seen[r["id"]].append(float(np.log(r["time_s"] / event[r["id"]])))
-    return {i: float(np.exp(np.median(v))) for i, v in seen.items()}
+        return {r["id"]: r["time_s"] / event[r["id"]] for r in records("kernel", sfx) or () if r["id"] in event}
+
+    return _median_over_fit(ratios)
 
 
 def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -> dict[str, Any] | None:

@@ -506,6 +506,12 @@ def _writer(tmp_path):
     return DatasetWriter(tmp_path / "layer.json", {"date": "test", "command": "test"})
 
 
+def _quick_sweep(tmp_path, specs, **kw):
+    """A simulated sweep with time enough to measure every config of ``specs`` (``kw`` overrides), silent."""
+    opts = dict(workers=1, budget_s=20, deadline_s=40, simulate={"compile_s": 0.05, "measure_s": 0.02}, eta_check=False)
+    return L.run_sweep(_writer(tmp_path), specs, **(opts | kw), log=lambda m: None)
+
+
 def test_simulated_sweep_measures_one_at_a_time_and_survives_failures(tmp_path):
     specs = L.layer_plan()[:6]
     w = _writer(tmp_path)
@@ -606,16 +612,7 @@ def test_eta_check_skips_configs_that_cannot_finish(tmp_path):
 
 def test_table_command_reads_the_dataset(tmp_path, capsys):
     specs = L.layer_plan()[:3]
-    L.run_sweep(
-        _writer(tmp_path),
-        specs,
-        workers=2,
-        budget_s=20,
-        deadline_s=40,
-        simulate={"compile_s": 0.1, "measure_s": 0.02},
-        eta_check=False,
-        log=lambda m: None,
-    )
+    _quick_sweep(tmp_path, specs, workers=2, simulate={"compile_s": 0.1, "measure_s": 0.02})
     assert L.main(["table", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "== layer.json" in out and "d2048-b1s4096 (4096 tokens): bf16" in out
@@ -658,17 +655,7 @@ def test_filter_plan_and_named_plans():
 
 def test_compile_mode_is_recorded_and_checked(tmp_path):
     specs = L.layer_plan()[:2]
-    L.run_sweep(
-        _writer(tmp_path),
-        specs,
-        workers=1,
-        budget_s=10,
-        deadline_s=20,
-        simulate={"compile_s": 0.05, "measure_s": 0.02},
-        eta_check=False,
-        compile_mode="reduce-overhead",
-        log=lambda m: None,
-    )
+    _quick_sweep(tmp_path, specs, budget_s=10, deadline_s=20, compile_mode="reduce-overhead")
     recs = json.loads((tmp_path / "layer.json").read_text())["records"]
     assert [r["compile_mode"] for r in recs] == ["reduce-overhead"] * 2
     assert L.base_record(specs[0])["compile_mode"] == "default"
