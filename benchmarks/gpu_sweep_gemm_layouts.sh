@@ -6,6 +6,8 @@
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh                 # full sweep (~4-7 min on an H200)
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh --quick         # smoke test (~30 s)
 #   SEED=2026 SUFFIX=_fresh bash benchmarks/gpu_sweep_gemm_layouts.sh   # a fresh draw, same mix
+#   FAMILY_MIX=random=2000,odd=800,llm=0,small_m=0,square=0 SEED=3001 SUFFIX=_fit3001 \
+#     bash benchmarks/gpu_sweep_gemm_layouts.sh                          # another mix (fit data)
 #
 # Writes under $OUT (default ./out): data/gemm_layouts_time$SUFFIX.json (timing "event"),
 # data/gemm_layouts_kernels$SUFFIX.json (timing "kernel"), log.txt. The two phases are separate
@@ -17,6 +19,7 @@ OUT=${OUT:-out}
 QUICK=${1:-}
 SEED=${SEED:-0}
 SUFFIX=${SUFFIX:-}
+FAMILY_MIX=${FAMILY_MIX:-}                # shapes per family, e.g. random=2000,llm=0 (default: the fixed mix)
 DEADLINE_S=${DEADLINE_S:-560}
 TIME_BUDGET_S=${TIME_BUDGET_S:-215}       # the time phase then ends within ~240 s
 KERNELS_BUDGET_S=${KERNELS_BUDGET_S:-160} # the kernels phase then ends within ~180 s
@@ -37,7 +40,12 @@ SMI_PID=$!
 trap 'kill $SMI_PID 2>/dev/null' EXIT
 
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
-run() { python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --suffix "$SUFFIX" $QUICK 2>&1 | tee -a "$LOG"; }
+MIX=()
+if [ -n "$FAMILY_MIX" ]; then MIX=(--family-mix "$FAMILY_MIX"); fi
+run() {
+  python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --suffix "$SUFFIX" "${MIX[@]}" $QUICK 2>&1 |
+    tee -a "$LOG"
+}
 
 run plan --dry-run
 # time phase: keep ~180 s for the kernels phase, ~25 s for startup and the last item
