@@ -58,18 +58,10 @@ PUBLISHED_BEGIN, PUBLISHED_END = "<!-- published:begin -->", "<!-- published:end
 PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored against, never fitted on
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
 #: the layout-sweep sessions the tile model's error bars come from, pooled: benchmarks/validate_tiles.py's
-#: FRESH_SESSIONS (a test holds the two equal), each measured after the shipped tile model was committed
-TILES_FRESH_SESSIONS = (
-    "_fresh2037",
-    "_fresh2038",
-    "_fresh2039",
-    "_fresh2040",
-    "_fresh2041",
-    "_fresh2042",
-    "_fresh2043",
-)
+#: FRESH_SESSIONS (a test holds the two equal), each in no fit and measured after the formula fits
+TILES_FRESH_SESSIONS = tuple(f"_fresh{seed}" for seed in range(2037, 2046))
 #: how many distinct GPUs those sessions ran on (benchmarks/validate_tiles.py's FRESH_GPUS; a test holds it)
-TILES_FRESH_GPUS = 4
+TILES_FRESH_GPUS = 5
 
 
 @functools.cache

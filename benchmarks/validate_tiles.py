@@ -18,12 +18,16 @@ Three kinds of session, kept apart:
   fallback kernels' alignments and tiles); seeds 2033 to 2035 were measured as fit data; the shipped correction
   is fitted on all of them; seed 2036 (``*_fresh2036``, and ``*_fresh2036_repeat`` in the same order on another
   GPU) scored the correction fitted on them with the per-GEMM geometric mean, and is in no fit;
-* **fresh**: seeds 2037 to 2043 (``*_fresh2037`` …), each measured after the shipped correction (one row per
-  measurement) was committed — 2037 on a freshly started device machine, with the GPU's SM clock logged every
+* **fit, random and odd shapes**: seed 3001 (``*_fit3001``), 13 722 GEMMs of the random and odd families only,
+  measured as fit data after seeds 2037 to 2043 had scored the correction without it; the shipped correction is
+  fitted on it;
+* **fresh**: seeds 2037 to 2045 (``*_fresh2037`` …), in no fit — 2037 to 2043 measured after the version before
+  the shipped one (without seed 3001; one row per measurement) was committed, 2044 and 2045 after the shipped one:
+  2037 on a freshly started device machine, with the GPU's SM clock logged every
   100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2038 and 2039 in one later call on another GPU, 2040
   on a third, 2041 to 2043 in a later device session on a fourth (2041 and 2042 stopped at 3379 and 2996 of
-  their 4725 GEMMs: a prefix of a random order) — pooled, the held-out score of the shipped model
-  (:func:`score_pooled`); and seed 2037 again, in
+  their 4725 GEMMs: a prefix of a random order), 2044 and 2045 in one call of a later session on a fifth —
+  pooled, the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in
   the same order, right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out
   GEMMs' repeatability on one GPU and across GPUs.
 
@@ -75,7 +79,8 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2035": ("seen", 2035, "fit data"),
     "_fresh2036": ("seen", 2036, "fresh for the mean-per-GEMM correction"),
     "_fresh2036_repeat": ("seen", 2036, "the same GEMMs on another GPU"),
-    "_fresh2037": ("fresh", 2037, "fresh, after the shipped correction"),
+    "_fit3001": ("seen", 3001, "fit data, random and odd shapes only"),
+    "_fresh2037": ("fresh", 2037, "fresh, after the version before"),
     "_fresh2037_repeat": ("fresh", 2037, "fresh, the same GEMMs on the same GPU"),
     "_fresh2038": ("fresh", 2038, "fresh, on another GPU"),
     "_fresh2039": ("fresh", 2039, "fresh, on that GPU again"),
@@ -83,11 +88,16 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2041": ("fresh", 2041, "fresh, on a fourth GPU (partial session)"),
     "_fresh2042": ("fresh", 2042, "fresh, on that GPU again (partial session)"),
     "_fresh2043": ("fresh", 2043, "fresh, on that GPU a third time"),
+    "_fresh2044": ("fresh", 2044, "fresh, after the shipped correction, on a fifth GPU"),
+    "_fresh2045": ("fresh", 2045, "fresh, on that GPU again"),
 }
-#: the first fresh session of the shipped model (the clock and repeat tables); FRESH_SESSIONS all that were
-#: measured after it was committed, pooled the held-out score of record (error bars, expected error, floors)
+#: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit and were measured
+#: after the formula fits and the one-row-per-measurement correction (2044 and 2045 after the shipped correction
+#: too), pooled the held-out score of record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", "_fresh2038", "_fresh2039", "_fresh2040", "_fresh2041", "_fresh2042", "_fresh2043")
+FRESH_SESSIONS = tuple(f"_fresh{seed}" for seed in range(2037, 2046))
+#: the fresh sessions measured after the shipped correction was committed (the strictly later score)
+AFTER_SHIPPED = ("_fresh2044", "_fresh2045")
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
@@ -97,6 +107,8 @@ FRESH_GPUS = {
     "_fresh2041": "GPU-93d623ba",
     "_fresh2042": "GPU-93d623ba",
     "_fresh2043": "GPU-93d623ba",
+    "_fresh2044": "GPU-2ad49537",
+    "_fresh2045": "GPU-2ad49537",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
@@ -371,8 +383,16 @@ def score_other_day(path: Path = OTHER_DAY) -> dict[str, Any] | None:
 
 
 def fresh_keys() -> list[tuple[str, str | tuple[str, ...]]]:
-    """``(key, suffix)`` per fresh session, then ``("pooled", FRESH_SESSIONS)`` for all of them together."""
-    return [(s, s) for s in FRESH_SESSIONS] + [("pooled", FRESH_SESSIONS)]
+    """``(key, suffix)`` per fresh session, then those measured after the shipped correction together
+    (:data:`AFTER_SHIPPED`, key ``"2044–2045"``), then ``("pooled", FRESH_SESSIONS)`` for all of them."""
+    after = "–".join(AFTER_SHIPPED[i].removeprefix("_fresh") for i in (0, -1))
+    return [(s, s) for s in FRESH_SESSIONS] + [(after, AFTER_SHIPPED), ("pooled", FRESH_SESSIONS)]
+
+
+def llm_fit_sessions() -> tuple[str, ...]:
+    """The sessions the learned correction is fitted on that measured the ``llm`` GEMMs (the lookup floor's: seed
+    3001's measured only random and odd shapes)."""
+    return tuple(s for s in CORRECTION_SUFFIXES if any(r["family"] == "llm" for r in records("kernel", s) or ()))
 
 
 def score_pooled(timing: str = "kernel") -> dict[str, Any] | None:
@@ -401,7 +421,11 @@ def evaluate() -> dict[str, Any]:
             if s is not None:
                 got[f"formula_{timing}"] = {k: s[k]["formula"]["all"] for k in (*KINDS, "all")}
             # both models: a single session's scores are those of the sessions table, the pooled ones new
-            s = score_session(suffix, timing) if key == "pooled" else rep["sessions"].get(suffix, {}).get(timing)
+            s = (
+                score_session(suffix, timing)
+                if isinstance(suffix, tuple)
+                else rep["sessions"].get(suffix, {}).get(timing)
+            )
             if s is not None:
                 got[timing] = s
         rep["fresh"][key] = got
@@ -444,13 +468,16 @@ def markdown(rep: dict[str, Any]) -> str:
         lines += [
             "",
             f"**Per format and layout on the fresh session{'s' * (len(seeds) > 1)}** "
-            f"(seed{'s' * (len(seeds) > 1)} {', '.join(seeds)}, each measured on a device machine after the shipped "
-            "learned correction was committed; `pooled`: all of them together, the score of record), against the "
+            f"(seed{'s' * (len(seeds) > 1)} {', '.join(seeds)}, each in no fit, measured on a device machine after "
+            "the formula fits were committed; seeds "
+            f"{' and '.join(str(SESSIONS[s][1]) for s in AFTER_SHIPPED)} after the shipped learned correction "
+            f"too, `{fresh_keys()[-2][0]}` those together; `pooled`: all of them together, the score of record), "
+            "against the "
             f"target ({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and two floors on each session's `llm` GEMMs (the same "
             "shapes in every seed): `other order`, against the seed-0 sessions, which measured them in another "
-            f"order; `lookup`, against their median over the {len(CORRECTION_SUFFIXES)} sessions the correction is "
-            "fitted on (MdAPE / p90 %). `tiles` is the shipped tile model, `formula` the same without its learned "
-            "correction:\n",
+            f"order; `lookup`, against their median over the {len(llm_fit_sessions())} sessions the correction is "
+            "fitted on that measured them (MdAPE / p90 %). `tiles` is the shipped tile model, `formula` the same "
+            "without its learned correction:\n",
             "| seed | GEMM | kernel: default | kernel: formula | kernel: tiles | kernel: other order · lookup | "
             "event: default | event: formula | event: tiles | event: other order · lookup |",
             "|---|---|---|---|---|---|---|---|---|---|",
@@ -462,7 +489,7 @@ def markdown(rep: dict[str, Any]) -> str:
         flk, fle = extra.get("floor") or {}, extra.get("floor_event") or {}
         if not (fk and fe and gk and ge):
             continue
-        label = "pooled" if key == "pooled" else str(SESSIONS[key][1])
+        label = str(SESSIONS[key][1]) if key in SESSIONS else key
         for k in (*KINDS, "all"):
             cells = [
                 _c(fk[k]["calibrated"]["all"]),
@@ -535,7 +562,8 @@ def markdown(rep: dict[str, Any]) -> str:
             "",
             f"**Against the floors** on the fresh sessions pooled (seeds {', '.join(seeds)}): their `llm` GEMMs — "
             "the same shapes in every seed, and fitted on — against the seed-0 sessions' mean (one other order), "
-            f"against their median over the {len(CORRECTION_SUFFIXES)} fit sessions (the lookup), told their event "
+            f"against their median over the {len(llm_fit_sessions())} fit sessions that measured them (the lookup), "
+            "told their event "
             "time (each GEMM's event time measured in the same session times its median kernel / event ratio over "
             "the fit sessions), and both models on the same GEMMs (MdAPE / p90 %, kernel time):\n",
             "| GEMM | GEMMs | other-order floor | lookup floor | told its event time | default | tiles |",
