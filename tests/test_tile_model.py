@@ -358,6 +358,25 @@ def test_corrections_reproduce_from_the_shipped_formula():
             assert np.allclose(g["value"], trees["value"], rtol=0, atol=1e-7), (field, key)
 
 
+def test_one_row_misaligned_gemms_are_fitted_by_the_correction_only():
+    # M = 1 with a misaligned leading dimension runs the Hopper or gemv kernels, not the fallback: the formula fit
+    # leaves it out, the learned correction fits it in its layout's main kind (where the model prices it)
+    from perfmodel.calibrate_tiles import _kind_of
+
+    def rec(layout, M, K, N, dtype="bf16"):
+        return {"dtype": dtype, "layout": layout, "M": M, "K": K, "N": N, "scaling": "rowwise"}
+
+    for layout, M, K, N in (("cr", 1, 4096, 4096), ("rr", 1, 4095, 4096), ("rc", 1, 4096, 50257)):
+        assert _kind_of(rec(layout, M, K, N)) == ""
+        assert _kind_of(rec(layout, M, K, N), single_row=True) == f"bf16@{layout}"
+        assert not fallback_mask(M, K, N, layout)
+    for single_row in (False, True):
+        assert _kind_of(rec("rr", 2, 4095, 4096), single_row=single_row) == "bf16@fallback/rr"
+        assert _kind_of(rec("cr", 9, 4096, 4096), single_row=single_row) == "bf16@fallback/cr"
+        assert _kind_of(rec("rc", 1, 4096, 4096), single_row=single_row) == "bf16@rc"
+        assert _kind_of(rec("rc", 1, 4095, 4096, "fp8_e4m3"), single_row=single_row) == "fp8_e4m3/rowwise"
+
+
 def test_fit_refuses_data_without_every_kind(tmp_path):
     from perfmodel.calibrate import read_data_json
     from perfmodel.calibrate_tiles import FIT_FILES, fit
