@@ -21,13 +21,15 @@ Three kinds of session, kept apart:
 * **fit, random and odd shapes**: seed 3001 (``*_fit3001``), 13 722 GEMMs of the random and odd families only,
   measured as fit data after seeds 2037 to 2043 had scored the correction without it; the shipped correction is
   fitted on it;
-* **fresh**: seeds 2037 to 2045 (``*_fresh2037`` …), in no fit — 2037 to 2043 measured after the version before
-  the shipped one (without seed 3001; one row per measurement) was committed, 2044 and 2045 after the shipped one:
-  2037 on a freshly started device machine, with the GPU's SM clock logged every
+* **fresh**: seeds 2037 to 2048 (``*_fresh2037`` …), in no fit, each measured after the formula fits were
+  committed — 2037 to 2043 after the correction fitted one row per measurement (without seed 3001), 2044 and
+  2045 after the one with seed 3001, 2046 to 2048 after the shipped one (which also fits the one-row misaligned
+  GEMMs): 2037 on a freshly started device machine, with the GPU's SM clock logged every
   100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2038 and 2039 in one later call on another GPU, 2040
   on a third, 2041 to 2043 in a later device session on a fourth (2041 and 2042 stopped at 3379 and 2996 of
-  their 4725 GEMMs: a prefix of a random order), 2044 and 2045 in one call of a later session on a fifth —
-  pooled, the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in
+  their 4725 GEMMs: a prefix of a random order), 2044 and 2045 in one call of a later session on a fifth, 2046
+  to 2048 in the next call on a sixth (2048 stopped at 711 GEMMs) — pooled, the held-out score of the shipped
+  model (:func:`score_pooled`); and seed 2037 again, in
   the same order, right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out
   GEMMs' repeatability on one GPU and across GPUs.
 
@@ -88,16 +90,19 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2041": ("fresh", 2041, "fresh, on a fourth GPU (partial session)"),
     "_fresh2042": ("fresh", 2042, "fresh, on that GPU again (partial session)"),
     "_fresh2043": ("fresh", 2043, "fresh, on that GPU a third time"),
-    "_fresh2044": ("fresh", 2044, "fresh, after the shipped correction, on a fifth GPU"),
+    "_fresh2044": ("fresh", 2044, "fresh, after the correction with seed 3001, on a fifth GPU"),
     "_fresh2045": ("fresh", 2045, "fresh, on that GPU again"),
+    "_fresh2046": ("fresh", 2046, "fresh, after the shipped correction, on a sixth GPU"),
+    "_fresh2047": ("fresh", 2047, "fresh, on that GPU again"),
+    "_fresh2048": ("fresh", 2048, "fresh, on that GPU a third time (partial session)"),
 }
 #: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit and were measured
-#: after the formula fits and the one-row-per-measurement correction (2044 and 2045 after the shipped correction
+#: after the formula fits and the one-row-per-measurement correction (2046 to 2048 after the shipped correction
 #: too), pooled the held-out score of record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = tuple(f"_fresh{seed}" for seed in range(2037, 2046))
+FRESH_SESSIONS = tuple(f"_fresh{seed}" for seed in range(2037, 2049))
 #: the fresh sessions measured after the shipped correction was committed (the strictly later score)
-AFTER_SHIPPED = ("_fresh2044", "_fresh2045")
+AFTER_SHIPPED = ("_fresh2046", "_fresh2047", "_fresh2048")
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
@@ -109,6 +114,9 @@ FRESH_GPUS = {
     "_fresh2043": "GPU-93d623ba",
     "_fresh2044": "GPU-2ad49537",
     "_fresh2045": "GPU-2ad49537",
+    "_fresh2046": "GPU-8b7fe9f7",
+    "_fresh2047": "GPU-8b7fe9f7",
+    "_fresh2048": "GPU-8b7fe9f7",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
