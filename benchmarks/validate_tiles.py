@@ -82,7 +82,7 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2036": ("seen", 2036, "fresh for the mean-per-GEMM correction"),
     "_fresh2036_repeat": ("seen", 2036, "the same GEMMs on another GPU"),
     "_fit3001": ("seen", 3001, "fit data, random and odd shapes only"),
-    "_fresh2037": ("fresh", 2037, "fresh, after the version before"),
+    "_fresh2037": ("fresh", 2037, "fresh, after the one-row-per-measurement correction"),
     "_fresh2037_repeat": ("fresh", 2037, "fresh, the same GEMMs on the same GPU"),
     "_fresh2038": ("fresh", 2038, "fresh, on another GPU"),
     "_fresh2039": ("fresh", 2039, "fresh, on that GPU again"),
@@ -392,7 +392,8 @@ def score_other_day(path: Path = OTHER_DAY) -> dict[str, Any] | None:
 
 def fresh_keys() -> list[tuple[str, str | tuple[str, ...]]]:
     """``(key, suffix)`` per fresh session, then those measured after the shipped correction together
-    (:data:`AFTER_SHIPPED`, key ``"2044–2045"``), then ``("pooled", FRESH_SESSIONS)`` for all of them."""
+    (:data:`AFTER_SHIPPED`, keyed by their first and last seed, ``"2046–2048"``), then ``("pooled",
+    FRESH_SESSIONS)`` for all of them."""
     after = "–".join(AFTER_SHIPPED[i].removeprefix("_fresh") for i in (0, -1))
     return [(s, s) for s in FRESH_SESSIONS] + [(after, AFTER_SHIPPED), ("pooled", FRESH_SESSIONS)]
 
@@ -441,6 +442,11 @@ def evaluate() -> dict[str, Any]:
     return rep
 
 
+def _and(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(w for w in (", ".join(words[:-1]), words[-1]) if w)
+
+
 def _c(st: dict[str, float]) -> str:
     return f"{st['mdape']:.1f} / {st['p90']:.0f}" if st.get("n") else "–"
 
@@ -478,7 +484,7 @@ def markdown(rep: dict[str, Any]) -> str:
             f"**Per format and layout on the fresh session{'s' * (len(seeds) > 1)}** "
             f"(seed{'s' * (len(seeds) > 1)} {', '.join(seeds)}, each in no fit, measured on a device machine after "
             "the formula fits were committed; seeds "
-            f"{' and '.join(str(SESSIONS[s][1]) for s in AFTER_SHIPPED)} after the shipped learned correction "
+            f"{_and([str(SESSIONS[s][1]) for s in AFTER_SHIPPED])} after the shipped learned correction "
             f"too, `{fresh_keys()[-2][0]}` those together; `pooled`: all of them together, the score of record), "
             "against the "
             f"target ({TARGET[0]:.0f} % / {TARGET[1]:.0f} %) and two floors on each session's `llm` GEMMs (the same "
