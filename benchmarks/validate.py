@@ -850,8 +850,8 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
         fams_arr = np.array(fams)
         seeds = ", ".join(s.removeprefix("_fresh") for s in TILES_FRESH_SESSIONS)
         basis = (
-            f"H200 layout sweep 2026-12-01, seeds {seeds} (measured after the fits; {TILES_FRESH_GPUS} GPUs), the H200 "
-            "tile model"
+            f"H200 layout sweep 2026-12-01, seeds {seeds} (in no fit, measured after the formula fits; "
+            f"{TILES_FRESH_GPUS} GPUs), the H200 tile model"
         )
         bars.append(_bar("gemm_time", "measured", "all", timing, ratio, basis) | {"model": "tiles"})
         for fam in SHAPE_FAMILIES:
