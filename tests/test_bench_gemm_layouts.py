@@ -575,6 +575,29 @@ def test_gpu_sweep_script_runs_both_phases_in_order_within_the_deadline():
     assert out.returncode == 0, out.stderr
 
 
+def test_gpu_sweep_script_passes_the_family_mix_to_the_plan(tmp_path):
+    # the script end to end with no time left for either phase (DEADLINE_S=1): its plan, as the sweep would run it,
+    # takes FAMILY_MIX when given and the fixed mix otherwise; python3 is this interpreter
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    script = ROOT / "benchmarks" / "gpu_sweep_gemm_layouts.sh"
+    logs = {}
+    for name, mix in (("mixed", "random=5,odd=3,llm=0,small_m=0,square=0"), ("fixed", "")):
+        env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", OUT=str(tmp_path / name))
+        env.update(FAMILY_MIX=mix, SEED="7", DEADLINE_S="1")
+        subprocess.run(["bash", str(script)], env=env, capture_output=True, timeout=120, check=False)
+        logs[name] = (tmp_path / name / "log.txt").read_text()
+    assert "FAMILY_MIX (shapes): llm=0, odd=3, random=5, small_m=0, square=0" in logs["mixed"]
+    assert "shapes: 8 (odd=3, random=5)" in logs["mixed"]
+    assert "FAMILY_MIX (shapes): llm=270, odd=96, random=420, small_m=144, square=15" in logs["fixed"]
+    for log in logs.values():
+        assert "no time left for the time phase (DEADLINE_S=1)" in log
+        assert "no time left for the kernels phase (DEADLINE_S=1)" in log
+
+
 def test_run_kernels_with_a_fake_gpu(tmp_path, monkeypatch):
     """run_kernels end to end against a stand-in GPU: a timeline the fake kernels append to while the
     (fake) profiler records; checks the call splitting, the records, errors and the redo path."""
