@@ -32,6 +32,7 @@ from .errors import (
 from .formats import FORMATS, Format, get_format
 from .gemm import gemm_bytes, gemm_error_bar, gemm_flops, gemm_perfdata, gemm_time_s
 from .hardware import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
+from .kernel_choice import GemmKernel, gemm_kernel, kernel_class
 from .perfdata import PerfData
 from .registry import provenance, time_model
 from .timemodel import ExpectedError, Provenance
@@ -76,6 +77,7 @@ __all__ = [
     "FileRefusedError",
     "Format",
     "GPUSpec",
+    "GemmKernel",
     "IneligibleLinearError",
     "IneligibleShapeError",
     "InvalidShapeError",
@@ -99,11 +101,13 @@ __all__ = [
     "gemm_bytes",
     "gemm_error_bar",
     "gemm_flops",
+    "gemm_kernel",
     "gemm_perfdata",
     "gemm_time_s",
     "get_format",
     "get_gpu",
     "gpu_from_proton",
+    "kernel_class",
     "list_gpus",
     "provenance",
     "time_model",

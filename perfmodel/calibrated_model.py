@@ -21,10 +21,11 @@ GEMM ``[M, K] @ [K, N]`` in one (format, scaling)::
 ``f_align`` is 1 when the layout's leading dimensions (K and N; M and N for ``cr``) are multiples of
 8 elements (16-byte rows for bf16), else the fitted slowdown for the largest power of two (1, 2 or 4)
 dividing both; on sympy symbols it is a ``Piecewise`` over ``Mod(·, 2|4|8)``, so symbolic and numeric
-answers agree. Misaligned 16-bit GEMMs run cuBLAS's pre-Hopper fallback kernels: where the calibration
+answers agree. Misaligned 16-bit GEMMs of more than one row, and those with K < 8, run cuBLAS's pre-Hopper
+fallback kernels (:func:`fallback_kernels`; one row runs Hopper or gemv kernels): where the calibration
 has a fallback group (``bf16@fallback``, :data:`FALLBACK`) they are priced by that group's own
-parameters (its ``f_align`` then relative to 2- and 4-aligned dimensions) and the main group prices aligned
-GEMMs only; without one, the main group's ``f_align`` prices them. Memory-bound kernels
+parameters (its ``f_align`` then relative to 2- and 4-aligned dimensions) and the main group prices the
+others; without one, the main group's ``f_align`` prices them. Memory-bound kernels
 cost ``latency + bytes / bw``, per recipe and per tensor kind for float8 casts (activations and
 weights run different kernels); a launch-only kernel costs ``launch_s``.
 
@@ -74,6 +75,7 @@ __all__ = [
     "KernelParams",
     "ReferenceGPU",
     "alignment",
+    "fallback_kernels",
     "fallback_key",
     "layout_lead_dims",
     "load_calibration",
@@ -372,6 +374,19 @@ def misaligned(a: Any, b: Any) -> Any:
     return out if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(out)
 
 
+def fallback_kernels(M: Any, K: Any, a: Any, b: Any) -> Any:
+    """Whether cuBLAS runs its pre-Hopper fallback kernels for a 16-bit GEMM of ``M`` rows and reduction ``K``
+    whose layout's leading dimensions are ``a``, ``b``: they are :func:`misaligned` and the GEMM has more than one
+    row (one row runs cuBLAS's Hopper or gemv kernels), or K < :data:`ALIGN` — measured on every H200 layout sweep
+    of 2026-12-01 (``benchmarks/validate_kernel_choice.py``). A bool, a bool array, or a sympy condition."""
+    if namespace(M, K, a, b).name == "sympy":
+        import sympy
+
+        return sympy.Or(sympy.And(misaligned(a, b), sympy.Ne(M, 1)), sympy.Lt(K, ALIGN))
+    out = (np.asarray(misaligned(a, b)) & (np.asarray(M) != 1)) | (np.asarray(K) < ALIGN)
+    return out if any(isinstance(x, np.ndarray) for x in (M, K, a, b)) else bool(out)
+
+
 def _off_sym(a: Any, b: Any, p: int) -> Any:
     """The sympy condition "``a`` or ``b`` is not a multiple of ``p``"."""
     import sympy
@@ -506,7 +521,7 @@ class CalibratedModel:
         fb = fb.rescaled(**self.transfer_factors(gpu, fmt, scaling))
         aligned = dataclasses.replace(p, misaligned_factors=(1.0, 1.0, 1.0))
         return _select(
-            misaligned(*dims),
+            fallback_kernels(M, K, *dims),
             fb.time_s(M, K, N, nbytes, gpu.num_sms, dims),
             aligned.time_s(M, K, N, nbytes, gpu.num_sms, dims),
         )

@@ -230,6 +230,8 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         "error_bar": None if bar is None else bar.to_dict(),
         "time_s_p10_p90": None if bar is None else [float(x) for x in bar.interval(pd.time_s)],
     }
+    kern = _gemm_kernel_record(args, pd)
+    record["kernel"] = kern
     if args.json:
         _print_json(record)
         return 0
@@ -246,9 +248,49 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     print(f"  intensity  {record['opint_flop_per_byte']:12.1f} FLOP/B")
     print(f"  bound      {record['bound']:>12}")
     print(f"  util       {record['util']:12.1%}   of the roofline")
+    if kern is not None:
+        print(f"  kernel     {kern['kernel']:>12}   {kern['line']}")
+        if kern["aligned_shape"] is not None:
+            m, k, n = kern["aligned_shape"]
+            t = kern["aligned_time_s"]
+            print(
+                f"  aligned    {m} x {k} x {n} runs cuBLAS's Hopper kernels: {t * 1e6:.2f} us "
+                f"({record['time_s'] / t:.2f}x faster, same model)"
+            )
+        print(f"kernel: {kern['kind']} — {kern['basis']}")
     print(_provenance_line(pd.meta["provenance"]))
     print(_error_bar_line(bar, "the time's p10-p90 range above"))
     return 0
+
+
+def _gemm_kernel_record(args: argparse.Namespace, pd: Any) -> dict[str, Any] | None:
+    """The kernel class cuBLAS runs for the GEMM (:func:`perfmodel.gemm_kernel`) and, where it is a fallback, the
+    time of the nearest aligned shape under the same model; ``None`` off Hopper GPUs (not measured there)."""
+    from .gemm import gemm_time_s
+    from .kernel_choice import gemm_kernel
+
+    if pd.gpu.arch != "90":
+        return None
+    k = gemm_kernel(args.M, args.K, args.N, args.dtype, pd.gpu, args.scaling, layout=args.layout)
+    aligned = None
+    if k.aligned_shape is not None:
+        aligned = float(
+            gemm_time_s(*k.aligned_shape, args.dtype, pd.gpu, args.scaling, model=args.time_model,
+                        layout=args.layout, timing=args.timing)
+        )  # fmt: skip
+    return {
+        "kernel": k.kernel,
+        "description": k.description,
+        "reason": k.reason,
+        "line": k.line(),
+        "alignment": k.alignment,
+        "alternative": k.alternative,
+        "split_k": k.split_k,
+        "aligned_shape": None if k.aligned_shape is None else list(k.aligned_shape),
+        "aligned_time_s": aligned,
+        "kind": k.kind,
+        "basis": k.basis,
+    }
 
 
 # ------------------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def shape_family(M: Any, K: Any, N: Any, layout: str = "rc") -> str:
     """The family of GEMM ``[M, K] @ [K, N]`` in ``layout`` (``"rr"``, ``"rc"``, ``"cr"``), the first that fits:
 
     * ``unaligned``: a leading dimension of the layout (K or N for ``rr``/``rc``, M or N for ``cr``) is not
-      a multiple of 8 — cuBLAS runs a pre-Hopper kernel, 5–6× slower on the H200;
+      a multiple of 8 — cuBLAS runs a pre-Hopper kernel, 5–6× slower on the H200 (one row: a gemv kernel);
     * ``small_m``: ``M <= 256`` (decode, small batches);
     * ``square``: ``M == K == N``;
     * ``llm``: K and N multiples of 128 (every hidden and FFN size of the model presets);

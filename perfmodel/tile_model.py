@@ -75,7 +75,7 @@ import numpy as np
 
 from ._backend import is_symbolic
 from ._boost import BoostedTrees
-from .calibrated_model import ReferenceGPU, alignment, layout_lead_dims, misaligned
+from .calibrated_model import ReferenceGPU, alignment, fallback_kernels, layout_lead_dims
 from .errors import CalibrationError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format
 from .hardware import GPUSpec, get_gpu
@@ -196,29 +196,53 @@ class TileKind:
 
     def time_s(self, M: np.ndarray, K: np.ndarray, N: np.ndarray, *, layout: str, peak: float, sms: int) -> np.ndarray:
         """Kernel seconds (float64 arrays in, out; shapes already checked)."""
+        return _softmin(self._times(M, K, N, layout, peak, sms), self.softmin)
+
+    def fastest(self, M: np.ndarray, K: np.ndarray, N: np.ndarray, *, layout: str, peak: float, sms: int):
+        """The candidate the formula finds fastest per GEMM, and the K slices it runs: ``(index, slices)``, two
+        integer arrays (float64 arrays in). The split-K choice of :func:`perfmodel.gemm_kernel` (a candidate
+        with split-K at one slice does not split); the candidates' tile shapes are not cuBLAS's."""
+        best = np.argmin(np.array(self._times(M, K, N, layout, peak, sms)), axis=0)
+        slices = np.ones(np.shape(M))
+        for i, t in enumerate(self.tiles):
+            if t.split_k:
+                slices = np.where(best == i, self._slices(t, M, K, N, sms), slices)
+        return best, slices.astype(np.int64)
+
+    def _times(self, M, K, N, layout: str, peak: float, sms: int) -> list[np.ndarray]:
+        """Each candidate's seconds."""
         p = self.params
         eb = float(self.element_bytes)
-        rate = peak * p["rate_fraction"]
-        load = p["cta_load_bw"]
+        rate, load = self._rates(M, K, N, layout, peak)
+        sa, sb = _strides(layout, M, K, N, eb)
+        ia, ib = _inflation(sa, p), _inflation(sb, p)
+        return [self._tile_time(t, M, K, N, eb, rate, load, ia, ib, sms) for t in self.tiles]
+
+    def _slices(self, t: Tile, M, K, N, sms: int) -> np.ndarray:
+        """The K slices of candidate ``t`` (module doc: ``s``): 1 without split-K."""
+        if not t.split_k:
+            return np.ones_like(M)
+        T = np.ceil(M / t.m) * np.ceil(N / t.n)
+        return np.maximum(1.0, np.minimum(np.floor(sms / np.maximum(T, 1.0)), np.floor(K / self.params["split_k_min"])))
+
+    def _rates(self, M, K, N, layout: str, peak: float) -> tuple[Any, Any]:
+        """The MMA rate and per-CTA load rate (the fallback kinds' scaled where the leading dimensions are
+        1-aligned)."""
+        p = self.params
+        rate, load = peak * p["rate_fraction"], p["cta_load_bw"]
         if self.fallback:
             a, b = layout_lead_dims(layout, M, K, N)
             one = np.minimum(alignment(a), alignment(b)) == 1
             rate = rate * np.where(one, p["align1_rate"], 1.0)
             load = load * np.where(one, p["align1_load"], 1.0)
-        sa, sb = _strides(layout, M, K, N, eb)
-        ia, ib = _inflation(sa, p), _inflation(sb, p)
-        times = [self._tile_time(t, M, K, N, eb, rate, load, ia, ib, sms) for t in self.tiles]
-        return _softmin(times, self.softmin)
+        return rate, load
 
     def _tile_time(self, t: Tile, M, K, N, eb, rate, load, ia, ib, sms) -> np.ndarray:
         p = self.params
         tk = self.tile_k
         Tm, Tn = np.ceil(M / t.m), np.ceil(N / t.n)
         T = Tm * Tn
-        if t.split_k:
-            s = np.maximum(1.0, np.minimum(np.floor(sms / np.maximum(T, 1.0)), np.floor(K / p["split_k_min"])))
-        else:
-            s = np.ones_like(M)
+        s = self._slices(t, M, K, N, sms)
         Kq = np.ceil(K / s / tk) * tk
         slots = sms if t.cluster_m * t.cluster_n <= 2 else sms - _CLUSTER_IDLE_SMS
         C = np.ceil(Tm / t.cluster_m) * t.cluster_m * np.ceil(Tn / t.cluster_n) * t.cluster_n * s
@@ -338,7 +362,7 @@ def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any
     the layout's: K, N for ``rr``/``rc``, M, N for ``cr``) not a multiple of 8 with M > 1, or K < 8."""
     a, b = lead_dims if lead_dims is not None else layout_lead_dims(layout, M, K, N)
     a, b, M, K = (np.asarray(x, dtype=np.float64) for x in (a, b, M, K))
-    return (misaligned(a, b) & (M != 1)) | (K < 8)
+    return fallback_kernels(M, K, a, b)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -455,6 +479,23 @@ class TileModel:
         """The tile formula's seconds without the learned correction (what the correction is fitted against)."""
         kinds, _ = self._fit(timing)
         return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout)
+
+    def split_k(self, M, K, N, *, fmt, scaling, gpu, layout="rc") -> np.ndarray:
+        """Whether the kernel fit's fastest candidate splits K (more than one slice), per GEMM (a bool array): the
+        split-K choice :func:`perfmodel.gemm_kernel` reports. Numbers or arrays; the same GPU check as the times."""
+        self.check_gpu(gpu)
+        key = self.kind_key(fmt, scaling, layout)
+        M, K, N = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in np.broadcast_arrays(M, K, N))
+        out = np.zeros(M.shape, dtype=bool)
+        fb = fallback_mask(M, K, N, layout) if key.startswith("bf16") else np.zeros(M.shape, dtype=bool)
+        lay = layout if key.startswith("bf16") else "rc"
+        peak = gpu.peak_flops_per_s(fmt)
+        for kind_key, rows in ((key, ~fb), (f"bf16@fallback/{layout}", fb)):
+            if rows.any():
+                _, slices = self.kinds[kind_key].fastest(M[rows], K[rows], N[rows], layout=lay, peak=peak,
+                                                         sms=gpu.num_sms)  # fmt: skip
+                out[rows] = slices > 1
+        return out
 
     def _fit(self, timing: str) -> tuple[Mapping[str, TileKind], Mapping[str, BoostedTrees]]:
         """The formula kinds and learned corrections of ``timing`` (the kernel fit's where no event fit exists)."""

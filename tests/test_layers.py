@@ -39,6 +39,7 @@ FLOORS: dict[str, int] = {
     "tile_model": 2,
     "_boost": 2,
     "gemm": 2,
+    "kernel_choice": 2,
     # 3: float8 decisions, model presets, report, the original model's names
     "_linear": 3,
     "_decide": 3,

@@ -1,0 +1,164 @@
+"""cuBLAS's kernel choice (:func:`perfmodel.gemm_kernel`, :func:`perfmodel.kernel_class`) against the kernels it ran
+in the H200 layout sweeps of 2026-12-01 (the profiler's kernel names, ``benchmarks/data/h200_2026-12-01``).
+
+Two answers, scored apart:
+
+* **the kernel class** (Hopper, CUTLASS sm80 align2, CUTLASS sm75 align1, gemv): a rule read off these same
+  sweeps, so its agreement here describes the data it came from — it is not a held-out score;
+* **split-K**: the H200 tile model's formula (its fastest candidate splits K), fitted on the seed-0 sessions only;
+  scored on every other session, against the baseline "never split".
+
+    python benchmarks/validate_kernel_choice.py           # print the tables and the constants
+    python benchmarks/validate_kernel_choice.py --write   # also rewrite docs/validation.md's kernel-choice section
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import perfmodel as pm  # noqa: E402
+from perfmodel.kernel_choice import FEW_ROWS, kernel_class  # noqa: E402
+from perfmodel.registry import tile_model  # noqa: E402
+
+DOC = ROOT / "docs" / "validation.md"
+BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
+#: the sessions the tile model's formula was fitted on (not a score of its split-K answer)
+FORMULA_FIT = ("", "_repeat")
+CLASSES = ("hopper", "cutlass_sm80", "cutlass_sm75", "gemv", "gemmSN", "other")
+
+
+def measured_class(r: dict[str, Any]) -> str:
+    """The class of the kernel cuBLAS ran for a profiled record (its main kernel's name and family)."""
+    name, family = r.get("main_kernel") or "", r.get("main_kernel_family")
+    if "gemmSN" in name:
+        return "gemmSN"
+    if family in ("nvjet", "xmma") and r.get("main_kernel_sm") == 90:
+        return "hopper"
+    if family == "cutlass":
+        return {1: "cutlass_sm75", 2: "cutlass_sm80"}.get(r.get("align"), "other")
+    return family if family == "gemv" else "other"
+
+
+def _kind(r: dict[str, Any]) -> str:
+    return r["dtype"] + (f"/{r['scaling']}" if r.get("scaling") else "") + f" {r['layout']}"
+
+
+def evaluate(sessions: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Per format and layout and over all: GEMMs, rule right, alternative right, the confusion of classes, and
+    the split-K answer's score on the sessions the formula was not fitted on."""
+    import validate_tiles as vt
+
+    spec, tm = pm.get_gpu("H200"), tile_model()
+    rows: list[dict[str, Any]] = []
+    for sfx in sessions if sessions is not None else tuple(vt.SESSIONS):
+        for r in vt.records("kernel", sfx) or ():
+            if r.get("main_kernel"):
+                rows.append(dict(r, session=sfx))
+    by: dict[tuple[str, str | None, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        by[r["dtype"], r.get("scaling"), r["layout"]].append(i)
+    pred = np.empty(len(rows), dtype=object)
+    split = np.zeros(len(rows), dtype=bool)
+    for (dtype, scaling, layout), idx in by.items():
+        M, K, N = (np.array([rows[i][d] for i in idx], dtype=np.float64) for d in "MKN")
+        pred[idx] = kernel_class(M, K, N, dtype, layout=layout)
+        fmt = pm.get_format("bf16" if dtype == "bf16" else "fp8_e4m3")
+        split[idx] = tm.split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)
+    got = np.array([measured_class(r) for r in rows], dtype=object)
+    few = np.array([r["layout"] in ("rr", "rc") and r["M"] <= FEW_ROWS for r in rows])
+    alt = few & np.isin(pred, ("cutlass_sm75", "cutlass_sm80")) & (got == "gemmSN")
+    kinds = np.array([_kind(r) for r in rows])
+    held = np.array([r["session"] not in FORMULA_FIT for r in rows]) & (pred != "gemv")
+    measured_split = np.array([bool(r.get("split_k")) for r in rows])
+    out: dict[str, Any] = {"sessions": len({r["session"] for r in rows}), "kinds": {}}
+    bf16 = np.array([r["dtype"] == "bf16" for r in rows])
+    for k in [*sorted(set(kinds)), "bf16", "all"]:
+        sel = {"all": np.ones(len(rows), bool), "bf16": bf16}.get(k, kinds == k)
+        s = sel & held
+        out["kinds"][k] = {
+            "gemms": int(sel.sum()),
+            "right": int((sel & (pred == got)).sum()),
+            "alternative": int((sel & alt).sum()),
+            "confusion": Counter(zip(pred[sel], got[sel], strict=True)),
+            "split_gemms": int(s.sum()),
+            "split_right": int((s & (split == measured_split)).sum()),
+            "split_never": int((s & ~measured_split).sum()),
+            "split_measured": int((s & measured_split).sum()),
+        }
+    return out
+
+
+def constants(rep: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """:data:`perfmodel.kernel_choice.KERNEL_RULE_AGREEMENT` and ``SPLIT_K_AGREEMENT`` as this data gives them (bf16:
+    every fp8 GEMM runs a Hopper kernel, and rowwise fp8 never splits K)."""
+    a = rep["kinds"]["bf16"]
+    return (
+        {"gemms": a["gemms"], "right": a["right"], "alternative": a["alternative"]},
+        {"gemms": a["split_gemms"], "right": a["split_right"], "never": a["split_never"]},
+    )
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}" if b else "–"
+
+
+def markdown(rep: dict[str, Any]) -> str:
+    lines = [
+        f"**cuBLAS's kernel class and split-K, predicted and run** ({rep['sessions']} H200 layout sweeps, every one "
+        "of 2026-12-01; `python benchmarks/validate_kernel_choice.py`). `class`: the rule of `perfmodel.gemm_kernel`, "
+        "read off these sweeps (a description of its data, not a held-out score), % of GEMMs that ran the class it "
+        "gives, and of those that ran its alternative (gemmSN, for few-row misaligned `rr`/`rc` GEMMs); `split-K`: "
+        "the tile model's formula, on the sessions it was not fitted on (all but seed 0's two), % right, against "
+        "never splitting:",
+        "",
+        "| GEMM | GEMMs | class right | alternative | misses | split-K GEMMs | split-K measured | split-K right "
+        "| never split |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k, v in rep["kinds"].items():
+        miss = Counter()
+        for (p, g), n in v["confusion"].items():
+            if p != g and not (g == "gemmSN" and p.startswith("cutlass")):
+                miss[f"{p} → {g}"] += n
+        misses = ", ".join(f"{name} ({n})" for name, n in miss.most_common(3)) or "none"
+        lines.append(
+            f"| {k} | {v['gemms']} | {_pct(v['right'], v['gemms'])} | {_pct(v['alternative'], v['gemms'])} | "
+            f"{misses} | {v['split_gemms']} | {_pct(v['split_measured'], v['split_gemms'])} | "
+            f"{_pct(v['split_right'], v['split_gemms'])} | {_pct(v['split_never'], v['split_gemms'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text()
+    head, rest = doc.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write", action="store_true", help="rewrite docs/validation.md's kernel-choice section")
+    args = ap.parse_args()
+    rep = evaluate()
+    text = markdown(rep)
+    print(text)
+    rule, split = constants(rep)
+    print(f"KERNEL_RULE_AGREEMENT = {rule}\nSPLIT_K_AGREEMENT = {split}")
+    if args.write:
+        write_doc(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,256 @@
+"""Which kernel cuBLAS runs for one GEMM on a Hopper GPU, and why: :func:`gemm_kernel`.
+
+A bf16 GEMM's time depends first on which class of kernel cuBLAS picks for it, and the class follows from the
+operand layout's leading dimensions: one not a multiple of 8 elements sends cuBLAS from its Hopper kernels to
+pre-Hopper CUTLASS kernels, 5–6× slower (``docs/validation.md``, "Operand layouts, timing and cuBLAS's kernel
+choice"). :func:`gemm_kernel` says which class a GEMM gets, why, whether it splits K, and the nearest shape that
+runs the Hopper kernels instead (pad the dimension named, e.g. the token count of a grad_weight GEMM)::
+
+    >>> k = gemm_kernel(2103, 2272, 7472, "bf16", "H200", layout="cr")
+    >>> k.kernel, k.alignment, k.aligned_shape
+    ('cutlass_sm75', 1, (2104, 2272, 7472))
+
+The classes (:data:`KERNELS`), by the names in cuBLAS's kernels as the profiler records them:
+
+* ``"hopper"``: cuBLAS's Hopper kernels (``nvjet_sm90_…``; a few shapes get ``sm90_xmma_…``), TMA loads and
+  warpgroup MMA: every fp8 ``torch._scaled_mm`` and every bf16 GEMM with aligned leading dimensions;
+* ``"cutlass_sm80"``: CUTLASS sm80 kernels with 2-element (4-byte) loads (``…_align2``): leading dimensions all
+  even, not all multiples of 8;
+* ``"cutlass_sm75"``: CUTLASS sm75 kernels with 1-element loads (``…_align1``): a leading dimension odd;
+* ``"gemv"``: cuBLAS's matrix-vector kernels (``gemvx``), for one row (M = 1) with K or N not a multiple of 8;
+* ``"gemmSN"``: cuBLAS's few-row kernel (``gemmSN_…``), which it ran instead of the CUTLASS fallback for 527 of
+  the sweeps' 1472 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension (which ones, we have no
+  rule for): never the answer, but the :attr:`GemmKernel.alternative` of those GEMMs.
+
+**Where the rules come from.** They were read off every H200 layout sweep of 2026-12-01 (torch 2.11, cuBLAS of
+CUDA 13.0; ``benchmarks/data/h200_2026-12-01``; the profiler's kernel names): :data:`KERNEL_RULE_AGREEMENT` is how
+many of those GEMMs ran the class the rule gives (``benchmarks/validate_kernel_choice.py``; a description of the
+data the rule was read from, not a held-out score). The split-K answer is the H200 tile model's
+(:meth:`perfmodel.tile_model.TileModel.split_k`: whether the formula's fastest candidate splits K), fitted on the
+seed-0 sessions only, so the other sessions score it: :data:`SPLIT_K_AGREEMENT`. On another Hopper GPU (the same
+cuBLAS kernels; not measured there) the class is ``transferred`` and the split-K answer is ``None``; other
+architectures get a named error (their kernels differ: Ampere has no Hopper kernels, Blackwell was not measured).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ._backend import check_shapes, is_symbolic
+from ._counting import resolve_scaling
+from .calibrated_model import ALIGN, alignment, layout_lead_dims
+from .errors import InvalidShapeError, PerfModelError
+from .formats import FormatLike, get_format
+from .gemm import check_fp8_alignment, check_layout
+from .hardware import GPULike, get_gpu, list_gpus
+
+__all__ = ["KERNELS", "KERNEL_RULE_AGREEMENT", "SPLIT_K_AGREEMENT", "GemmKernel", "gemm_kernel", "kernel_class"]
+
+#: kernel class -> what it is (module doc)
+KERNELS: dict[str, str] = {
+    "hopper": "cuBLAS Hopper kernel (nvjet, sm90)",
+    "cutlass_sm80": "CUTLASS sm80 align2 kernel (pre-Hopper fallback, 2-element loads)",
+    "cutlass_sm75": "CUTLASS sm75 align1 kernel (pre-Hopper fallback, 1-element loads)",
+    "gemv": "cuBLAS gemv kernel (one row)",
+    "gemmSN": "cuBLAS gemmSN kernel (few rows)",
+}
+#: the rule's agreement with the kernels cuBLAS ran for the bf16 GEMMs of every H200 layout sweep of 2026-12-01 (all
+#: three layouts; every fp8 GEMM ran a Hopper kernel; ``python benchmarks/validate_kernel_choice.py``, which a test
+#: re-runs): GEMMs, those that ran the class the rule gives, and those that ran its alternative (gemmSN)
+KERNEL_RULE_AGREEMENT: dict[str, int] = {"gemms": 84943, "right": 84388, "alternative": 527}
+#: the tile model's split-K answer against the kernels cuBLAS ran for the bf16 GEMMs (gemv ones aside) of the
+#: sessions its formula was not fitted on (every layout sweep but seed 0's two; the same script): GEMMs, right
+#: answers, and the right answers of "never split" on the same GEMMs (the baseline)
+SPLIT_K_AGREEMENT: dict[str, int] = {"gemms": 78952, "right": 71142, "never": 56175}
+#: the GPU the rules and the split-K model were measured on
+MEASURED_GPU = "H200"
+#: GEMMs of up to this many rows with a misaligned leading dimension, in ``rr``/``rc``, may get gemmSN
+FEW_ROWS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmKernel:
+    """The kernel class cuBLAS runs for one GEMM (:func:`gemm_kernel`).
+
+    Attributes:
+        kernel: the class, a key of :data:`KERNELS`.
+        description: what it is, in words.
+        reason: why this class: the layout's leading dimensions and their alignment.
+        lead_dims: the two dimensions whose alignment decides it (``(("K", 4096), ("N", 11008))``; ``cr``: M, N).
+        alignment: the largest power of two (1, 2, 4, 8) dividing both leading dimensions (and K, where K < 8),
+            in elements; 8 means aligned.
+        aligned_shape: the nearest larger ``(M, K, N)`` that runs the Hopper kernels (its misaligned dimensions
+            rounded up to multiples of 8), ``None`` where this one does.
+        alternative: a class cuBLAS runs instead for some GEMMs like this one (``"gemmSN"``), else ``None``.
+        split_k: whether the kernel splits K (the H200 tile model's formula); ``None`` where not modelled (another
+            GPU, gemv kernels).
+        kind: ``"measured"`` (the GPU the rules were read on) or ``"transferred"`` (another Hopper GPU).
+        basis: where the answer comes from and how often it held.
+    """
+
+    kernel: str
+    description: str
+    reason: str
+    lead_dims: tuple[tuple[str, int], tuple[str, int]]
+    alignment: int
+    aligned_shape: tuple[int, int, int] | None
+    alternative: str | None
+    split_k: bool | None
+    kind: str
+    basis: str
+
+    def line(self) -> str:
+        """One line for the CLI: the class, why, split-K and the aligned shape."""
+        text = f"{self.description} — {self.reason}"
+        if self.alternative:
+            text += f"; for about a third of such GEMMs cuBLAS runs its {self.alternative} kernel instead"
+        if self.split_k is not None:
+            text += f"; split-K: {'yes' if self.split_k else 'no'}"
+        return text
+
+
+def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: str = "rc") -> np.ndarray:
+    """The kernel class (a key of :data:`KERNELS`) of each GEMM ``[M, K] @ [K, N]`` in ``layout``: the rule of
+    :func:`gemm_kernel` on numbers or arrays (broadcast), a numpy array of strings. Checked like
+    :func:`perfmodel.gemm_time_s` (sizes, format, layout, fp8 alignment); sympy sizes are a named error (the
+    class depends on divisibility)."""
+    M, K, N = check_shapes(M, K, N)
+    if any(is_symbolic(x) for x in (M, K, N)):
+        raise InvalidShapeError(
+            "the kernel class depends on the sizes' divisibility: give numbers or arrays, not sympy expressions"
+        )
+    for name, v in (("M", M), ("K", K), ("N", N)):
+        if not np.all(np.mod(v, 1) == 0):
+            raise InvalidShapeError(f"{name} must be whole numbers for a kernel class, got {v!r}")
+    fmt = get_format(dtype)
+    layout = check_layout(layout, fmt)
+    check_fp8_alignment(K, N, fmt)
+    M, K, N = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N)))
+    if fmt.bits <= 8:
+        return np.full(M.shape, "hopper", dtype=object).astype(str)
+    a, b = layout_lead_dims(layout, M, K, N)
+    align = _alignment(a, b, K)
+    one_row_off = (np.mod(K, ALIGN) != 0) | (np.mod(N, ALIGN) != 0)
+    out = np.where(align >= ALIGN, "hopper", np.where(align == 1, "cutlass_sm75", "cutlass_sm80"))
+    return np.where(M == 1, np.where(one_row_off, "gemv", "hopper"), out)
+
+
+def _alignment(a: Any, b: Any, K: Any) -> np.ndarray:
+    """The largest power of two up to 8 dividing the leading dimensions ``a``, ``b`` and, where K < 8, K."""
+    return np.minimum(np.minimum(alignment(a), alignment(b)), np.where(K < ALIGN, alignment(K), ALIGN))
+
+
+def _up8(x: int) -> int:
+    return -(-x // ALIGN) * ALIGN
+
+
+def gemm_kernel(
+    M: Any,
+    K: Any,
+    N: Any,
+    dtype: FormatLike = "bf16",
+    gpu: GPULike = "H200",
+    scaling: str | None = None,
+    *,
+    layout: str = "rc",
+) -> GemmKernel:
+    """Which kernel class cuBLAS runs for ``[M, K] @ [K, N]`` in ``layout`` (``"rc"``: ``x @ W.T``, ``"rr"``:
+    ``x @ W``, ``"cr"``: ``gO.T @ x``) on a Hopper ``gpu``, and why (module doc). One GEMM, in numbers; for
+    arrays of shapes, :func:`kernel_class`.
+
+    >>> gemm_kernel(4096, 4096, 11008, "bf16", "H200").kernel
+    'hopper'
+    >>> k = gemm_kernel(1, 4096, 50257, "bf16", "H200", layout="rr")
+    >>> k.kernel, k.aligned_shape
+    ('gemv', (1, 4096, 50264))
+
+    Raises:
+        InvalidShapeError: sizes that are not positive whole numbers, arrays, sympy expressions.
+        PerfModelError: a GPU that is not a Hopper (its kernels were not measured), an unknown layout.
+        IneligibleShapeError: an fp8 GEMM whose K or N is not a multiple of 16 (``torch._scaled_mm`` refuses it).
+    """
+    for name, v in (("M", M), ("K", K), ("N", N)):
+        if isinstance(v, np.ndarray) or is_symbolic(v):
+            raise InvalidShapeError(
+                f"gemm_kernel takes one GEMM; {name} is {'an array' if isinstance(v, np.ndarray) else 'symbolic'} "
+                "(use kernel_class for arrays of shapes; a kernel class needs numbers)"
+            )
+    spec = get_gpu(gpu)
+    if spec.arch != "90":
+        hopper = [g for g in list_gpus() if get_gpu(g).arch == "90"]
+        raise PerfModelError(
+            f"gemm_kernel knows cuBLAS's kernel choice on Hopper GPUs only (measured on the {MEASURED_GPU}); "
+            f"{spec.name} is sm{spec.arch}. Valid GPUs: {', '.join(hopper)}"
+        )
+    kernel = str(kernel_class(M, K, N, dtype, layout=layout))
+    M, K, N = (int(x) for x in check_shapes(M, K, N))
+    fmt = get_format(dtype)
+    scaling = resolve_scaling(fmt, scaling)
+    a, b = layout_lead_dims(layout, M, K, N)
+    lead = ("M", "N") if layout == "cr" else ("K", "N")
+    dims = ((lead[0], int(a)), (lead[1], int(b)))
+    align = int(_alignment(a, b, K))
+    kind = "measured" if spec.name == MEASURED_GPU else "transferred"
+    alternative, shape = None, None
+    said = f"{layout}'s leading dimensions {dims[0][0]} = {dims[0][1]} and {dims[1][0]} = {dims[1][1]}"
+    if fmt.bits <= 8:
+        reason = f"fp8 torch._scaled_mm (K = {K} and N = {N}, multiples of 16)"
+    elif M == 1:
+        off = [f"{d} = {v}" for d, v in (("K", K), ("N", N)) if v % ALIGN]
+        reason = (
+            f"one row, {' and '.join(off)} not {'a multiple' if len(off) == 1 else 'multiples'} of {ALIGN}"
+            if off
+            else f"one row, K and N multiples of {ALIGN}"
+        )
+        shape = (1, _up8(K), _up8(N)) if off else None
+    elif kernel == "hopper":
+        reason = f"{said}: multiples of {ALIGN}"
+    else:
+        off = [f"{d} = {v}" for d, v in dims if v % ALIGN] + ([f"K = {K} < {ALIGN}"] if K < ALIGN else [])
+        what = "odd" if align == 1 else f"{align}-aligned"
+        reason = f"{said}: {' and '.join(off)} ({what}; cuBLAS's Hopper kernels need multiples of {ALIGN})"
+        pad = {d: _up8(v) for d, v in dims}
+        shape = (pad.get("M", M), max(_up8(K) if K < ALIGN else K, pad.get("K", K)), pad.get("N", N))
+        if layout in ("rr", "rc") and M <= FEW_ROWS:
+            alternative = "gemmSN"
+    split = None
+    if kind == "measured" and kernel != "gemv":
+        from .registry import tile_model
+
+        split = bool(tile_model(spec).split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)[0])
+    return GemmKernel(
+        kernel=kernel,
+        description=KERNELS[kernel],
+        reason=reason,
+        lead_dims=dims,
+        alignment=align,
+        aligned_shape=shape,
+        alternative=alternative,
+        split_k=split,
+        kind=kind,
+        basis=_basis(kind, spec.name),
+    )
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f} %" if b else "n/a"
+
+
+def _basis(kind: str, gpu: str) -> str:
+    r, s = KERNEL_RULE_AGREEMENT, SPLIT_K_AGREEMENT
+    text = (
+        f"rule read off the {MEASURED_GPU} layout sweeps (2026-12-01, cuBLAS of CUDA 13.0): the class of "
+        f"{_pct(r['right'], r['gemms'])} of their {r['gemms']} bf16 GEMMs (its alternative: "
+        f"{_pct(r['alternative'], r['gemms'])})"
+    )
+    if kind == "measured":
+        text += (
+            f"; split-K from the tile model's formula, right on {_pct(s['right'], s['gemms'])} of {s['gemms']} GEMMs "
+            f"it was not fitted on (never splitting: {_pct(s['never'], s['gemms'])})"
+        )
+    else:
+        text += f"; transferred to the {gpu} (same architecture, not measured there); split-K not modelled"
+    return text
