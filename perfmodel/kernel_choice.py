@@ -152,14 +152,15 @@ def gemm_kernel(
     K: Any,
     N: Any,
     dtype: FormatLike = "bf16",
-    gpu: GPULike = "H200",
+    gpu: GPULike = "H100",
     scaling: str | None = None,
     *,
     layout: str = "rc",
 ) -> GemmKernel:
     """Which kernel class cuBLAS runs for ``[M, K] @ [K, N]`` in ``layout`` (``"rc"``: ``x @ W.T``, ``"rr"``:
     ``x @ W``, ``"cr"``: ``gO.T @ x``) on a Hopper ``gpu``, and why (module doc). One GEMM, in numbers; for
-    arrays of shapes, :func:`kernel_class`.
+    arrays of shapes, :func:`kernel_class`. ``gpu`` defaults to the H100, as :func:`perfmodel.gemm_time_s` does:
+    its class is ``transferred`` from the H200, where the rule was read and where split-K is modelled.
 
     >>> gemm_kernel(4096, 4096, 11008, "bf16", "H200").kernel
     'hopper'
