@@ -4,7 +4,7 @@ A bf16 GEMM's time depends first on which class of kernel cuBLAS picks for it, a
 operand layout's leading dimensions: one not a multiple of 8 elements sends cuBLAS from its Hopper kernels to
 pre-Hopper CUTLASS kernels, 5–6× slower (``docs/validation.md``, "Operand layouts, timing and cuBLAS's kernel
 choice"). :func:`gemm_kernel` says which class a GEMM gets, why, whether it splits K, and the nearest shape that
-runs the Hopper kernels instead (pad the dimension named, e.g. the token count of a grad_weight GEMM)::
+runs the Hopper kernels instead (pad the dimension named, e.g. a vocabulary of 50257 to 50264)::
 
     >>> k = gemm_kernel(2103, 2272, 7472, "bf16", "H200", layout="cr")
     >>> k.kernel, k.alignment, k.aligned_shape
