@@ -60,6 +60,7 @@ def format_report(rep: Any) -> str:
             f"~ close call: the measured spread of this model's speedups ({bar.short()}, p10-p90) "
             f"straddles {rep.min_speedup:g}x; measure these Linears before relying on the decision."
         )
+    lines += _padding_lines(rep, name_w)
     policies = [("bf16 everywhere", tot.bf16_s), ("best recipe per shape (the decisions)", tot.best_s)]
     for r in rep.recipes:
         policies.append((f"{r} on every Linear it can run", tot.everywhere_s[r]))
@@ -84,6 +85,30 @@ def format_report(rep: Any) -> str:
     if rep.recipes:
         lines.append(f"error bar: {bar}" if bar is not None else "error bar: not measured for this class of model")
     return "\n".join(lines)
+
+
+def _padding_lines(rep: Any, name_w: int) -> list[str]:
+    """The shapes that padding their features to multiples of 16 would speed up (:attr:`ReportRow.padding`)."""
+    pads = [row for row in rep.rows if row.padding is not None]
+    if not pads:
+        return []
+    lines = [
+        "",
+        "Padding pays: K and N rounded up to multiples of 16 (float8 needs them; a feature size that is not a "
+        "multiple of 8 also sends bf16 GEMMs to slower kernels, on Hopper cuBLAS's pre-Hopper ones: "
+        "perfmodel.gemm_kernel). It changes the model (e.g. its vocabulary); per Linear, fwd+bwd, same model:",
+    ]
+    for row in pads:
+        best, seconds = row.padding
+        shape = f"{row.K}x{row.N}"
+        name = "" if row.names == (shape,) else f"{_names(row.names, name_w)}: "
+        times = [("bf16", row.padded_s["bf16"])] + ([(best, seconds)] if best != "bf16" else [])
+        lines.append(
+            f"  {name}{shape} -> {row.padded[0]}x{row.padded[1]}: "
+            + ", ".join(f"{r} {t * 1e6:.1f} µs ({row.chosen_s / t:.2f}x)" for r, t in times)
+            + f" against {row.decision}'s {row.chosen_s * 1e6:.1f} µs now"
+        )
+    return lines
 
 
 def _recommendation_lines(rep: Any) -> list[str]:

@@ -65,6 +65,11 @@ class ReportRow:
         close_call: the decision could flip within the measured spread of the model's speedups
             (:attr:`Report.speedup_error_bar` straddles ``min_speedup`` around the deciding speedup: the
             chosen recipe's, or the best recipe's where bf16 is kept). False where there is no bar.
+        padded: ``(K, N)`` rounded up to multiples of 16 where the shape is not eligible (float8 needs them; on a
+            Hopper GPU a feature size not a multiple of 8 also sends the bf16 GEMMs to cuBLAS's pre-Hopper
+            kernels, :func:`perfmodel.gemm_kernel`), else ``None``.
+        padded_s: recipe -> fwd+bwd seconds of one instance at :attr:`padded` (``"bf16"`` included; empty without
+            one): what padding the layer's features (a change to the model) would buy, under the same model.
     """
 
     names: tuple[str, ...]
@@ -77,6 +82,17 @@ class ReportRow:
     decision: str
     reason: str = ""
     close_call: bool = False
+    padded: tuple[int, int] | None = None
+    padded_s: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def padding(self) -> tuple[str, float] | None:
+        """``(recipe, seconds)``: the fastest choice at :attr:`padded` where it beats :attr:`chosen_s` by at least
+        10 % (padding pays), else ``None``."""
+        if not self.padded_s:
+            return None
+        best = min(self.padded_s, key=lambda r: self.padded_s[r])
+        return (best, self.padded_s[best]) if self.padded_s[best] < 0.9 * self.chosen_s else None
 
     @property
     def bf16_s(self) -> float:
@@ -113,6 +129,8 @@ class ReportRow:
             "reason": self.reason,
             "close_call": self.close_call,
             "saved_s": self.saved_s,
+            "padded": None if self.padded is None else list(self.padded),
+            "padded_s": dict(self.padded_s),
         }
 
 
@@ -519,6 +537,7 @@ def report(
         times[r] = np.broadcast_to(np.asarray(t, dtype=float), M.shape)
     eligible = (K % _ALIGN == 0) & (N % _ALIGN == 0)
     pays = {r: eligible & (times["bf16"] / times[r] >= min_speedup) for r in names}
+    padded = _padded_times(M, K, N, eligible, spec, names, model, opts)
 
     bar = float8.speedup_error_bar(spec, model=model) if names else None
     rows = []
@@ -546,6 +565,7 @@ def report(
                     bar is not None and eligible[i] and bar.straddles(times["bf16"][i] / times[best][i], min_speedup)
                 ),
                 times_s=MappingProxyType({r: float(t[i]) for r, t in times.items()}),
+                **padded.get(i, {}),
             )
         )
 
@@ -578,6 +598,35 @@ def report(
         batch=batch if seq_len is not None else 1,
         **(_steps(model_or_shapes, spec, names, seq_len, batch, model, min_speedup) if seq_len is not None else {}),
     )
+
+
+def _padded_times(
+    M: np.ndarray,
+    K: np.ndarray,
+    N: np.ndarray,
+    eligible: np.ndarray,
+    spec: GPUSpec,
+    names: list[str],
+    model: ModelLike,
+    opts: dict[str, Any],
+) -> dict[int, dict[str, Any]]:
+    """Row index -> the :class:`ReportRow` fields ``padded`` and ``padded_s`` of each shape float8 cannot run: K and N
+    rounded up to multiples of 16, priced in bf16 and every recipe by the same model."""
+    from . import float8  # as in report()
+
+    idx = np.flatnonzero(~eligible)
+    if idx.size == 0:
+        return {}
+    Kp, Np = (-(-x[idx] // _ALIGN) * _ALIGN for x in (K, N))
+    t = {"bf16": float8.linear_time(M[idx], Kp, Np, None, spec, model=model).total_s}
+    t |= {r: float8.linear_time(M[idx], Kp, Np, r, spec, **opts).total_s for r in names}
+    return {
+        int(i): {
+            "padded": (int(Kp[j]), int(Np[j])),
+            "padded_s": MappingProxyType({r: float(np.broadcast_to(v, idx.shape)[j]) for r, v in t.items()}),
+        }
+        for j, i in enumerate(idx)
+    }
 
 
 def _steps(

@@ -414,3 +414,28 @@ def test_report_prices_one_configuration_and_a_layer_shape():
     # the layer is the same as the preset it copies
     same = report("llama3-8b", gpu="H200", seq_len=8192)
     assert float(rep.step.best.step_s) == pytest.approx(float(same.step.best.step_s), rel=1e-12)
+
+
+def test_shapes_float8_cannot_run_are_priced_padded_and_the_report_says_when_it_pays():
+    from perfmodel import float8
+
+    rep = report(["4096x50257", "4096x4096", "24x24"], gpu="H200", tokens=8192)
+    rows = {(r.K, r.N): r for r in rep.rows}
+    head, square, tiny = rows[4096, 50257], rows[4096, 4096], rows[24, 24]
+    # 50257 rounds up to 50272 = 16 * 3142; the padded times are the same model's at that shape
+    assert head.padded == (4096, 50272)
+    assert head.padded_s["bf16"] == pytest.approx(
+        float8.linear_time(8192, 4096, 50272, None, "H200").total_s, rel=1e-12
+    )
+    tw = float8.linear_time(8192, 4096, 50272, "tensorwise", "H200").total_s
+    assert head.padded_s["tensorwise"] == pytest.approx(tw, rel=1e-12)
+    # N = 50257 is odd: the bf16 GEMMs run the fallback kernels, so padding pays in bf16 alone, and more with float8
+    assert head.bf16_s > 4 * head.padded_s["bf16"] and head.padding == ("tensorwise", pytest.approx(tw, rel=1e-12))
+    assert square.padded is None and square.padding is None and not square.padded_s
+    # 24 x 24 pads to 32 x 32: float8 does not pay at that size, nor does bf16 at more FLOPs
+    assert tiny.padded == (32, 32) and tiny.padding is None
+    text = str(rep)
+    assert "Padding pays" in text and "4096x50257 -> 4096x50272: bf16" in text and "24x24 ->" not in text
+    d = rep.to_dict()["rows"]
+    assert next(r for r in d if r["N"] == 50257)["padded"] == [4096, 50272]
+    assert "Padding pays" not in str(report(["4096x4096"], gpu="H200", tokens=8192))
