@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perfmodel as pm  # noqa: E402
-from perfmodel.kernel_choice import FEW_ROWS, kernel_class  # noqa: E402
+from perfmodel.kernel_choice import FEW_ROWS, kernel_class, kernel_class_of  # noqa: E402
 from perfmodel.registry import tile_model  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
@@ -52,15 +52,9 @@ def all_sessions() -> tuple[str, ...]:
 
 
 def measured_class(r: dict[str, Any]) -> str:
-    """The class of the kernel cuBLAS ran for a profiled record (its main kernel's name and family)."""
-    name, family = r.get("main_kernel") or "", r.get("main_kernel_family")
-    if "gemmSN" in name:
-        return "gemmSN"
-    if family in ("nvjet", "xmma") and r.get("main_kernel_sm") == 90:
-        return "hopper"
-    if family == "cutlass":
-        return {1: "cutlass_sm75", 2: "cutlass_sm80"}.get(r.get("align"), "other")
-    return family if family == "gemv" else "other"
+    """The class of the kernel cuBLAS ran for a profiled record: :func:`perfmodel.kernel_choice.kernel_class_of` of its
+    main kernel's name (``"other"`` for none of the classes)."""
+    return kernel_class_of(r.get("main_kernel") or "") or "other"
 
 
 def _kind(r: dict[str, Any]) -> str:

@@ -22,6 +22,10 @@ The classes (:data:`KERNELS`), by the names in cuBLAS's kernels as the profiler 
   the sweeps' 1568 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension (which ones, we have no
   rule for): never the answer, but the :attr:`GemmKernel.alternative` of those GEMMs.
 
+The measured side is :func:`kernel_class_of`: the class of a kernel a profiler recorded, from its name
+(:attr:`perfmodel.proton.Kernel.gemm_kernel` on a Proton profile), so a profile and a prediction speak of the same
+classes.
+
 **Where the rules come from.** They were read off every H200 layout sweep of 2026-12-01 (torch 2.11, cuBLAS of
 CUDA 13.0; ``benchmarks/data/h200_2026-12-01``; the profiler's kernel names): :data:`KERNEL_RULE_AGREEMENT` is how
 many of those GEMMs ran the class the rule gives (``benchmarks/validate_kernel_choice.py``; a description of the
@@ -35,6 +39,7 @@ architectures get a named error (their kernels differ: Ampere has no Hopper kern
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -47,7 +52,15 @@ from .formats import FormatLike, get_format
 from .gemm import check_fp8_alignment, check_layout
 from .hardware import GPULike, get_gpu, list_gpus
 
-__all__ = ["KERNELS", "KERNEL_RULE_AGREEMENT", "SPLIT_K_AGREEMENT", "GemmKernel", "gemm_kernel", "kernel_class"]
+__all__ = [
+    "KERNELS",
+    "KERNEL_RULE_AGREEMENT",
+    "SPLIT_K_AGREEMENT",
+    "GemmKernel",
+    "gemm_kernel",
+    "kernel_class",
+    "kernel_class_of",
+]
 
 #: kernel class -> what it is (module doc)
 KERNELS: dict[str, str] = {
@@ -110,6 +123,34 @@ class GemmKernel:
         if self.split_k is not None:
             text += f"; split-K: {'yes' if self.split_k else 'no'}"
         return text
+
+
+#: kernel-name patterns of the classes (module doc), tried in order: the names the profiler records for cuBLAS's
+#: kernels on the H200 (torch 2.11, CUDA 13.0), e.g. ``nvjet_sm90_tst_128x256_64x4_2x1_v_bz_NNT``,
+#: ``sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize…``,
+#: ``cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1``, ``internal::gemvx::kernel<…>``,
+#: ``gemmSN_NN_kernel<…>``
+_NAME_CLASSES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"gemmSN"), "gemmSN"),
+    (re.compile(r"^nvjet_sm90_|(?:^|\W)sm90_xmma_gemm"), "hopper"),
+    (re.compile(r"(?:^|\W)cutlass_80_"), "cutlass_sm80"),
+    (re.compile(r"(?:^|\W)cutlass_75_"), "cutlass_sm75"),
+    (re.compile(r"gemv"), "gemv"),
+)
+
+
+def kernel_class_of(name: str) -> str | None:
+    """The class (a key of :data:`KERNELS`) of a kernel a profiler recorded, from its name; ``None`` for a kernel
+    of none of them (a Triton kernel, an elementwise one, a split-K reduction). The measured side of
+    :func:`gemm_kernel`: :attr:`perfmodel.proton.Kernel.gemm_kernel` and ``benchmarks/validate_kernel_choice.py``
+    read profiles with it.
+
+    >>> kernel_class_of("cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1")
+    'cutlass_sm75'
+    """
+    if not isinstance(name, str):
+        raise PerfModelError(f"a kernel name is a string, got {type(name).__name__} {name!r}")
+    return next((cls for pattern, cls in _NAME_CLASSES if pattern.search(name)), None)
 
 
 def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: str = "rc") -> np.ndarray:

@@ -55,6 +55,7 @@ from ._hatchet import (
 from .errors import PerfModelError, ProfileError, UnknownGPUError
 from .formats import Format, FormatLike, get_format
 from .hardware import GPULike, GPUSpec, get_gpu
+from .kernel_choice import kernel_class_of
 from .perfdata import PerfData, bitwidth_format
 
 __all__ = ["LAUNCH_METADATA_FRAME", "Kernel", "Profile", "read"]
@@ -91,6 +92,13 @@ class Kernel:
     def total_flops(self) -> float:
         """FLOP over every bit width."""
         return float(sum(self.flops.values()))
+
+    @property
+    def gemm_kernel(self) -> str | None:
+        """The class of cuBLAS GEMM kernel this is, by its name (:func:`perfmodel.kernel_choice.kernel_class_of`:
+        ``"hopper"``, ``"cutlass_sm80"``, ``"cutlass_sm75"``, ``"gemv"``, ``"gemmSN"``), ``None`` for any other
+        kernel: the measured side of :func:`perfmodel.gemm_kernel`."""
+        return kernel_class_of(self.name)
 
 
 class Profile:

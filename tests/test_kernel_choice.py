@@ -206,3 +206,32 @@ def test_cli_gemm_names_the_kernel_and_the_aligned_shape():
     off = json.loads(_cli("gemm", "4096", "4096", "4096", "--gpu", "A100-SXM-80GB", "--json"))
     assert off["kernel"] is None
     assert "  kernel " not in _cli("gemm", "4096", "4096", "4096", "--gpu", "A100-SXM-80GB")
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT", "hopper"),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_stage3_warpsize2x2x1_align8", "hopper"),
+        ("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_nn_align2", "cutlass_sm80"),
+        (
+            "void cutlass::Kernel<cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_32x2_nn_align1>(Params)",
+            "cutlass_sm75",
+        ),
+        ("std::enable_if<true, void>::type internal::gemvx::kernel<int, int, __nv_bfloat16>(...)", "gemv"),
+        ("void gemmSN_NN_kernel<float, 256, 4, 2, 8, 3, 4, false>(...)", "gemmSN"),
+        ("void cublasLt::splitKreduce_kernel<32, 16, int, float>(...)", None),
+        ("add_n67108864", None),
+    ],
+)
+def test_kernel_class_of_names(name, cls):
+    assert pm.kernel_choice.kernel_class_of(name) == cls
+
+
+def test_a_profile_names_its_gemm_kernels_class():
+    prof = pm.proton.read(str(ROOT / "tests" / "data" / "h200_triton3.6_scope_and_kernel.hatchet"))
+    got = {k.name: k.gemm_kernel for k in prof.kernels}
+    assert {c for n, c in got.items() if n.startswith("nvjet_sm90")} == {"hopper"}
+    assert all(c is None for n, c in got.items() if not n.startswith("nvjet"))
+    with pytest.raises(pm.PerfModelError, match="a kernel name is a string"):
+        pm.kernel_choice.kernel_class_of(None)
