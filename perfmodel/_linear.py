@@ -20,9 +20,10 @@ import numpy as np
 from ._backend import check_flag, check_shapes
 from ._counting import FP8_GEMM_ALIGN, fp8_aligned, gemm_bytes, gemm_flops
 from .errorbars import ErrorBar, error_bar, mark_outside, shape_family
-from .errors import PerfModelError, UnsupportedFormatError
+from .errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError
 from .formats import get_format
 from .hardware import GPULike, GPUSpec, get_gpu
+from .kernel_choice import kernel_class
 from .perfdata import PerfData
 from .recipes import RECIPES, CastOptions, Kernel, Recipe, get_recipe
 from .registry import ModelLike, resolve
@@ -154,18 +155,29 @@ class LinearTime:
         )
 
     def table(self) -> str:
-        """A readable per-kernel breakdown (numeric shapes only)."""
+        """A readable per-kernel breakdown (numeric shapes only): each GEMM with its layout and, on a Hopper GPU,
+        the class of kernel cuBLAS runs for it (:func:`perfmodel.gemm_kernel`)."""
         rows = [f"{self.recipe.name} on {self.gpu.name}, M={self.M} K={self.K} N={self.N} ({self.model} model)"]
         for g in self.gemms:
-            rows.append(f"  gemm   {g.name:<28} {g.dtype:<9} {float(g.time_s) * 1e6:10.2f} us")
+            cls = _kernel_class(g) if self.gpu.arch == "90" else ""
+            rows.append(f"  gemm   {g.name:<28} {g.dtype:<11} {g.layout:<3} {cls:<13} {float(g.time_s) * 1e6:10.2f} us")
         for k in self.kernels:
             kind = "launch" if k.kernel.launch_only else f"{float(k.kernel.bytes) / 1e6:8.1f} MB"
-            rows.append(f"  cast   {k.kernel.name:<28} {kind:<9} {float(k.time_s) * 1e6:10.2f} us")
+            rows.append(f"  cast   {k.kernel.name:<28} {kind:<11} {'':<17} {float(k.time_s) * 1e6:10.2f} us")
         rows.append(
             f"  total  gemm {float(self.gemm_s) * 1e6:.2f} + cast {float(self.cast_s) * 1e6:.2f}"
             f" + launch {float(self.launch_s) * 1e6:.2f} = {float(self.total_s) * 1e6:.2f} us"
         )
         return "\n".join(rows)
+
+
+def _kernel_class(g: GemmCall) -> str:
+    """The kernel class cuBLAS runs for one of a Linear's GEMMs; ``"not /16"`` for an fp8 GEMM it cannot run (the
+    table still prices it: what it would cost)."""
+    try:
+        return str(kernel_class(g.M, g.K, g.N, g.dtype, layout=g.layout))
+    except IneligibleShapeError:
+        return f"not /{FP8_GEMM_ALIGN}"
 
 
 def _options(

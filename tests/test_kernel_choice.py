@@ -235,3 +235,15 @@ def test_a_profile_names_its_gemm_kernels_class():
     assert all(c is None for n, c in got.items() if not n.startswith("nvjet"))
     with pytest.raises(pm.PerfModelError, match="a kernel name is a string"):
         pm.kernel_choice.kernel_class_of(None)
+
+
+def test_a_linears_kernel_table_names_each_gemms_layout_and_kernel_class():
+    table = pm.float8.linear_time(4096, 768, 50257, None, "H200").table()
+    assert "output                       bf16        rc  cutlass_sm75" in table
+    assert "grad_input                   bf16        rr  cutlass_sm75" in table  # gO @ W: K = 50257 leads
+    assert "grad_weight                  bf16        cr  cutlass_sm75" in table
+    fp8 = pm.float8.linear_time(4096, 768, 50257, "tensorwise", "H200").table()
+    assert "fp8_e4m3    rc  not /16" in fp8  # priced (what it would cost), but _scaled_mm cannot run it
+    aligned = pm.float8.linear_time(4096, 768, 50272, "tensorwise", "H200").table()
+    assert aligned.count(" hopper ") == 3
+    assert "cutlass" not in pm.float8.linear_time(4096, 768, 50257, None, "A100-SXM-80GB").table()  # not Hopper
