@@ -178,6 +178,8 @@ def _kernel_class(g: GemmCall) -> str:
         return str(kernel_class(g.M, g.K, g.N, g.dtype, layout=g.layout))
     except IneligibleShapeError:
         return f"not /{FP8_GEMM_ALIGN}"
+    except UnsupportedFormatError:  # a format the kernel-choice rule does not cover
+        return ""
 
 
 def _options(

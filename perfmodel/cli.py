@@ -265,11 +265,12 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
 
 def _gemm_kernel_record(args: argparse.Namespace, pd: Any) -> dict[str, Any] | None:
     """The kernel class cuBLAS runs for the GEMM (:func:`perfmodel.gemm_kernel`) and, where it is a fallback, the
-    time of the nearest aligned shape under the same model; ``None`` off Hopper GPUs (not measured there)."""
+    time of the nearest aligned shape under the same model; ``None`` off Hopper GPUs and for formats the rule does not
+    cover (not measured)."""
     from .gemm import gemm_time_s
-    from .kernel_choice import gemm_kernel
+    from .kernel_choice import FORMATS, gemm_kernel
 
-    if pd.gpu.arch != "90":
+    if pd.gpu.arch != "90" or pd.dtype.name not in FORMATS:
         return None
     k = gemm_kernel(args.M, args.K, args.N, args.dtype, pd.gpu, args.scaling, layout=args.layout)
     aligned = None

@@ -47,7 +47,7 @@ import numpy as np
 from ._backend import check_shapes, is_symbolic
 from ._counting import resolve_scaling
 from .calibrated_model import ALIGN, alignment, layout_lead_dims
-from .errors import InvalidShapeError, PerfModelError
+from .errors import InvalidShapeError, PerfModelError, UnsupportedFormatError
 from .formats import FormatLike, get_format
 from .gemm import check_fp8_alignment, check_layout
 from .hardware import GPULike, get_gpu, list_gpus
@@ -94,7 +94,7 @@ class GemmKernel:
         reason: why this class: the layout's leading dimensions and their alignment.
         lead_dims: the two dimensions whose alignment decides it (``(("K", 4096), ("N", 11008))``; ``cr``: M, N).
         alignment: the largest power of two (1, 2, 4, 8) dividing both leading dimensions (and K, where K < 8),
-            in elements; 8 means aligned.
+            in elements; 8 means aligned (for one row the class follows K and N alone).
         aligned_shape: the nearest larger ``(M, K, N)`` that runs the Hopper kernels (its misaligned dimensions
             rounded up to multiples of 8), ``None`` where this one does.
         alternative: a class cuBLAS runs instead for some GEMMs like this one (``"gemmSN"``), else ``None``.
@@ -116,7 +116,7 @@ class GemmKernel:
     basis: str
 
     def line(self) -> str:
-        """One line for the CLI: the class, why, split-K and the aligned shape."""
+        """One line for the CLI: the class, why, its alternative and split-K."""
         text = f"{self.description} — {self.reason}"
         if self.alternative:
             text += f"; for about a third of such GEMMs cuBLAS runs its {self.alternative} kernel instead"
@@ -166,7 +166,7 @@ def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: 
     for name, v in (("M", M), ("K", K), ("N", N)):
         if not np.all(np.mod(v, 1) == 0):
             raise InvalidShapeError(f"{name} must be whole numbers for a kernel class, got {v!r}")
-    fmt = get_format(dtype)
+    fmt = _check_format(dtype)
     layout = check_layout(layout, fmt)
     check_fp8_alignment(K, N, fmt)
     M, K, N = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N)))
@@ -177,6 +177,20 @@ def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: 
     one_row_off = (np.mod(K, ALIGN) != 0) | (np.mod(N, ALIGN) != 0)
     out = np.where(align >= ALIGN, "hopper", np.where(align == 1, "cutlass_sm75", "cutlass_sm80"))
     return np.where(M == 1, np.where(one_row_off, "gemv", "hopper"), out)
+
+
+#: the formats the rule covers: bf16 (measured), fp16 (the same element size: transferred), fp8 (Hopper only)
+FORMATS = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+
+
+def _check_format(dtype: FormatLike) -> Any:
+    fmt = get_format(dtype)
+    if fmt.name not in FORMATS:
+        raise UnsupportedFormatError(
+            f"the kernel-choice rule covers {', '.join(FORMATS)} GEMMs, not {fmt.name} (its kernels and their "
+            "alignment rules were not measured)"
+        )
+    return fmt
 
 
 def _alignment(a: Any, b: Any, K: Any) -> np.ndarray:
@@ -235,7 +249,7 @@ def gemm_kernel(
     lead = ("M", "N") if layout == "cr" else ("K", "N")
     dims = ((lead[0], int(a)), (lead[1], int(b)))
     align = int(_alignment(a, b, K))
-    kind = "measured" if spec.name == MEASURED_GPU else "transferred"
+    kind = "measured" if spec.name == MEASURED_GPU and fmt.name != "fp16" else "transferred"
     alternative, shape = None, None
     said = f"{layout}'s leading dimensions {dims[0][0]} = {dims[0][1]} and {dims[1][0]} = {dims[1][1]}"
     if fmt.bits <= 8:
@@ -259,7 +273,7 @@ def gemm_kernel(
         if layout in ("rr", "rc") and M <= FEW_ROWS:
             alternative = "gemmSN"
     split = None
-    if kind == "measured" and kernel != "gemv":
+    if spec.name == MEASURED_GPU and kernel != "gemv":
         from .registry import tile_model
 
         split = bool(tile_model(spec).split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)[0])
@@ -273,7 +287,7 @@ def gemm_kernel(
         alternative=alternative,
         split_k=split,
         kind=kind,
-        basis=_basis(kind, spec.name),
+        basis=_basis(kind, spec.name, fmt.name),
     )
 
 
@@ -281,18 +295,20 @@ def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.1f} %" if b else "n/a"
 
 
-def _basis(kind: str, gpu: str) -> str:
+def _basis(kind: str, gpu: str, fmt: str) -> str:
     r, s = KERNEL_RULE_AGREEMENT, SPLIT_K_AGREEMENT
     text = (
         f"rule read off the {MEASURED_GPU} layout sweeps (2026-12-01, cuBLAS of CUDA 13.0): the class of "
         f"{_pct(r['right'], r['gemms'])} of their {r['gemms']} bf16 GEMMs (its alternative: "
         f"{_pct(r['alternative'], r['gemms'])})"
     )
-    if kind == "measured":
-        text += (
-            f"; split-K from the tile model's formula, right on {_pct(s['right'], s['gemms'])} of {s['gemms']} GEMMs "
-            f"it was not fitted on (never splitting: {_pct(s['never'], s['gemms'])})"
-        )
-    else:
+    if gpu != MEASURED_GPU:
         text += f"; transferred to the {gpu} (same architecture, not measured there); split-K not modelled"
+    elif fmt == "fp16":
+        text += "; transferred to fp16 (the same element size, not measured)"
+    if gpu == MEASURED_GPU:
+        text += (
+            f"; split-K from the tile model's formula, right on {_pct(s['right'], s['gemms'])} of {s['gemms']} bf16 "
+            f"GEMMs it was not fitted on (never splitting: {_pct(s['never'], s['gemms'])})"
+        )
     return text

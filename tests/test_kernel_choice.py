@@ -247,3 +247,17 @@ def test_a_linears_kernel_table_names_each_gemms_layout_and_kernel_class():
     aligned = pm.float8.linear_time(4096, 768, 50272, "tensorwise", "H200").table()
     assert aligned.count(" hopper ") == 3
     assert "cutlass" not in pm.float8.linear_time(4096, 768, 50257, None, "A100-SXM-80GB").table()  # not Hopper
+
+
+def test_formats_the_rule_covers_and_those_it_does_not():
+    k = pm.gemm_kernel(100, 4096, 4100, "fp16", "H200", layout="rr")
+    assert k.kernel == "cutlass_sm80" and k.kind == "transferred" and "transferred to fp16" in k.basis
+    assert k.split_k is not None  # the H200 tile model prices fp16 as bf16
+    with pytest.raises(pm.UnsupportedFormatError, match=r"covers bf16, fp16, fp8_e4m3, fp8_e5m2 GEMMs, not fp32"):
+        pm.gemm_kernel(4096, 4096, 4096, "fp32", "H200")
+    with pytest.raises(pm.UnsupportedFormatError, match="not tf32"):
+        pm.kernel_class(np.array([4096]), 4096, 4096, "tf32")
+    assert (
+        json.loads(_cli("gemm", "4096", "4096", "4096", "--dtype", "fp32", "--gpu", "H200", "--json"))["kernel"] is None
+    )
+    assert pm.gemm_kernel(64, 4096, 4096, "fp8_e5m2", "H200").kernel == "hopper"
