@@ -43,7 +43,7 @@ from perfmodel.calibrate import (  # noqa: E402
     load_dataset,
     read_data_json,
 )
-from perfmodel.calibrated_model import layout_lead_dims, misaligned  # noqa: E402
+from perfmodel.calibrated_model import fallback_kernels, layout_lead_dims  # noqa: E402
 from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
 from perfmodel.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
 from perfmodel.hardware import GPUS, Efficiency  # noqa: E402
@@ -473,8 +473,7 @@ def score_layout_sweep() -> dict[str, Any]:
     for r in kern:
         if r["dtype"] != "bf16":
             continue
-        mis = misaligned(*layout_lead_dims(r["layout"], r["M"], r["K"], r["N"]))
-        key = f"{r['layout']} {'misaligned' if mis else 'aligned'}"
+        key = f"{r['layout']} {'fallback' if _on_fallback(r) else 'Hopper'}"
         old_kernel = (r.get("main_kernel_sm") or 90) < 90
         n, k = out["choice"].get(key, (0, 0))
         out["choice"][key] = (n + 1, k + int(old_kernel))
@@ -484,7 +483,7 @@ def score_layout_sweep() -> dict[str, Any]:
 def score_fresh_sweep() -> dict[str, Any]:
     """The shipped model on fresh shapes (seed 2026, the same family mix), measured in a later device
     session after the fallback group was fitted and committed: per format and layout, kernel and event
-    time, and the misaligned bf16 GEMMs apart."""
+    time, and the bf16 GEMMs on cuBLAS's fallback kernels apart."""
     out: dict[str, Any] = {}
     for timing in ("kernel", "event"):
         records = _layout_sweep(timing, "_fresh")
@@ -497,8 +496,8 @@ def score_fresh_sweep() -> dict[str, Any]:
             row = (_gemm_pred(r, timing), r["time_s"])
             groups[_group_name(r)].append(row)
             groups["all"].append(row)
-            if r["dtype"] == "bf16" and misaligned(*layout_lead_dims(r["layout"], r["M"], r["K"], r["N"])):
-                groups["bf16, misaligned"].append(row)
+            if r["dtype"] == "bf16" and _on_fallback(r):
+                groups["bf16, fallback kernels"].append(row)
         for g, rows in groups.items():
             pred, meas = np.array(rows).T
             out.setdefault(g, {})[timing] = ape_stats(pred, meas)
@@ -506,21 +505,25 @@ def score_fresh_sweep() -> dict[str, Any]:
 
 
 def score_fallback(kern: list[dict[str, Any]]) -> dict[str, Any]:
-    """The sweep's bf16 GEMMs with misaligned leading dimensions, priced by the shipped model (its
-    ``bf16@fallback`` group) and by the same model without that group (the main group's per-alignment
-    factors): MdAPE / p90 of kernel time."""
+    """The sweep's bf16 GEMMs on cuBLAS's fallback kernels (misaligned leading dimensions and more than one row, or
+    K < 8: :func:`perfmodel.calibrated_model.fallback_kernels`), priced by the shipped model (its ``bf16@fallback``
+    group) and by the same model without that group (the main group's per-alignment factors): MdAPE / p90 of
+    kernel time."""
     spec = pm.get_gpu("H200")
     model = pm.time_model(spec).load()  # the shipped calibration (a CalibratedModel)
     without = dataclasses.replace(model, gemm={k: v for k, v in model.gemm.items() if not k.endswith("@fallback")})
-    rows = [
-        r for r in kern if r["dtype"] == "bf16" and misaligned(*layout_lead_dims(r["layout"], r["M"], r["K"], r["N"]))
-    ]
+    rows = [r for r in kern if r["dtype"] == "bf16" and _on_fallback(r)]
     meas = np.array([r["time_s"] for r in rows])
     out = {}
     for name, m in (("fallback", model), ("factors", without)):
         pred = [float(pm.gemm_time_s(r["M"], r["K"], r["N"], "bf16", spec, layout=r["layout"], model=m)) for r in rows]
         out[name] = ape_stats(np.array(pred), meas)
     return out
+
+
+def _on_fallback(r: dict[str, Any]) -> bool:
+    """Whether a bf16 GEMM record runs cuBLAS's fallback kernels by the rule the models price it with."""
+    return bool(fallback_kernels(r["M"], r["K"], *layout_lead_dims(r["layout"], r["M"], r["K"], r["N"])))
 
 
 def _group_name(r: dict[str, Any]) -> str:
@@ -693,8 +696,8 @@ def markdown_layouts(lay: dict[str, Any]) -> str:
     if fb:
         out += [
             "",
-            f"**Misaligned bf16 GEMMs** ({fb['fallback']['n']}; cuBLAS's pre-Hopper fallback kernels), kernel time, "
-            f"MdAPE / p90 (%): {_pair(fb['fallback'])} with the `bf16@fallback` group, {_pair(fb['factors'])} "
+            f"**bf16 GEMMs on the fallback kernels** ({fb['fallback']['n']}; cuBLAS's pre-Hopper kernels), kernel "
+            f"time, MdAPE / p90 (%): {_pair(fb['fallback'])} with the `bf16@fallback` group, {_pair(fb['factors'])} "
             "with the main group slowed down per alignment instead.",
         ]
     fr = lay.get("fresh")
@@ -783,7 +786,7 @@ def markdown_layouts(lay: dict[str, Any]) -> str:
             "shape faster than 945 shapes sample it.",
         ]
     out += ["", "**cuBLAS's kernel choice** (bf16; share of GEMMs that ran a pre-Hopper sm75/sm80 kernel):", ""]
-    out += ["| layout, leading dimensions | GEMMs | pre-Hopper kernel |", "|---|---|---|"]
+    out += ["| layout, kernels by the fallback rule | GEMMs | pre-Hopper kernel |", "|---|---|---|"]
     for key, (n, k) in sorted(lay["choice"].items()):
         out.append(f"| {key} | {n} | {k} ({k / n:.0%}) |")
     return "\n".join(out)

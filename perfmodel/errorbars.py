@@ -41,7 +41,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Literal
 
-from .calibrated_model import layout_lead_dims, misaligned
+from .calibrated_model import fallback_kernels, layout_lead_dims
 from .errors import PerfModelError, choices_message
 
 __all__ = [
@@ -72,8 +72,10 @@ def _positive_integer(x: float) -> bool:
 def shape_family(M: Any, K: Any, N: Any, layout: str = "rc") -> str:
     """The family of GEMM ``[M, K] @ [K, N]`` in ``layout`` (``"rr"``, ``"rc"``, ``"cr"``), the first that fits:
 
-    * ``unaligned``: a leading dimension of the layout (K or N for ``rr``/``rc``, M or N for ``cr``) is not
-      a multiple of 8 — cuBLAS runs a pre-Hopper kernel, 5–6× slower on the H200 (one row: a gemv kernel);
+    * ``unaligned``: cuBLAS runs a pre-Hopper fallback kernel, 5–6× slower on the H200
+      (:func:`perfmodel.calibrated_model.fallback_kernels`): a leading dimension of the layout (K or N for
+      ``rr``/``rc``, M or N for ``cr``) is not a multiple of 8 and M > 1, or K < 8 (a one-row GEMM runs
+      Hopper or gemv kernels: ``small_m``);
     * ``small_m``: ``M <= 256`` (decode, small batches);
     * ``square``: ``M == K == N``;
     * ``llm``: K and N multiples of 128 (every hidden and FFN size of the model presets);
@@ -95,7 +97,7 @@ def shape_family(M: Any, K: Any, N: Any, layout: str = "rc") -> str:
     if layout not in ("rr", "rc", "cr"):
         raise PerfModelError(choices_message("layout", layout, ("rr", "rc", "cr")))
     M, K, N = int(M), int(K), int(N)
-    if misaligned(*layout_lead_dims(layout, M, K, N)):  # the rule that prices cuBLAS's fallback kernels
+    if fallback_kernels(M, K, *layout_lead_dims(layout, M, K, N)):  # the rule that prices cuBLAS's fallback kernels
         return "unaligned"
     if M <= SMALL_M:
         return "small_m"

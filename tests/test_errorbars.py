@@ -26,6 +26,10 @@ from perfmodel.timemodel import ROOFLINE
         ((256, 4096, 4096), "rc", "small_m"),
         ((257, 4096, 4096), "rc", "llm"),
         ((1, 4096, 4096), "rc", "small_m"),
+        ((1, 4096, 50257), "rc", "small_m"),  # one row, N odd: a gemv kernel, not the fallback
+        ((1, 4096, 4096), "cr", "small_m"),  # M = 1 leads in cr, but one row runs a Hopper kernel
+        ((2, 4096, 4096), "cr", "unaligned"),  # two rows: the fallback
+        ((4096, 1, 4096), "cr", "unaligned"),  # K < 8: the fallback, though K does not lead in cr
         ((4096, 4096, 4096), "rc", "square"),
         ((200, 200, 200), "rc", "small_m"),  # small M wins over square
         ((8192, 4096, 14336), "rc", "llm"),
