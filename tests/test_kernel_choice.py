@@ -261,3 +261,9 @@ def test_formats_the_rule_covers_and_those_it_does_not():
         json.loads(_cli("gemm", "4096", "4096", "4096", "--dtype", "fp32", "--gpu", "H200", "--json"))["kernel"] is None
     )
     assert pm.gemm_kernel(64, 4096, 4096, "fp8_e5m2", "H200").kernel == "hopper"
+
+
+def test_cli_says_when_its_model_does_not_tell_the_fallback_apart():
+    text = _cli("gemm", "8192", "4096", "50257", "--gpu", "H100", "--time-model", "roofline")
+    assert "kernel     cutlass_sm75" in text and "does not tell cuBLAS's fallback kernels apart" in text
+    assert "x faster, same model" in _cli("gemm", "8192", "4096", "50257", "--gpu", "H100")
