@@ -17,7 +17,8 @@ The classes (:data:`KERNELS`), by the names in cuBLAS's kernels as the profiler 
 * ``"cutlass_sm80"``: CUTLASS sm80 kernels with 2-element (4-byte) loads (``…_align2``): leading dimensions all
   even, not all multiples of 8;
 * ``"cutlass_sm75"``: CUTLASS sm75 kernels with 1-element loads (``…_align1``): a leading dimension odd;
-* ``"gemv"``: cuBLAS's matrix-vector kernels (``gemvx``), for one row (M = 1) with K or N not a multiple of 8;
+* ``"gemv"``: cuBLAS's matrix-vector kernels (``gemvx``), for one row (M = 1) with K or N not a multiple of 8
+  (K ≥ 8: one row with K < 8, which no sweep measured, gets the fallback class the models price it with);
 * ``"gemmSN"``: cuBLAS's few-row kernel (``gemmSN_…``), which it ran instead of the CUTLASS fallback for 562 of
   the sweeps' 1568 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension (which ones, we have no
   rule for): never the answer, but the :attr:`GemmKernel.alternative` of those GEMMs.
@@ -46,7 +47,7 @@ import numpy as np
 
 from ._backend import check_shapes, is_symbolic
 from ._counting import resolve_scaling
-from .calibrated_model import ALIGN, alignment, layout_lead_dims
+from .calibrated_model import ALIGN, alignment, fallback_kernels, layout_lead_dims
 from .errors import InvalidShapeError, PerfModelError, UnsupportedFormatError
 from .formats import FormatLike, get_format
 from .gemm import check_fp8_alignment, check_layout
@@ -174,9 +175,10 @@ def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: 
         return np.full(M.shape, "hopper", dtype=object).astype(str)
     a, b = layout_lead_dims(layout, M, K, N)
     align = _alignment(a, b, K)
-    one_row_off = (np.mod(K, ALIGN) != 0) | (np.mod(N, ALIGN) != 0)
-    out = np.where(align >= ALIGN, "hopper", np.where(align == 1, "cutlass_sm75", "cutlass_sm80"))
-    return np.where(M == 1, np.where(one_row_off, "gemv", "hopper"), out)
+    one_row_off = (M == 1) & ((np.mod(K, ALIGN) != 0) | (np.mod(N, ALIGN) != 0))
+    fallback = np.where(align == 1, "cutlass_sm75", "cutlass_sm80")
+    # the rule the models price with (fallback_kernels); one row with K >= 8 runs gemv or Hopper kernels
+    return np.where(fallback_kernels(M, K, a, b), fallback, np.where(one_row_off, "gemv", "hopper"))
 
 
 #: the formats the rule covers: bf16 (measured), fp16 (the same element size: transferred), fp8 (Hopper only)
@@ -200,6 +202,17 @@ def _alignment(a: Any, b: Any, K: Any) -> np.ndarray:
 
 def _up8(x: int) -> int:
     return -(-x // ALIGN) * ALIGN
+
+
+def _aligned_shape(M: int, K: int, N: int, dims: tuple[tuple[str, int], ...]) -> tuple[int, int, int]:
+    """The nearest larger shape that runs the Hopper kernels: the misaligned leading dimensions and a K under 8
+    rounded up to multiples of 8 (one row keeps M = 1 and needs K and N multiples of 8)."""
+    pad = {d: _up8(v) for d, v in dims if not (d == "M" and M == 1)}
+    if M == 1:
+        pad |= {"K": _up8(K), "N": _up8(N)}
+    elif K < ALIGN:
+        pad["K"] = _up8(K)
+    return pad.get("M", M), pad.get("K", K), pad.get("N", N)
 
 
 def gemm_kernel(
@@ -254,7 +267,7 @@ def gemm_kernel(
     said = f"{layout}'s leading dimensions {dims[0][0]} = {dims[0][1]} and {dims[1][0]} = {dims[1][1]}"
     if fmt.bits <= 8:
         reason = f"fp8 torch._scaled_mm (K = {K} and N = {N}, multiples of 16)"
-    elif M == 1:
+    elif M == 1 and kernel in ("gemv", "hopper"):
         off = [f"{d} = {v}" for d, v in (("K", K), ("N", N)) if v % ALIGN]
         reason = (
             f"one row, {' and '.join(off)} not {'a multiple' if len(off) == 1 else 'multiples'} of {ALIGN}"
@@ -265,11 +278,13 @@ def gemm_kernel(
     elif kernel == "hopper":
         reason = f"{said}: multiples of {ALIGN}"
     else:
-        off = [f"{d} = {v}" for d, v in dims if v % ALIGN] + ([f"K = {K} < {ALIGN}"] if K < ALIGN else [])
+        off = [
+            f"{d} = {v}" for d, v in dims if v % ALIGN and not (d == "K" and K < ALIGN) and not (d == "M" and M == 1)
+        ]
+        off += [f"K = {K} < {ALIGN}"] if K < ALIGN else []
         what = "odd" if align == 1 else f"{align}-aligned"
         reason = f"{said}: {' and '.join(off)} ({what}; cuBLAS's Hopper kernels need multiples of {ALIGN})"
-        pad = {d: _up8(v) for d, v in dims}
-        shape = (pad.get("M", M), max(_up8(K) if K < ALIGN else K, pad.get("K", K)), pad.get("N", N))
+        shape = _aligned_shape(M, K, N, dims)
         if layout in ("rr", "rc") and M <= FEW_ROWS:
             alternative = "gemmSN"
     split = None

@@ -267,3 +267,18 @@ def test_cli_says_when_its_model_does_not_tell_the_fallback_apart():
     text = _cli("gemm", "8192", "4096", "50257", "--gpu", "H100", "--time-model", "roofline")
     assert "kernel     cutlass_sm75" in text and "does not tell cuBLAS's fallback kernels apart" in text
     assert "x faster, same model" in _cli("gemm", "8192", "4096", "50257", "--gpu", "H100")
+
+
+def test_the_aligned_shape_is_never_smaller_and_always_runs_the_hopper_kernels():
+    rng = np.random.default_rng(3)
+    for _ in range(600):
+        M, K, N = (int(x) for x in rng.integers(1, 300, 3))
+        M = 1 if rng.random() < 0.2 else M
+        K = int(rng.integers(1, 8)) if rng.random() < 0.1 else K
+        for layout in ("rr", "rc", "cr"):
+            k = pm.gemm_kernel(M, K, N, "bf16", "H200", layout=layout)
+            if k.aligned_shape is None:
+                assert k.kernel == "hopper"
+                continue
+            assert k.kernel != "hopper" and all(a >= b for a, b in zip(k.aligned_shape, (M, K, N), strict=True))
+            assert str(pm.kernel_class(*k.aligned_shape, "bf16", layout=layout)) == "hopper", (M, K, N, layout)
