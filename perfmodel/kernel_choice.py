@@ -239,6 +239,7 @@ def gemm_kernel(
     Raises:
         InvalidShapeError: sizes that are not positive whole numbers, arrays, sympy expressions.
         PerfModelError: a GPU that is not a Hopper (its kernels were not measured), an unknown layout.
+        UnsupportedFormatError: a format the rule does not cover (:data:`FORMATS`).
         IneligibleShapeError: an fp8 GEMM whose K or N is not a multiple of 16 (``torch._scaled_mm`` refuses it).
     """
     for name, v in (("M", M), ("K", K), ("N", N)):
@@ -262,7 +263,8 @@ def gemm_kernel(
     lead = ("M", "N") if layout == "cr" else ("K", "N")
     dims = ((lead[0], int(a)), (lead[1], int(b)))
     align = int(_alignment(a, b, K))
-    kind = "measured" if spec.name == MEASURED_GPU and fmt.name != "fp16" else "transferred"
+    measured_gpu = spec == get_gpu(MEASURED_GPU)  # the table's H200, not a spec built from it
+    kind = "measured" if measured_gpu and fmt.name != "fp16" else "transferred"
     alternative, shape = None, None
     said = f"{layout}'s leading dimensions {dims[0][0]} = {dims[0][1]} and {dims[1][0]} = {dims[1][1]}"
     if fmt.bits <= 8:
@@ -288,7 +290,7 @@ def gemm_kernel(
         if layout in ("rr", "rc") and M <= FEW_ROWS:
             alternative = "gemmSN"
     split = None
-    if spec.name == MEASURED_GPU and kernel != "gemv":
+    if measured_gpu and kernel != "gemv":
         from .registry import tile_model
 
         split = bool(tile_model(spec).split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)[0])
@@ -302,7 +304,7 @@ def gemm_kernel(
         alternative=alternative,
         split_k=split,
         kind=kind,
-        basis=_basis(kind, spec.name, fmt.name),
+        basis=_basis(spec.name if not measured_gpu else None, fmt.name),
     )
 
 
@@ -310,18 +312,21 @@ def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.1f} %" if b else "n/a"
 
 
-def _basis(kind: str, gpu: str, fmt: str) -> str:
+def _basis(other_gpu: str | None, fmt: str) -> str:
+    """Where the answer comes from: the rule's agreement, and split-K's on the measured GPU (``other_gpu``: the
+    name of the GPU it was transferred to, ``None`` on the measured one)."""
     r, s = KERNEL_RULE_AGREEMENT, SPLIT_K_AGREEMENT
     text = (
         f"rule read off the {MEASURED_GPU} layout sweeps (2026-12-01, cuBLAS of CUDA 13.0): the class of "
         f"{_pct(r['right'], r['gemms'])} of their {r['gemms']} bf16 GEMMs (its alternative: "
         f"{_pct(r['alternative'], r['gemms'])})"
     )
-    if gpu != MEASURED_GPU:
-        text += f"; transferred to the {gpu} (same architecture, not measured there); split-K not modelled"
+    if other_gpu is not None:
+        where = f"a modified {other_gpu} spec" if other_gpu == MEASURED_GPU else f"the {other_gpu}"
+        text += f"; transferred to {where} (same architecture, not measured there); split-K not modelled"
     elif fmt == "fp16":
         text += "; transferred to fp16 (the same element size, not measured)"
-    if gpu == MEASURED_GPU:
+    if other_gpu is None:
         text += (
             f"; split-K from the tile model's formula, right on {_pct(s['right'], s['gemms'])} of {s['gemms']} bf16 "
             f"GEMMs it was not fitted on (never splitting: {_pct(s['never'], s['gemms'])})"

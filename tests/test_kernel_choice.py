@@ -84,6 +84,12 @@ def test_other_hopper_gpus_transfer_and_other_architectures_are_refused():
     k = pm.gemm_kernel(2103, 2272, 7472, "bf16", "H100", layout="cr")
     assert k.kind == "transferred" and k.split_k is None and k.kernel == "cutlass_sm75"
     assert "transferred to the H100-SXM" in k.basis
+    import dataclasses
+
+    h200 = pm.get_gpu("H200")
+    mine = dataclasses.replace(h200, mem_bw_bytes_per_s=1.1 * h200.mem_bw_bytes_per_s)  # a spec built from the H200
+    k = pm.gemm_kernel(2103, 2272, 7472, "bf16", mine, layout="cr")
+    assert k.kind == "transferred" and k.split_k is None and "a modified H200 spec" in k.basis
     with pytest.raises(pm.PerfModelError, match=r"Hopper GPUs only.*sm80.*Valid GPUs: .*H200"):
         pm.gemm_kernel(4096, 4096, 4096, "bf16", "A100-SXM-80GB")
 
