@@ -43,10 +43,10 @@ from perfmodel.calibrate import (  # noqa: E402
     load_dataset,
     read_data_json,
 )
-from perfmodel.calibrated_model import fallback_kernels, layout_lead_dims  # noqa: E402
 from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
 from perfmodel.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
 from perfmodel.hardware import GPUS, Efficiency  # noqa: E402
+from perfmodel.tile_model import fallback_mask  # noqa: E402
 
 DATA = ROOT / "perfmodel" / "calibrations" / "data"
 FRESH = DATA / "fresh"  # measured after the fit; never fitted on
@@ -473,7 +473,7 @@ def score_layout_sweep() -> dict[str, Any]:
     for r in kern:
         if r["dtype"] != "bf16":
             continue
-        key = f"{r['layout']} {'fallback' if _on_fallback(r) else 'Hopper'}"
+        key = f"{r['layout']} {'fallback' if fallback_mask(r['M'], r['K'], r['N'], r['layout']) else 'Hopper'}"
         old_kernel = (r.get("main_kernel_sm") or 90) < 90
         n, k = out["choice"].get(key, (0, 0))
         out["choice"][key] = (n + 1, k + int(old_kernel))
@@ -496,7 +496,7 @@ def score_fresh_sweep() -> dict[str, Any]:
             row = (_gemm_pred(r, timing), r["time_s"])
             groups[_group_name(r)].append(row)
             groups["all"].append(row)
-            if r["dtype"] == "bf16" and _on_fallback(r):
+            if r["dtype"] == "bf16" and fallback_mask(r["M"], r["K"], r["N"], r["layout"]):
                 groups["bf16, fallback kernels"].append(row)
         for g, rows in groups.items():
             pred, meas = np.array(rows).T
@@ -512,18 +512,13 @@ def score_fallback(kern: list[dict[str, Any]]) -> dict[str, Any]:
     spec = pm.get_gpu("H200")
     model = pm.time_model(spec).load()  # the shipped calibration (a CalibratedModel)
     without = dataclasses.replace(model, gemm={k: v for k, v in model.gemm.items() if not k.endswith("@fallback")})
-    rows = [r for r in kern if r["dtype"] == "bf16" and _on_fallback(r)]
+    rows = [r for r in kern if r["dtype"] == "bf16" and fallback_mask(r["M"], r["K"], r["N"], r["layout"])]
     meas = np.array([r["time_s"] for r in rows])
     out = {}
     for name, m in (("fallback", model), ("factors", without)):
         pred = [float(pm.gemm_time_s(r["M"], r["K"], r["N"], "bf16", spec, layout=r["layout"], model=m)) for r in rows]
         out[name] = ape_stats(np.array(pred), meas)
     return out
-
-
-def _on_fallback(r: dict[str, Any]) -> bool:
-    """Whether a bf16 GEMM record runs cuBLAS's fallback kernels by the rule the models price it with."""
-    return bool(fallback_kernels(r["M"], r["K"], *layout_lead_dims(r["layout"], r["M"], r["K"], r["N"])))
 
 
 def _group_name(r: dict[str, Any]) -> str:

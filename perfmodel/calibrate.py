@@ -38,14 +38,13 @@ from .calibrated_model import (
     ReferenceGPU,
     _key,
     alignment,
-    fallback_kernels,
     fallback_key,
-    layout_lead_dims,
     load_calibration,
 )
 from .errors import CalibrationError, PerfModelError
 from .formats import get_format
 from .hardware import GPULike, GPUSpec, get_gpu
+from .tile_model import fallback_mask
 
 __all__ = [
     "SCHEMA",
@@ -278,12 +277,6 @@ def _params(x: np.ndarray, tile: tuple[int, int]) -> GemmParams:
     )
 
 
-def _on_fallback(r: dict[str, Any]) -> bool:
-    """Whether a GEMM record ran cuBLAS's fallback kernels by the rule the model prices it with."""
-    M, K, N = r["M"], r["K"], r["N"]
-    return bool(fallback_kernels(M, K, *layout_lead_dims(r.get("layout") or "rc", M, K, N)))
-
-
 def _fit_group(
     M,
     K,
@@ -402,7 +395,7 @@ class Calibrator:
                 fmt, _, _ = specs[key]
                 if fmt.bits < 16:
                     continue
-                mis = [r for r in groups[key] if _on_fallback(r)]
+                mis = [r for r in groups[key] if fallback_mask(r["M"], r["K"], r["N"], r.get("layout") or "rc")]
                 fb = fallback_key(fmt.name)
                 groups.setdefault(fb, []).extend(mis)
                 specs[fb] = (fmt, None, "rc")
