@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perfmodel as pm  # noqa: E402
-from perfmodel.kernel_choice import FEW_ROWS, kernel_class, kernel_class_of  # noqa: E402
+from perfmodel.kernel_choice import alternative, kernel_class, kernel_class_of  # noqa: E402
 from perfmodel.registry import tile_model  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
@@ -83,8 +83,8 @@ def evaluate(sessions: tuple[str, ...] | None = None) -> dict[str, Any]:
         fmt = pm.get_format("bf16" if dtype == "bf16" else "fp8_e4m3")
         split[idx] = tm.split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)
     got = np.array([measured_class(r) for r in rows], dtype=object)
-    few = np.array([r["layout"] in ("rr", "rc") and r["M"] <= FEW_ROWS for r in rows])
-    alt = few & np.isin(pred, ("cutlass_sm75", "cutlass_sm80")) & (got == "gemmSN")
+    alt = np.array([alternative(p, r["M"], r["layout"]) == "gemmSN" for p, r in zip(pred, rows, strict=True)])
+    alt &= got == "gemmSN"
     kinds = np.array([_kind(r) for r in rows])
     held = np.array([r["session"] not in FORMULA_FIT for r in rows]) & (pred != "gemv")
     measured_split = np.array([bool(r.get("split_k")) for r in rows])

@@ -58,6 +58,7 @@ __all__ = [
     "KERNEL_RULE_AGREEMENT",
     "SPLIT_K_AGREEMENT",
     "GemmKernel",
+    "alternative",
     "gemm_kernel",
     "kernel_class",
     "kernel_class_of",
@@ -200,6 +201,13 @@ def _alignment(a: Any, b: Any, K: Any) -> np.ndarray:
     return np.minimum(np.minimum(alignment(a), alignment(b)), np.where(K < ALIGN, alignment(K), ALIGN))
 
 
+def alternative(kernel: str, M: int, layout: str) -> str | None:
+    """The class cuBLAS runs instead for some GEMMs of class ``kernel`` (:attr:`GemmKernel.alternative`):
+    ``"gemmSN"`` for a CUTLASS fallback GEMM of at most :data:`FEW_ROWS` rows in ``rr``/``rc``, else ``None``."""
+    few = layout in ("rr", "rc") and M <= FEW_ROWS
+    return "gemmSN" if few and kernel in ("cutlass_sm75", "cutlass_sm80") else None
+
+
 def _up8(x: int) -> int:
     return -(-x // ALIGN) * ALIGN
 
@@ -265,7 +273,7 @@ def gemm_kernel(
     align = int(_alignment(a, b, K))
     measured_gpu = spec == get_gpu(MEASURED_GPU)  # the table's H200, not a spec built from it
     kind = "measured" if measured_gpu and fmt.name != "fp16" else "transferred"
-    alternative, shape = None, None
+    shape = None
     said = f"{layout}'s leading dimensions {dims[0][0]} = {dims[0][1]} and {dims[1][0]} = {dims[1][1]}"
     if fmt.bits <= 8:
         reason = f"fp8 torch._scaled_mm (K = {K} and N = {N}, multiples of 16)"
@@ -287,8 +295,6 @@ def gemm_kernel(
         what = "odd" if align == 1 else f"{align}-aligned"
         reason = f"{said}: {' and '.join(off)} ({what}; cuBLAS's Hopper kernels need multiples of {ALIGN})"
         shape = _aligned_shape(M, K, N, dims)
-        if layout in ("rr", "rc") and M <= FEW_ROWS:
-            alternative = "gemmSN"
     split = None
     if measured_gpu and kernel != "gemv":
         from .registry import tile_model
@@ -301,7 +307,7 @@ def gemm_kernel(
         lead_dims=dims,
         alignment=align,
         aligned_shape=shape,
-        alternative=alternative,
+        alternative=alternative(kernel, M, layout),
         split_k=split,
         kind=kind,
         basis=_basis(spec.name if not measured_gpu else None, fmt.name),
