@@ -101,7 +101,8 @@ OUT = Path(__file__).resolve().parent / "calibrations" / "h200_tiles.json"
 #: committed (seed 0 twice, seed 2026 twice, seeds 2027 to 2031, seed 2032 twice — on two GPUs — and seeds 2033
 #: to 2035, measured as fit data; 2033's session stopped at 2635 of its 4725 GEMMs), and seed 3001's session of
 #: random and odd shapes only (13 722 GEMMs, measured as fit data after seeds 2037 to 2043 had scored the version
-#: without it); one row per measurement
+#: without it); then seeds 2038 to 2045 (measured as fresh sessions and held out until they had scored the shipped
+#: versions) and seed 3002's session of random and odd shapes (9348 GEMMs of 1870 shapes, fit data); one row per measurement
 CORRECTION_SUFFIXES: tuple[str, ...] = (
     "",
     "_repeat",
@@ -118,6 +119,8 @@ CORRECTION_SUFFIXES: tuple[str, ...] = (
     "_fresh2034",
     "_fresh2035",
     "_fit3001",
+    *(f"_fresh{seed}" for seed in range(2038, 2046)),
+    "_fit3002",
 )
 CORRECTION_FILES: dict[str, tuple[Path, ...]] = {
     timing: tuple(DATA / f"h200_gemm_layouts_{kind}{sfx}_2026-12-01.json.gz" for sfx in CORRECTION_SUFFIXES)
