@@ -19,19 +19,20 @@ Three kinds of session, kept apart:
   is fitted on all of them; seed 2036 (``*_fresh2036``, and ``*_fresh2036_repeat`` in the same order on another
   GPU) scored the correction fitted on them with the per-GEMM geometric mean, and is in no fit;
 * **fit, random and odd shapes**: seed 3001 (``*_fit3001``), 13 722 GEMMs of the random and odd families only,
-  measured as fit data after seeds 2037 to 2043 had scored the correction without it; the shipped correction is
-  fitted on it;
-* **fresh**: seeds 2037 to 2048 (``*_fresh2037`` …), in no fit, each measured after the formula fits were
-  committed — 2037 to 2043 after the correction fitted one row per measurement (without seed 3001), 2044 and
-  2045 after the one with seed 3001, 2046 to 2048 after the shipped one (which also fits the one-row misaligned
-  GEMMs): 2037 on a freshly started device machine, with the GPU's SM clock logged every
-  100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2038 and 2039 in one later call on another GPU, 2040
-  on a third, 2041 to 2043 in a later device session on a fourth (2041 and 2042 stopped at 3379 and 2996 of
-  their 4725 GEMMs: a prefix of a random order), 2044 and 2045 in one call of a later session on a fifth, 2046
-  to 2048 in the next call on a sixth (2048 stopped at 711 GEMMs) — pooled, the held-out score of the shipped
-  model (:func:`score_pooled`); and seed 2037 again, in
-  the same order, right after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out
-  GEMMs' repeatability on one GPU and across GPUs.
+  measured as fit data after seeds 2037 to 2043 had scored the correction without it, and seed 3002
+  (``*_fit3002``, 9348 GEMMs of the same families) after seeds 2046 to 2048 had scored the next one; the shipped
+  correction is fitted on both, and on seeds 2038 to 2045 (fresh sessions of earlier versions, below);
+* **fresh**: seeds 2037 and 2046 to 2055 (``*_fresh2037`` …), in no fit, each measured after the formula fits
+  were committed — 2037 after the correction fitted one row per measurement (2038 to 2043 too, and 2044 and 2045
+  after the one with seed 3001: held-out scores of those versions, fitted on since), 2046 to 2048 after the one
+  that also fits the one-row misaligned GEMMs, 2049 to 2055 after the shipped one (with seeds 2038 to 2045 and
+  3002): 2037 on a freshly started device machine, with the GPU's SM clock logged every 100 ms
+  (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2046 to 2048 in one call on another GPU (2048 stopped at
+  711 GEMMs: a prefix of a random order), 2049 and 2050, 2051 and 2052, 2053, 2054 and 2055 in four calls of a
+  later session, each on a GPU no other session ran on (2055 stopped at 541 GEMMs) — pooled, the held-out score
+  of the shipped model (:func:`score_pooled`); seed 2037 again, in the same order, right after on the same GPU
+  (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one GPU and across GPUs;
+  and seed 3003 (``*_fit3003``), random and odd shapes measured as fit data for the next version, in no fit yet.
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -84,39 +85,49 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fit3001": ("seen", 3001, "fit data, random and odd shapes only"),
     "_fresh2037": ("fresh", 2037, "fresh, after the one-row-per-measurement correction"),
     "_fresh2037_repeat": ("fresh", 2037, "fresh, the same GEMMs on the same GPU"),
-    "_fresh2038": ("fresh", 2038, "fresh, on another GPU"),
-    "_fresh2039": ("fresh", 2039, "fresh, on that GPU again"),
-    "_fresh2040": ("fresh", 2040, "fresh, on a third GPU"),
-    "_fresh2041": ("fresh", 2041, "fresh, on a fourth GPU (partial session)"),
-    "_fresh2042": ("fresh", 2042, "fresh, on that GPU again (partial session)"),
-    "_fresh2043": ("fresh", 2043, "fresh, on that GPU a third time"),
-    "_fresh2044": ("fresh", 2044, "fresh, after the correction with seed 3001, on a fifth GPU"),
-    "_fresh2045": ("fresh", 2045, "fresh, on that GPU again"),
-    "_fresh2046": ("fresh", 2046, "fresh, after the shipped correction, on a sixth GPU"),
+    "_fresh2038": ("seen", 2038, "fresh for the one-row correction, on another GPU; fit data since"),
+    "_fresh2039": ("seen", 2039, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2040": ("seen", 2040, "fresh for it, on a third GPU; fit data since"),
+    "_fresh2041": ("seen", 2041, "fresh for it, on a fourth GPU (partial session); fit data since"),
+    "_fresh2042": ("seen", 2042, "fresh for it, on that GPU again (partial session); fit data since"),
+    "_fresh2043": ("seen", 2043, "fresh for it, on that GPU a third time; fit data since"),
+    "_fresh2044": ("seen", 2044, "fresh for the correction with seed 3001, on a fifth GPU; fit data since"),
+    "_fresh2045": ("seen", 2045, "fresh for it, on that GPU again; fit data since"),
+    "_fit3002": ("seen", 3002, "fit data, random and odd shapes only"),
+    "_fresh2046": ("fresh", 2046, "fresh, after the correction with the one-row GEMMs, on a sixth GPU"),
     "_fresh2047": ("fresh", 2047, "fresh, on that GPU again"),
     "_fresh2048": ("fresh", 2048, "fresh, on that GPU a third time (partial session)"),
+    "_fresh2049": ("fresh", 2049, "fresh, after the shipped correction, on a seventh GPU"),
+    "_fresh2050": ("fresh", 2050, "fresh, on that GPU again"),
+    "_fresh2051": ("fresh", 2051, "fresh, on an eighth GPU"),
+    "_fresh2052": ("fresh", 2052, "fresh, on that GPU again"),
+    "_fresh2053": ("fresh", 2053, "fresh, on a ninth GPU"),
+    "_fit3003": ("fresh", 3003, "fit data for the next version, in no fit yet: random and odd shapes only, same GPU"),
+    "_fresh2054": ("fresh", 2054, "fresh, on a tenth GPU"),
+    "_fresh2055": ("fresh", 2055, "fresh, on that GPU again (partial session)"),
 }
-#: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit and were measured
-#: after the formula fits and the one-row-per-measurement correction (2046 to 2048 after the shipped correction
-#: too), pooled the held-out score of record (error bars, expected error, floors)
+#: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit, have the fixed family
+#: mix and were measured after the formula fits and the one-row-per-measurement correction (2046 to 2048 after the
+#: correction with the one-row GEMMs, 2049 to 2055 after the shipped one), pooled the held-out score of record (error
+#: bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = tuple(f"_fresh{seed}" for seed in range(2037, 2049))
-#: the fresh sessions measured after the shipped correction was committed (the strictly later score)
-AFTER_SHIPPED = ("_fresh2046", "_fresh2047", "_fresh2048")
+FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2046, 2056)))
+#: the fresh sessions measured after the shipped correction was committed (c717a6e, 20:33:57 UTC; the strictly later
+#: score)
+AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2049, 2056))
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
-    "_fresh2038": "GPU-f40665ee",
-    "_fresh2039": "GPU-f40665ee",
-    "_fresh2040": "GPU-470f2fc1",
-    "_fresh2041": "GPU-93d623ba",
-    "_fresh2042": "GPU-93d623ba",
-    "_fresh2043": "GPU-93d623ba",
-    "_fresh2044": "GPU-2ad49537",
-    "_fresh2045": "GPU-2ad49537",
     "_fresh2046": "GPU-8b7fe9f7",
     "_fresh2047": "GPU-8b7fe9f7",
     "_fresh2048": "GPU-8b7fe9f7",
+    "_fresh2049": "GPU-ed8b0b52",
+    "_fresh2050": "GPU-ed8b0b52",
+    "_fresh2051": "GPU-4347dacc",
+    "_fresh2052": "GPU-4347dacc",
+    "_fresh2053": "GPU-6e958660",
+    "_fresh2054": "GPU-ac109ca7",
+    "_fresh2055": "GPU-ac109ca7",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
