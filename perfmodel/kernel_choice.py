@@ -331,7 +331,7 @@ def _basis(other_gpu: str | None, fmt: str) -> str:
         f"rule read off the {MEASURED_GPU} layout sweeps (2026-12-01, cuBLAS of CUDA 13.0): the class of "
         f"{_pct(r['right'], r['gemms'])} of their {r['gemms']} bf16 GEMMs (its alternative: "
         f"{_pct(r['alternative'], r['gemms'])}); held out, {_pct(h['right'], h['gemms'])} of {h['gemms']} measured "
-        f"after it ({_pct(h['alternative'], h['gemms'])})"
+        f"after it (its alternative: {_pct(h['alternative'], h['gemms'])})"
     )
     if other_gpu is not None:
         where = f"a modified {other_gpu} spec" if other_gpu == MEASURED_GPU else f"the {other_gpu}"
