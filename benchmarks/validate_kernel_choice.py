@@ -111,17 +111,19 @@ def constants(rep: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
     """:data:`perfmodel.kernel_choice.KERNEL_RULE_AGREEMENT` and ``SPLIT_K_AGREEMENT`` as this data gives them (bf16:
     every fp8 GEMM runs a Hopper kernel, and rowwise fp8 never splits K)."""
     a = rep["kinds"]["bf16"]
-    return (
-        {"gemms": a["gemms"], "right": a["right"], "alternative": a["alternative"]},
-        {"gemms": a["split_gemms"], "right": a["split_right"], "never": a["split_never"]},
-    )
+    return _rule_counts(a), {"gemms": a["split_gemms"], "right": a["split_right"], "never": a["split_never"]}
+
+
+def _rule_counts(row: dict[str, Any]) -> dict[str, int]:
+    """The kernel-class rule's counts of one row of :func:`evaluate`: GEMMs, right, its alternative."""
+    return {"gemms": row["gemms"], "right": row["right"], "alternative": row["alternative"]}
 
 
 def held_out(rep: dict[str, Any]) -> dict[str, int] | None:
     """:data:`perfmodel.kernel_choice.KERNEL_RULE_HELD_OUT` as this data gives it: the bf16 GEMMs of the sessions
     measured after the rule was read (not in :data:`RULE_SEEN`); ``None`` without any."""
     a = rep["kinds"].get("bf16, held out")
-    return None if a is None else {"gemms": a["gemms"], "right": a["right"], "alternative": a["alternative"]}
+    return None if a is None else _rule_counts(a)
 
 
 def _pct(a: int, b: int) -> str:
