@@ -13,8 +13,8 @@ after both (``benchmarks/validate_tiles.py`` scores them apart). Nothing in the 
 **The learned correction** (``corrections``, ``event_corrections``): per kind (bf16 layout, main or fallback
 kernels; fp8 scaling) and per timing, 100 boosted regression trees of depth 5 (:func:`fit_boost`, settings
 :data:`BOOST`) on :func:`perfmodel.tile_model.correction_features` of the log of measured over formula time, fitted
-on every layout-sweep session in :data:`CORRECTION_FILES` (seeds 0, 2026, 2027 to 2035 and 2038 to 2045, and two fit
-sessions of random and odd shapes only, seeds 3001 and 3002), one row per measurement: a GEMM measured in several
+on every layout-sweep session in :data:`CORRECTION_FILES` (seeds 0, 2026, 2027 to 2035 and 2038 to 2055, and three
+fit sessions of random and odd shapes only, seeds 3001 to 3003), one row per measurement: a GEMM measured in several
 sessions (the ``llm`` shapes are in all of them) gives one row each. Least absolute deviation boosting: each tree is
 grown on the sign of the residual, its leaves set to the median residual of their rows (scaled by the learning
 rate), so a few wild GEMMs do not steer it, and it fits the median measurement. One GEMM's times across sessions are
@@ -41,7 +41,10 @@ its leading dimension); fitted, 11–22 % and 3.0 %. Seeds 2046 to 2048, measure
 that version. Then seeds 2038 to 2045 (fresh sessions of the versions before) and seed 3002 (9348 GEMMs of random
 and odd shapes, measured as fit data) joined the fit, the settings unchanged, by a learning curve on seeds 2046 to
 2048 (about half a point per doubling of the fit data); seeds 2049 to 2055, measured after it was committed, scored
-the shipped version, and seed 3003 (random and odd shapes, measured with them) waits for the next. The boosting uses
+that version. Then seeds 2046 to 2055 and seed 3003 (8859 GEMMs of random and odd shapes, measured with 2053 as fit
+data) joined the fit, the settings unchanged (the same learning curve; on seeds 2053 to 2055 held out, the fit with
+2049 to 2052 against the one without them: ``docs/validation.md``); the sessions measured after that was committed
+score the shipped version. The boosting uses
 no BLAS: :func:`fit_corrections` on the shipped formula's times gives the shipped trees on every build; after a
 formula refit on another BLAS build (parameters ~1e-5 apart) a near-tied split can flip (``docs/validation.md``,
 "The tile model").
@@ -104,11 +107,12 @@ OUT = Path(__file__).resolve().parent / "calibrations" / "h200_tiles.json"
 #: every session the learned correction is fitted on, per timing, one row per measurement: seed 0 twice, seed 2026
 #: twice, seeds 2027 to 2031, seed 2032 twice — on two GPUs — and seeds 2033 to 2035, measured as fit data (2033's
 #: session stopped at 2635 of its 4725 GEMMs); seed 3001's session of random and odd shapes only (13 722 GEMMs,
-#: measured as fit data after seeds 2037 to 2043 had scored the version without it); and seeds 2038 to 2045
-#: (measured as fresh sessions, held out until they had scored the versions before) with seed 3002's session of
-#: random and odd shapes (9348 GEMMs of 1870 shapes, fit data). Not in it: seeds 2036 and 2037 (the held-out
-#: sessions of the repeat and clock tables), 2046 to 2055 (fresh: the held-out score of record) and 3003 (fit data
-#: for the next version)
+#: measured as fit data after seeds 2037 to 2043 had scored the version without it); seeds 2038 to 2045 (measured
+#: as fresh sessions, held out until they had scored the versions before) with seed 3002's session of random and
+#: odd shapes (9348 GEMMs of 1870 shapes, fit data); and seeds 2046 to 2055 (the fresh sessions that scored the
+#: two versions before, 2055 partial) with seed 3003's session of random and odd shapes (8859 GEMMs, fit data).
+#: Not in it: seeds 2036 and 2037 (the held-out sessions of the repeat and clock tables) and the sessions measured
+#: after this version was committed (``benchmarks/validate_tiles.py``: the held-out score of record)
 CORRECTION_SUFFIXES: tuple[str, ...] = (
     "",
     "_repeat",
@@ -127,6 +131,8 @@ CORRECTION_SUFFIXES: tuple[str, ...] = (
     "_fit3001",
     *(f"_fresh{seed}" for seed in range(2038, 2046)),
     "_fit3002",
+    *(f"_fresh{seed}" for seed in range(2046, 2056)),
+    "_fit3003",
 )
 CORRECTION_FILES: dict[str, tuple[Path, ...]] = {
     timing: tuple(DATA / f"h200_gemm_layouts_{kind}{sfx}_2026-12-01.json.gz" for sfx in CORRECTION_SUFFIXES)
@@ -256,7 +262,7 @@ def _gemm_records(paths: Iterable[str | Path]) -> Iterable[Mapping[str, Any]]:
         yield from _file_gemms(str(path.resolve()), st.st_mtime_ns if st else 0, st.st_size if st else -1)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=128)  # every fit file of both timings (78 now)
 def _file_gemms(path: str, _mtime_ns: int, _size: int) -> tuple[Mapping[str, Any], ...]:
     records = read_data_json(path).get("records", [])
     return tuple({k: r.get(k) for k in _FIELDS} for r in records if r.get("op") == "gemm" and r.get("time_s"))
@@ -375,13 +381,28 @@ def _names(paths: Sequence[str | Path]) -> str:
 
 
 def fit_corrections(
-    model: TileModel, paths: Sequence[str | Path], timing: str, **boost: Any
+    model: TileModel,
+    paths: Sequence[str | Path],
+    timing: str,
+    *,
+    keys: Iterable[str] | None = None,
+    **boost: Any,
 ) -> tuple[dict[str, BoostedTrees], dict[str, dict[str, Any]]]:
     """The learned corrections of ``model``'s ``timing`` fit on ``paths`` (per key: boosted trees on
-    :func:`perfmodel.tile_model.correction_features` of log measured / formula time) and their fit statistics."""
+    :func:`perfmodel.tile_model.correction_features` of log measured / formula time) and their fit statistics;
+    with ``keys``, those kinds' only (each fitted exactly as in the full fit: the kinds are independent)."""
     spec = get_gpu(GPU)
+    all_rows = load_rows(paths, in_all=False, each=True, single_row=True)
+    if keys is not None:
+        keys = list(keys)
+        unknown = sorted(set(keys) - set(all_rows))
+        if unknown:
+            raise CalibrationError(
+                f"no GEMM of kind {', '.join(unknown)} in the files; kinds: {', '.join(sorted(all_rows))}"
+            )
+        all_rows = {k: all_rows[k] for k in keys}
     out, stats = {}, {}
-    for key, rows in sorted(load_rows(paths, in_all=False, each=True, single_row=True).items()):
+    for key, rows in sorted(all_rows.items()):
         fmt = get_format("bf16" if key.startswith("bf16") else "fp8_e4m3")
         layout = key.rsplit("/", 1)[-1].split("@")[-1] if key.startswith("bf16") else "rc"
         scaling = key.split("/")[1] if key.startswith("fp8") else None
