@@ -19,20 +19,20 @@ Three kinds of session, kept apart:
   is fitted on all of them; seed 2036 (``*_fresh2036``, and ``*_fresh2036_repeat`` in the same order on another
   GPU) scored the correction fitted on them with the per-GEMM geometric mean, and is in no fit;
 * **fit, random and odd shapes**: seed 3001 (``*_fit3001``), 13 722 GEMMs of the random and odd families only,
-  measured as fit data after seeds 2037 to 2043 had scored the correction without it, and seed 3002
-  (``*_fit3002``, 9348 GEMMs of the same families) after seeds 2046 to 2048 had scored the next one; the shipped
-  correction is fitted on both, and on seeds 2038 to 2045 (fresh sessions of earlier versions, below);
-* **fresh**: seeds 2037 and 2046 to 2055 (``*_fresh2037`` …), in no fit, each measured after the formula fits
-  were committed — 2037 after the correction fitted one row per measurement (2038 to 2043 too, and 2044 and 2045
-  after the one with seed 3001: held-out scores of those versions, fitted on since), 2046 to 2048 after the one
-  that also fits the one-row misaligned GEMMs, 2049 to 2055 after the shipped one (with seeds 2038 to 2045 and
-  3002): 2037 on a freshly started device machine, with the GPU's SM clock logged every 100 ms
-  (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2046 to 2048 in one call on another GPU (2048 stopped at
-  711 GEMMs: a prefix of a random order), 2049 and 2050, 2051 and 2052, 2053, 2054 and 2055 in four calls of a
-  later session, each on a GPU no other session ran on (2055 stopped at 541 GEMMs) — pooled, the held-out score
-  of the shipped model (:func:`score_pooled`); seed 2037 again, in the same order, right after on the same GPU
-  (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one GPU and across GPUs;
-  and seed 3003 (``*_fit3003``), random and odd shapes measured as fit data for the next version, in no fit yet.
+  measured as fit data after seeds 2037 to 2043 had scored the correction without it, seed 3002 (``*_fit3002``,
+  9348 GEMMs of the same families) after seeds 2046 to 2048 had scored the next one, and seed 3003
+  (``*_fit3003``, 8859 GEMMs) with seeds 2049 to 2055; the shipped correction is fitted on all three, and on
+  seeds 2038 to 2055 (fresh sessions of earlier versions: 2038 to 2043 after the correction fitted one row per
+  measurement, 2044 and 2045 after the one with seed 3001, 2046 to 2048 after the one that also fits the one-row
+  misaligned GEMMs, 2049 to 2055 after the one with seed 3002; their held-out scores are in the docs);
+* **fresh**: seeds 2037 and 2056 to 2061 (``*_fresh2037`` …), in no fit, each measured after the formula fits
+  were committed — 2037 after the correction fitted one row per measurement, 2056 to 2061 after the shipped one
+  (with seeds 2046 to 2055 and 3003): 2037 on a freshly started device machine, with the GPU's SM clock logged
+  every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2056 and 2057 in one call on a GPU no other
+  session ran on, 2058 to 2061 in two calls on another (the machine stayed warm between them) — pooled, the
+  held-out score of the shipped model (:func:`score_pooled`); seed 2062, right after 2061 on that GPU, kernel
+  time only (scored on its own, not pooled); and seed 2037 again, in the same order, right after on the same GPU
+  (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one GPU and across GPUs.
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -94,40 +94,44 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2044": ("seen", 2044, "fresh for the correction with seed 3001, on a fifth GPU; fit data since"),
     "_fresh2045": ("seen", 2045, "fresh for it, on that GPU again; fit data since"),
     "_fit3002": ("seen", 3002, "fit data, random and odd shapes only"),
-    "_fresh2046": ("fresh", 2046, "fresh, after the correction with the one-row GEMMs, on a sixth GPU"),
-    "_fresh2047": ("fresh", 2047, "fresh, on that GPU again"),
-    "_fresh2048": ("fresh", 2048, "fresh, on that GPU a third time (partial session)"),
-    "_fresh2049": ("fresh", 2049, "fresh, after the shipped correction, on a seventh GPU"),
-    "_fresh2050": ("fresh", 2050, "fresh, on that GPU again"),
-    "_fresh2051": ("fresh", 2051, "fresh, on an eighth GPU"),
-    "_fresh2052": ("fresh", 2052, "fresh, on that GPU again"),
-    "_fresh2053": ("fresh", 2053, "fresh, on a ninth GPU"),
-    "_fit3003": ("fresh", 3003, "fit data for the next version, in no fit yet: random and odd shapes only, same GPU"),
-    "_fresh2054": ("fresh", 2054, "fresh, on a tenth GPU"),
-    "_fresh2055": ("fresh", 2055, "fresh, on that GPU again (partial session)"),
+    "_fresh2046": ("seen", 2046, "fresh for the correction with the one-row GEMMs, on a sixth GPU; fit data since"),
+    "_fresh2047": ("seen", 2047, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2048": ("seen", 2048, "fresh for it, on that GPU a third time (partial session); fit data since"),
+    "_fresh2049": ("seen", 2049, "fresh for the correction with seed 3002, on a seventh GPU; fit data since"),
+    "_fresh2050": ("seen", 2050, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2051": ("seen", 2051, "fresh for it, on an eighth GPU; fit data since"),
+    "_fresh2052": ("seen", 2052, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2053": ("seen", 2053, "fresh for it, on a ninth GPU; fit data since"),
+    "_fit3003": ("seen", 3003, "fit data, random and odd shapes only, on that GPU"),
+    "_fresh2054": ("seen", 2054, "fresh for it, on a tenth GPU; fit data since"),
+    "_fresh2055": ("seen", 2055, "fresh for it, on that GPU again (partial session); fit data since"),
+    "_fresh2056": ("fresh", 2056, "fresh, after the shipped correction, on an eleventh GPU"),
+    "_fresh2057": ("fresh", 2057, "fresh, on that GPU again"),
+    "_fresh2058": ("fresh", 2058, "fresh, on a twelfth GPU"),
+    "_fresh2059": ("fresh", 2059, "fresh, on that GPU again"),
+    "_fresh2060": ("fresh", 2060, "fresh, on that GPU a third time"),
+    "_fresh2061": ("fresh", 2061, "fresh, on that GPU a fourth time"),
+    "_fresh2062": ("fresh", 2062, "fresh, on that GPU a fifth time: kernel time only (no event phase), not pooled"),
 }
 #: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit, have the fixed family
-#: mix and were measured after the formula fits and the one-row-per-measurement correction (2046 to 2048 after the
-#: correction with the one-row GEMMs, 2049 to 2055 after the shipped one), pooled the held-out score of record (error
-#: bars, expected error, floors)
+#: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2056 to
+#: 2061 after the shipped one), pooled the held-out score of record (error bars, expected error, floors). Seed 2062's
+#: session (kernel time only: the device time left no room for its event phase) is scored on its own, not pooled,
+#: so that both timings' pooled scores are over the same GEMMs
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2046, 2056)))
-#: the fresh sessions measured after the shipped correction was committed (c717a6e, 20:33:57 UTC; the strictly later
+FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2056, 2062)))
+#: the fresh sessions measured after the shipped correction was committed (2907511, 21:59:26 UTC; the strictly later
 #: score)
-AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2049, 2056))
+AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2056, 2062))
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
-    "_fresh2046": "GPU-8b7fe9f7",
-    "_fresh2047": "GPU-8b7fe9f7",
-    "_fresh2048": "GPU-8b7fe9f7",
-    "_fresh2049": "GPU-ed8b0b52",
-    "_fresh2050": "GPU-ed8b0b52",
-    "_fresh2051": "GPU-4347dacc",
-    "_fresh2052": "GPU-4347dacc",
-    "_fresh2053": "GPU-6e958660",
-    "_fresh2054": "GPU-ac109ca7",
-    "_fresh2055": "GPU-ac109ca7",
+    "_fresh2056": "GPU-20ae9e78",
+    "_fresh2057": "GPU-20ae9e78",
+    "_fresh2058": "GPU-ac878b8f",
+    "_fresh2059": "GPU-ac878b8f",
+    "_fresh2060": "GPU-ac878b8f",
+    "_fresh2061": "GPU-ac878b8f",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs

@@ -43,11 +43,10 @@ and odd shapes, measured as fit data) joined the fit, the settings unchanged, by
 2048 (about half a point per doubling of the fit data); seeds 2049 to 2055, measured after it was committed, scored
 that version. Then seeds 2046 to 2055 and seed 3003 (8859 GEMMs of random and odd shapes, measured with 2053 as fit
 data) joined the fit, the settings unchanged (the same learning curve; on seeds 2053 to 2055 held out, the fit with
-2049 to 2052 against the one without them: ``docs/validation.md``); the sessions measured after that was committed
-score the shipped version. The boosting uses
-no BLAS: :func:`fit_corrections` on the shipped formula's times gives the shipped trees on every build; after a
-formula refit on another BLAS build (parameters ~1e-5 apart) a near-tied split can flip (``docs/validation.md``,
-"The tile model").
+2049 to 2052 against the one without them: ``docs/validation.md``); seeds 2056 to 2061, measured after that was
+committed (2907511), score the shipped version. The boosting uses no BLAS: :func:`fit_corrections` on the
+shipped formula's times gives the shipped trees on every build; after a formula refit on another BLAS build
+(parameters ~1e-5 apart) a near-tied split can flip (``docs/validation.md``, "The tile model").
 
 Per kind, :func:`scipy.optimize.least_squares` on ``log(predicted) − log(measured)`` (soft-L1 loss, scale 0.05,
 bounds :data:`LOWER` / :data:`UPPER`) from :data:`START`, with the parameters of :data:`PINNED` held at their
