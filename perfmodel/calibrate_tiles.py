@@ -389,11 +389,12 @@ def fit_corrections(
 ) -> tuple[dict[str, BoostedTrees], dict[str, dict[str, Any]]]:
     """The learned corrections of ``model``'s ``timing`` fit on ``paths`` (per key: boosted trees on
     :func:`perfmodel.tile_model.correction_features` of log measured / formula time) and their fit statistics;
-    with ``keys``, those kinds' only (each fitted exactly as in the full fit: the kinds are independent)."""
+    with ``keys`` (one kind or several), those kinds' only (each fitted exactly as in the full fit: the kinds are
+    independent)."""
     spec = get_gpu(GPU)
     all_rows = load_rows(paths, in_all=False, each=True, single_row=True)
     if keys is not None:
-        keys = list(keys)
+        keys = [keys] if isinstance(keys, str) else list(keys)
         unknown = sorted(set(keys) - set(all_rows))
         if unknown:
             raise CalibrationError(

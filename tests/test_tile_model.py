@@ -375,6 +375,8 @@ def test_fit_corrections_names_an_unknown_kind():
         CalibrationError, match=r"no GEMM of kind bf16@xx in the files; kinds: bf16@cr, .*fp8_e4m3/rowwise"
     ):
         fit_corrections(formula, FIT_FILES, "kernel", keys=["bf16@xx"])
+    with pytest.raises(CalibrationError, match=r"no GEMM of kind bf16@xx in"):  # one kind, not its letters
+        fit_corrections(formula, FIT_FILES, "kernel", keys="bf16@xx")
 
 
 def test_one_row_misaligned_gemms_are_fitted_by_the_correction_only():
