@@ -19,9 +19,10 @@ The classes (:data:`KERNELS`), by the names in cuBLAS's kernels as the profiler 
 * ``"cutlass_sm75"``: CUTLASS sm75 kernels with 1-element loads (``…_align1``): a leading dimension odd;
 * ``"gemv"``: cuBLAS's matrix-vector kernels (``gemvx``), for one row (M = 1) with K or N not a multiple of 8
   (K ≥ 8: one row with K < 8, which no sweep measured, gets the fallback class the models price it with);
-* ``"gemmSN"``: cuBLAS's few-row kernel (``gemmSN_…``), which it ran instead of the CUTLASS fallback for 691 of
-  the sweeps' 2008 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension (which ones, we have no
-  rule for): never the answer, but the :attr:`GemmKernel.alternative` of those GEMMs.
+* ``"gemmSN"``: cuBLAS's few-row kernel (``gemmSN_…``), which it ran instead of the CUTLASS fallback for 796 of
+  the sweeps' 2350 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension
+  (``KERNEL_RULE_AGREEMENT["alternative"]``; which ones, we have no rule for): never the answer, but the
+  :attr:`GemmKernel.alternative` of those GEMMs.
 
 The measured side is :func:`kernel_class_of`: the class of a kernel a profiler recorded, from its name
 (:attr:`perfmodel.proton.Kernel.gemm_kernel` on a Proton profile), so a profile and a prediction speak of the same
@@ -165,6 +166,12 @@ def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: 
     :func:`gemm_kernel` on numbers or arrays (broadcast), a numpy array of strings. Checked like
     :func:`perfmodel.gemm_time_s` (sizes, format, layout, fp8 alignment); sympy sizes are a named error (the
     class depends on divisibility)."""
+    return _classes(*_checked(M, K, N, dtype, layout))
+
+
+def _checked(M: Any, K: Any, N: Any, dtype: FormatLike, layout: str) -> tuple[Any, Any, Any, Any, str]:
+    """The sizes (checked whole numbers, normalised), the format and the layout of a kernel-class question, or
+    the named error of the first that is wrong: :func:`kernel_class`'s and :func:`gemm_kernel`'s one check."""
     M, K, N = check_shapes(M, K, N)
     if any(is_symbolic(x) for x in (M, K, N)):
         raise InvalidShapeError(
@@ -176,6 +183,11 @@ def kernel_class(M: Any, K: Any, N: Any, dtype: FormatLike = "bf16", *, layout: 
     fmt = _check_format(dtype)
     layout = check_layout(layout, fmt)
     check_fp8_alignment(K, N, fmt)
+    return M, K, N, fmt, layout
+
+
+def _classes(M: Any, K: Any, N: Any, fmt: Any, layout: str) -> np.ndarray:
+    """The rule on checked inputs (:func:`_checked`): the class of each GEMM, broadcast."""
     M, K, N = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N)))
     if fmt.bits <= 8:
         return np.full(M.shape, "hopper", dtype=object).astype(str)
@@ -268,9 +280,9 @@ def gemm_kernel(
             f"gemm_kernel knows cuBLAS's kernel choice on Hopper GPUs only (measured on the {MEASURED_GPU}); "
             f"{spec.name} is sm{spec.arch}. Valid GPUs: {', '.join(hopper)}"
         )
-    kernel = str(kernel_class(M, K, N, dtype, layout=layout))
-    M, K, N = (int(x) for x in check_shapes(M, K, N))
-    fmt = get_format(dtype)
+    M, K, N, fmt, layout = _checked(M, K, N, dtype, layout)
+    kernel = str(_classes(M, K, N, fmt, layout))
+    M, K, N = (int(x) for x in (M, K, N))
     scaling = resolve_scaling(fmt, scaling)
     a, b = layout_lead_dims(layout, M, K, N)
     lead = ("M", "N") if layout == "cr" else ("K", "N")

@@ -292,3 +292,15 @@ def test_the_aligned_shape_is_never_smaller_and_always_runs_the_hopper_kernels()
                 continue
             assert k.kernel != "hopper" and all(a >= b for a, b in zip(k.aligned_shape, (M, K, N), strict=True))
             assert str(pm.kernel_class(*k.aligned_shape, "bf16", layout=layout)) == "hopper", (M, K, N, layout)
+
+
+def test_the_gemmsn_count_the_docs_quote_is_the_constant():
+    # the module doc and docs/validation.md name how many few-row fallback GEMMs ran gemmSN: the constant's count
+    import pathlib
+
+    from perfmodel import kernel_choice
+
+    n = kernel_choice.KERNEL_RULE_AGREEMENT["alternative"]
+    doc = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text()
+    assert f"fallback for {n} of" in " ".join(kernel_choice.__doc__.split())
+    assert f"the CUTLASS one for {n} of" in " ".join(doc.split())
