@@ -530,11 +530,7 @@ def report(
     N = np.array([g[2] for g in grouped], dtype=np.int64)
     counts = np.array([g[4] for g in grouped], dtype=np.int64)
     opts = dict(flags, model=model)
-    base = float8.linear_time(M, K, N, None, spec, model=model)
-    times = {"bf16": np.broadcast_to(np.asarray(base.total_s, dtype=float), M.shape)}
-    for r in names:
-        t = float8.linear_time(M, K, N, r, spec, **opts).total_s
-        times[r] = np.broadcast_to(np.asarray(t, dtype=float), M.shape)
+    base, times = _linear_times(M, K, N, spec, names, model, opts)
     eligible = (K % _ALIGN == 0) & (N % _ALIGN == 0)
     pays = {r: eligible & (times["bf16"] / times[r] >= min_speedup) for r in names}
     padded = _padded_times(M, K, N, eligible, spec, names, model, opts)
@@ -612,21 +608,36 @@ def _padded_times(
 ) -> dict[int, dict[str, Any]]:
     """Row index -> the :class:`ReportRow` fields ``padded`` and ``padded_s`` of each shape float8 cannot run: K and N
     rounded up to multiples of 16, priced in bf16 and every recipe by the same model."""
-    from . import float8  # as in report()
-
     idx = np.flatnonzero(~eligible)
     if idx.size == 0:
         return {}
     Kp, Np = (-(-x[idx] // _ALIGN) * _ALIGN for x in (K, N))
-    t = {"bf16": float8.linear_time(M[idx], Kp, Np, None, spec, model=model).total_s}
-    t |= {r: float8.linear_time(M[idx], Kp, Np, r, spec, **opts).total_s for r in names}
+    _, t = _linear_times(M[idx], Kp, Np, spec, names, model, opts)
     return {
         int(i): {
             "padded": (int(Kp[j]), int(Np[j])),
-            "padded_s": MappingProxyType({r: float(np.broadcast_to(v, idx.shape)[j]) for r, v in t.items()}),
+            "padded_s": MappingProxyType({r: float(v[j]) for r, v in t.items()}),
         }
         for j, i in enumerate(idx)
     }
+
+
+def _linear_times(
+    M: np.ndarray,
+    K: np.ndarray,
+    N: np.ndarray,
+    spec: GPUSpec,
+    names: list[str],
+    model: ModelLike,
+    opts: dict[str, Any],
+) -> tuple[Any, dict[str, np.ndarray]]:
+    """The bf16 :class:`perfmodel.float8.LinearTime` of each shape (its model and provenance) and recipe -> fwd+bwd
+    seconds per shape (``"bf16"`` first; the recipes with the report's cast options ``opts``), one array call each."""
+    from . import float8  # as in report()
+
+    base = float8.linear_time(M, K, N, None, spec, model=model)
+    t = {"bf16": base.total_s} | {r: float8.linear_time(M, K, N, r, spec, **opts).total_s for r in names}
+    return base, {r: np.broadcast_to(np.asarray(v, dtype=float), M.shape) for r, v in t.items()}
 
 
 def _steps(
