@@ -357,6 +357,19 @@ def correction_key(kind_key: str, corrections: Mapping[str, Any] | None = None) 
     return kind_key
 
 
+def _kind_rows(
+    key: str, M: np.ndarray, K: np.ndarray, N: np.ndarray, layout: str, lead_dims: tuple[Any, Any] | None = None
+) -> list[tuple[str, np.ndarray]]:
+    """``(kind key, row mask)`` for each kind that prices some of these GEMMs (1-d float arrays) of ``key``: a bf16
+    key's GEMMs split between its main kind and its layout's fallback kind (:func:`fallback_mask`, on ``lead_dims``
+    where given), any other key's all in that kind."""
+    if not key.startswith("bf16"):
+        return [(key, np.ones(M.shape, dtype=bool))]
+    dims = None if lead_dims is None else tuple(np.broadcast_to(np.asarray(d, float), M.shape) for d in lead_dims)
+    fb = fallback_mask(M, K, N, layout, dims)
+    return [(k, rows) for k, rows in ((key, ~fb), (f"bf16@fallback/{layout}", fb)) if rows.any()]
+
+
 def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any] | None = None) -> np.ndarray:
     """Which bf16 GEMMs run cuBLAS's pre-Hopper fallback kernels: a leading dimension (``lead_dims``, else
     the layout's: K, N for ``rr``/``rc``, M, N for ``cr``) not a multiple of 8 with M > 1, or K < 8."""
@@ -487,14 +500,12 @@ class TileModel:
         key = self.kind_key(fmt, scaling, layout)
         M, K, N = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in np.broadcast_arrays(M, K, N))
         out = np.zeros(M.shape, dtype=bool)
-        fb = fallback_mask(M, K, N, layout) if key.startswith("bf16") else np.zeros(M.shape, dtype=bool)
         lay = layout if key.startswith("bf16") else "rc"
         peak = gpu.peak_flops_per_s(fmt)
-        for kind_key, rows in ((key, ~fb), (f"bf16@fallback/{layout}", fb)):
-            if rows.any():
-                _, slices = self.kinds[kind_key].fastest(M[rows], K[rows], N[rows], layout=lay, peak=peak,
-                                                         sms=gpu.num_sms)  # fmt: skip
-                out[rows] = slices > 1
+        for kind_key, rows in _kind_rows(key, M, K, N, layout):
+            _, slices = self.kinds[kind_key].fastest(M[rows], K[rows], N[rows], layout=lay, peak=peak,
+                                                     sms=gpu.num_sms)  # fmt: skip
+            out[rows] = slices > 1
         return out
 
     def _fit(self, timing: str) -> tuple[Mapping[str, TileKind], Mapping[str, BoostedTrees]]:
@@ -516,18 +527,8 @@ class TileModel:
         M, K, N = (np.atleast_1d(x) for x in (M, K, N))
         peak = gpu.peak_flops_per_s(fmt)
         out = np.empty(M.shape)
-        if key.startswith("bf16"):
-            dims = (
-                None if lead_dims is None else tuple(np.broadcast_to(np.asarray(d, float), M.shape) for d in lead_dims)
-            )
-            fb = fallback_mask(M, K, N, layout, dims)
-            groups = ((key, ~fb), (f"bf16@fallback/{layout}", fb))
-        else:
-            groups = ((key, np.ones(M.shape, dtype=bool)),)
         lay = layout if key.startswith("bf16") else "rc"
-        for kind_key, rows in groups:
-            if not rows.any():
-                continue
+        for kind_key, rows in _kind_rows(key, M, K, N, layout, lead_dims):
             t = kinds[kind_key].time_s(M[rows], K[rows], N[rows], layout=lay, peak=peak, sms=gpu.num_sms)
             trees = corrections.get(correction_key(kind_key, corrections)) if corrections else None
             if trees is not None:
