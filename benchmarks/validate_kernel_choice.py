@@ -56,10 +56,6 @@ def measured_class(r: dict[str, Any]) -> str:
     return kernel_class_of(r.get("main_kernel") or "") or "other"
 
 
-def _kind(r: dict[str, Any]) -> str:
-    return r["dtype"] + (f"/{r['scaling']}" if r.get("scaling") else "") + f" {r['layout']}"
-
-
 def evaluate(sessions: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Per format and layout and over all: GEMMs, rule right, alternative right, the confusion of classes, and
     the split-K answer's score on the sessions the formula was not fitted on."""
@@ -84,7 +80,7 @@ def evaluate(sessions: tuple[str, ...] | None = None) -> dict[str, Any]:
     got = np.array([measured_class(r) for r in rows], dtype=object)
     alt = np.array([alternative(p, r["M"], r["layout"]) == "gemmSN" for p, r in zip(pred, rows, strict=True)])
     alt &= got == "gemmSN"
-    kinds = np.array([_kind(r) for r in rows])
+    kinds = np.array([vt.kind_of(r) for r in rows])
     held = np.array([r["session"] not in FORMULA_FIT for r in rows]) & (pred != "gemv")
     measured_split = np.array([bool(r.get("split_k")) for r in rows])
     out: dict[str, Any] = {"sessions": len({r["session"] for r in rows}), "kinds": {}}
