@@ -56,7 +56,8 @@ calibration's measured gap, as for the other models.
 (which tile cuBLAS's heuristic takes, epilogue and split-K choices), so the shipped model multiplies the formula's
 time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees (:mod:`perfmodel._boost`) over
 :func:`correction_features` — log sizes, residues modulo tile sizes, tile counts and wave fractions, alignment
-flags and the formula's own log time — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling) and
+flags and the formula's own log time; for the fallback kinds also the model's time of the nearest shape the Hopper
+kernels run (:func:`padded_shape`) — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling) and
 per timing, fitted on the layout sweeps measured before it, one row per measurement, so that it predicts a GEMM's
 median time (:mod:`perfmodel.calibrate_tiles`; the sweeps measured after it are its held-out score). It is a lookup
 learned from our measurements, said as such: it describes the H200 and the shapes' range it was fitted on (M and K
@@ -75,7 +76,7 @@ import numpy as np
 
 from ._backend import is_symbolic
 from ._boost import BoostedTrees
-from .calibrated_model import ReferenceGPU, alignment, fallback_kernels, layout_lead_dims
+from .calibrated_model import ALIGN, ReferenceGPU, alignment, fallback_kernels, layout_lead_dims
 from .errors import CalibrationError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format
 from .hardware import GPUSpec, get_gpu
@@ -88,6 +89,7 @@ __all__ = [
     "TileModel",
     "fallback_mask",
     "load_tile_model",
+    "padded_shape",
 ]
 
 SCHEMA = "perfmodel.tiles/1"
@@ -326,14 +328,36 @@ _FEATURE_TILES = ((128, 128), (128, 256), (256, 128), (64, 128), (64, 64), (256,
 _FEATURE_ALIGNS = (2, 4, 8, 16, 32, 64, 128)
 #: number of features :func:`correction_features` returns
 N_CORRECTION_FEATURES = 3 + 1 + 7 + 3 * len(_FEATURE_TILES) + 1 + 3 * len(_FEATURE_ALIGNS)
+#: number of features a fallback kind's correction reads where it was fitted with the padded shape's time (two
+#: more: :func:`correction_features` with ``padded_t``); older files' fallback corrections read
+#: :data:`N_CORRECTION_FEATURES`
+N_FALLBACK_FEATURES = N_CORRECTION_FEATURES + 2
 
 
-def correction_features(M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarray, sms: int) -> np.ndarray:
+def padded_shape(M: Any, K: Any, N: Any, layout: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nearest shape cuBLAS runs with its Hopper kernels to a bf16 GEMM it sends to its fallback kernels
+    (float arrays): the layout's leading dimensions (:func:`perfmodel.calibrated_model.layout_lead_dims`: K and N
+    for ``rr``/``rc``, M and N for ``cr``) rounded up to multiples of 8 (``ALIGN``), and K at least 8."""
+    M, K, N = (np.asarray(x, dtype=np.float64) for x in (M, K, N))
+    K = np.maximum(K, ALIGN)
+
+    def up(x: np.ndarray) -> np.ndarray:
+        return np.ceil(x / ALIGN) * ALIGN
+
+    return (up(M), K, up(N)) if layout == "cr" else (M, up(K), up(N))
+
+
+def correction_features(
+    M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarray, sms: int, padded_t: np.ndarray | None = None
+) -> np.ndarray:
     """The rows the learned correction reads (``(n, N_CORRECTION_FEATURES)``): log2 of M, K, N; the formula's
     own log time, rounded to 1e-3 (so that BLAS noise in it seldom moves a split); M and N modulo 64, 128,
     256 and K modulo 64; per tile of :data:`_FEATURE_TILES` the log2 tile count, its fractional and whole
     waves on ``sms`` SMs; log2 of the arithmetic intensity M·N·K / (M·K + K·N + M·N); and whether each
-    dimension is a multiple of 2, 4, 8, 16, 32, 64, 128."""
+    dimension is a multiple of 2, 4, 8, 16, 32, 64, 128. With ``padded_t`` (a fallback kind's GEMMs: the
+    model's seconds for their :func:`padded_shape`), two more columns (``N_FALLBACK_FEATURES`` in all): its log
+    and the log of ``t / padded_t``, rounded to 1e-3 — how the fallback kernel's formula compares with what
+    the Hopper kernels take for nearly the same work."""
     M, K, N = (np.asarray(x, dtype=np.float64) for x in (M, K, N))
     cols = [np.log2(M), np.log2(K), np.log2(N), np.round(np.log(t), 3)]
     for a in (64, 128, 256):
@@ -346,6 +370,9 @@ def correction_features(M: np.ndarray, K: np.ndarray, N: np.ndarray, t: np.ndarr
     cols.append(np.log2(M * N * K / (M * K + K * N + M * N)))
     for d in (M, K, N):
         cols += [(d % a == 0).astype(np.float64) for a in _FEATURE_ALIGNS]
+    if padded_t is not None:
+        padded_t = np.asarray(padded_t, dtype=np.float64)
+        cols += [np.round(np.log(padded_t), 3), np.round(np.log(t / padded_t), 3)]
     return np.stack(cols, axis=1)
 
 
@@ -529,12 +556,25 @@ class TileModel:
         out = np.empty(M.shape)
         lay = layout if key.startswith("bf16") else "rc"
         for kind_key, rows in _kind_rows(key, M, K, N, layout, lead_dims):
-            t = kinds[kind_key].time_s(M[rows], K[rows], N[rows], layout=lay, peak=peak, sms=gpu.num_sms)
+            m, k, n = M[rows], K[rows], N[rows]
+            t = kinds[kind_key].time_s(m, k, n, layout=lay, peak=peak, sms=gpu.num_sms)
             trees = corrections.get(correction_key(kind_key, corrections)) if corrections else None
             if trees is not None:
-                t = t * np.exp(trees.predict(correction_features(M[rows], K[rows], N[rows], t, gpu.num_sms)))
+                padded = None
+                if trees.n_features == N_FALLBACK_FEATURES:  # a fallback kind's: the padded shape's time
+                    padded = self._price(kinds, *padded_shape(m, k, n, layout), fmt=fmt, scaling=scaling, gpu=gpu,
+                                         lead_dims=None, layout=layout, corrections=corrections)  # fmt: skip
+                t = t * np.exp(trees.predict(correction_features(m, k, n, t, gpu.num_sms, padded)))
             out[rows] = t
         return float(out.reshape(-1)[0]) if scalar else out
+
+    def padded_time_s(self, M, K, N, *, fmt, gpu, layout="rc", timing="kernel") -> np.ndarray:
+        """Seconds (of ``timing``, corrected) of bf16 GEMMs' :func:`padded_shape`: what a fallback kind's learned
+        correction reads (1-d float arrays in and out)."""
+        kinds, corrections = self._fit(timing)
+        Mp, Kp, Np = padded_shape(M, K, N, layout)
+        return np.atleast_1d(self._price(kinds, Mp, Kp, Np, fmt=fmt, scaling=None, gpu=gpu, lead_dims=None,
+                                         layout=layout, corrections=corrections))  # fmt: skip
 
     def _base(self) -> Any:
         if self.base is None:
@@ -610,12 +650,20 @@ class TileModel:
                 if k not in CORRECTION_KEYS:
                     raise CalibrationError(choices_message(f"{origin}: {field} key", k, CORRECTION_KEYS))
                 trees = BoostedTrees.from_dict(v, where=f"{origin}: {field} {k!r}")
-                if trees.n_features != N_CORRECTION_FEATURES:
+                valid = (N_CORRECTION_FEATURES, N_FALLBACK_FEATURES) if "@fallback/" in k else (N_CORRECTION_FEATURES,)
+                if trees.n_features not in valid:
                     raise CalibrationError(
                         f"{origin}: {field} {k!r} reads {trees.n_features} features; this version computes "
-                        f"{N_CORRECTION_FEATURES} (refit with python -m perfmodel.calibrate_tiles)"
+                        f"{' or '.join(map(str, valid))} for it (refit with python -m perfmodel.calibrate_tiles)"
                     )
                 corr[field][k] = trees
+            for k, trees in corr[field].items():
+                main = "bf16@" + k.rsplit("/", 1)[-1]
+                if trees.n_features == N_FALLBACK_FEATURES and main not in corr[field]:
+                    raise CalibrationError(
+                        f"{origin}: {field} {k!r} reads the padded shape's time, which {main!r}'s correction "
+                        f"prices, and {field} has no {main!r}"
+                    )
         gpu, source = data.get("gpu"), data.get("source")
         if not isinstance(gpu, str) or not isinstance(source, str):
             raise CalibrationError(f"{origin}: 'gpu' and 'source' must be strings")

@@ -15,6 +15,7 @@ from perfmodel.registry import TILES_PATH, tile_model
 from perfmodel.tile_model import (
     CORRECTION_KEYS,
     N_CORRECTION_FEATURES,
+    N_FALLBACK_FEATURES,
     PARAM_NAMES,
     Tile,
     TileKind,
@@ -23,6 +24,7 @@ from perfmodel.tile_model import (
     correction_key,
     fallback_mask,
     load_tile_model,
+    padded_shape,
 )
 
 H200 = get_gpu("H200")
@@ -349,7 +351,11 @@ def test_corrections_reproduce_from_the_shipped_formula():
     # Each kind is fitted on its own rows only, so a subset per timing checks those kinds exactly; the two subsets
     # cover every kind but one, at about half the time of refitting all sixteen.
     shipped = load_tile_model(TILES_PATH)
-    formula = dataclasses.replace(shipped, corrections={}, event_corrections={})
+    # the fallback kinds read their padded shapes' times, which the main kinds' corrections price: those of the
+    # shipped file where a subset does not refit them (fit_corrections)
+    main = {f: {k: v for k, v in getattr(shipped, f).items() if "fallback" not in k} for f in ("corrections",
+            "event_corrections")}  # fmt: skip
+    formula = dataclasses.replace(shipped, **main)
     want = json.loads(TILES_PATH.read_text())
     subsets = {
         "kernel": ("bf16@cr", "bf16@fallback/rc", "bf16@fallback/cr", "fp8_e4m3/rowwise"),
@@ -471,8 +477,14 @@ def test_the_learned_correction_multiplies_the_formula(shipped):
         table = shipped.event_corrections if timing == "event" else shipped.corrections
         fb = fallback_mask(M, K, N, lay) if fmt.name == "bf16" else np.zeros(3, bool)
         keys = [f"bf16@fallback/{lay}" if b else shipped.kind_key(fmt, sc, lay) for b in fb]
-        c = [table[k].predict(correction_features(M[i : i + 1], K[i : i + 1], N[i : i + 1], f[i : i + 1], 132))[0]
-             for i, k in enumerate(keys)]  # fmt: skip
+        c = []
+        for i, k in enumerate(keys):
+            m, kk, n = M[i : i + 1], K[i : i + 1], N[i : i + 1]
+            # a fallback kind's correction also reads the time of the padded shape, which the main kind prices
+            padded = shipped.padded_time_s(m, kk, n, fmt=fmt, gpu=H200, layout=lay, timing=timing) if fb[i] else None
+            c.append(table[k].predict(correction_features(m, kk, n, f[i : i + 1], 132, padded))[0])
+        if fmt.name == "bf16" and lay == "cr":
+            assert fb.tolist() == [False, False, True]  # 2103 rows: M, cr's leading dimension, misaligned
         want = f * np.exp(c)
         got = pm.gemm_time_s(M, K, N, fmt.name, "H200", scaling=sc, layout=lay, timing=timing, model="tiles")
         assert got == pytest.approx(want, rel=1e-12)
@@ -483,6 +495,12 @@ def test_the_learned_correction_multiplies_the_formula(shipped):
     assert set(shipped.corrections) == set(shipped.event_corrections) == set(CORRECTION_KEYS)
     assert correction_key("bf16@fallback/cr", shipped.corrections) == "bf16@fallback/cr"
     assert correction_key("bf16@fallback/cr", {"bf16@cr": 0}) == "bf16@cr"
+    # the padded shape's time is the main kind's corrected time of the shape padded to multiples of 8
+    fmt = pm.get_format("bf16")
+    direct = pm.gemm_time_s(2104, 2272, 7472, "bf16", "H200", layout="cr", model="tiles")
+    via = shipped.padded_time_s(np.array([2103.0]), np.array([2272.0]), np.array([7472.0]), fmt=fmt, gpu=H200,
+                                layout="cr")  # fmt: skip
+    assert via[0] == pytest.approx(direct, rel=1e-12)
     # scalars, arrays and int32 agree with the correction too
     one = pm.gemm_time_s(2103, 2272, 7472, "bf16", "H200", layout="cr", model="tiles")
     arr = pm.gemm_time_s(
@@ -505,6 +523,49 @@ def test_correction_features_by_hand():
     assert row[-21:].tolist() == [1] * 7 + [1, 1, 0, 0, 0, 0, 0] * 2
 
 
+def test_padded_shape_by_hand():
+    # rr / rc: K and N (the leading dimensions) rounded up to multiples of 8; cr: M and N; K at least 8 in all
+    M, K, N = np.array([100.0, 3, 2103]), np.array([100.0, 3, 2270]), np.array([300.0, 5, 7475])
+    for lay in ("rr", "rc"):
+        got = padded_shape(M, K, N, lay)
+        assert [g.tolist() for g in got] == [[100, 3, 2103], [104, 8, 2272], [304, 8, 7480]]
+    got = padded_shape(M, K, N, "cr")
+    assert [g.tolist() for g in got] == [[104, 8, 2104], [100, 8, 2270], [304, 8, 7480]]
+    # and none of them falls back: that is what makes the padded shape the Hopper kernels' nearest GEMM
+    for lay in ("rr", "rc", "cr"):
+        assert not fallback_mask(*padded_shape(M, K, N, lay), lay).any()
+        assert fallback_mask(M, K, N, lay).all()
+
+
+def test_correction_features_with_the_padded_time():
+    t, tp = np.array([2e-5, 1e-4]), np.array([1e-5, 1e-4])
+    M, K, N = np.array([100.0, 64]), np.array([100.0, 64]), np.array([300.0, 64])
+    X = correction_features(M, K, N, t, 132, tp)
+    assert X.shape == (2, N_FALLBACK_FEATURES) and N_FALLBACK_FEATURES == N_CORRECTION_FEATURES + 2
+    assert X[:, :-2].tolist() == correction_features(M, K, N, t, 132).tolist()
+    assert X[:, -2].tolist() == pytest.approx([round(np.log(1e-5), 3), round(np.log(1e-4), 3)])
+    assert X[:, -1].tolist() == pytest.approx([round(np.log(2), 3), 0])
+
+
+def test_fallback_corrections_without_the_padded_time_still_load(tmp_path):
+    # a file whose fallback corrections read the base features only (written before the padded-shape features):
+    # it loads, and prices its fallback GEMMs with those trees alone
+    data = json.loads(TILES_PATH.read_text())
+    rr = data["event_corrections"]["bf16@rr"]
+    for field in ("corrections", "event_corrections"):
+        for lay in ("rr", "rc", "cr"):
+            data[field][f"bf16@fallback/{lay}"] = data[field][f"bf16@{lay}"]
+    old = load_tile_model(_write(tmp_path, data))
+    M, K, N = np.array([2103.0]), np.array([2272.0]), np.array([7472.0])
+    fmt = pm.get_format("bf16")
+    f = old.formula_time_s(M, K, N, fmt=fmt, scaling=None, gpu=H200, layout="rr", timing="event")
+    trees = old.event_corrections["bf16@fallback/rr"]
+    want = f * np.exp(trees.predict(correction_features(M, K, N, f, 132)))
+    got = old.event_gemm_time_s(M, K, N, fmt=fmt, scaling=None, out_fmt=None, gpu=H200, layout="rr")
+    assert got == pytest.approx(want, rel=1e-12)
+    assert rr["n_features"] == N_CORRECTION_FEATURES
+
+
 def test_bad_correction_files_get_named_errors(tmp_path):
     good = json.loads(TILES_PATH.read_text())
     bad = json.loads(TILES_PATH.read_text())
@@ -514,6 +575,14 @@ def test_bad_correction_files_get_named_errors(tmp_path):
     bad = json.loads(TILES_PATH.read_text())
     bad["event_corrections"]["bf16@rr"]["n_features"] = 3
     with pytest.raises(CalibrationError, match="feature"):
+        load_tile_model(_write(tmp_path, bad))
+    bad = json.loads(TILES_PATH.read_text())  # the main kinds' trees may not read the padded features
+    bad["corrections"]["bf16@rr"] = bad["corrections"]["bf16@fallback/rr"]
+    with pytest.raises(CalibrationError, match=r"'bf16@rr' reads 53 features; this version computes 51 for it"):
+        load_tile_model(_write(tmp_path, bad))
+    bad = json.loads(TILES_PATH.read_text())  # a fallback kind reading them needs its main kind's correction
+    del bad["corrections"]["bf16@cr"]
+    with pytest.raises(CalibrationError, match=r"'bf16@fallback/cr' reads the padded shape's time.*no 'bf16@cr'"):
         load_tile_model(_write(tmp_path, bad))
     bad = dict(good, corrections=[1])
     with pytest.raises(CalibrationError, match="'corrections' must be an object"):
