@@ -22,17 +22,19 @@ Three kinds of session, kept apart:
   measured as fit data after seeds 2037 to 2043 had scored the correction without it, seed 3002 (``*_fit3002``,
   9348 GEMMs of the same families) after seeds 2046 to 2048 had scored the next one, and seed 3003
   (``*_fit3003``, 8859 GEMMs) with seeds 2049 to 2055; the shipped correction is fitted on all three, and on
-  seeds 2038 to 2055 (fresh sessions of earlier versions: 2038 to 2043 after the correction fitted one row per
+  seeds 2038 to 2062 (fresh sessions of earlier versions: 2038 to 2043 after the correction fitted one row per
   measurement, 2044 and 2045 after the one with seed 3001, 2046 to 2048 after the one that also fits the one-row
-  misaligned GEMMs, 2049 to 2055 after the one with seed 3002; their held-out scores are in the docs);
-* **fresh**: seeds 2037 and 2056 to 2061 (``*_fresh2037`` …), in no fit, each measured after the formula fits
-  were committed — 2037 after the correction fitted one row per measurement, 2056 to 2061 after the shipped one
-  (with seeds 2046 to 2055 and 3003): 2037 on a freshly started device machine, with the GPU's SM clock logged
-  every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2056 and 2057 in one call on a GPU no other
-  session ran on, 2058 to 2061 in two calls on another (the machine stayed warm between them) — pooled, the
-  held-out score of the shipped model (:func:`score_pooled`); seed 2062, right after 2061 on that GPU, kernel
-  time only (scored on its own, not pooled); and seed 2037 again, in the same order, right after on the same GPU
-  (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one GPU and across GPUs.
+  misaligned GEMMs, 2049 to 2055 after the one with seed 3002, 2056 to 2062 after the one with seeds 2046 to 2055
+  and 3003; their held-out scores are in the docs);
+* **fresh**: seeds 2037 and 2063 to 2070 (``*_fresh2037`` …), in no fit, each measured after the formula fits
+  were committed — 2037 after the correction fitted one row per measurement, 2063 to 2070 after the shipped one
+  (the fallback kinds' padded-shape features, with seeds 2056 to 2062): 2037 on a freshly started device machine,
+  with the GPU's SM clock logged every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2063 to 2066 in
+  two calls on a GPU no earlier logged session ran on (the machine stayed warm between them), 2067 and 2068 in one
+  call on a second such GPU, 2069 and 2070 (partial: 1868 of its 4725 GEMMs, both timings) on a third — pooled,
+  the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in the same order, right
+  after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one
+  GPU and across GPUs.
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -105,33 +107,42 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fit3003": ("seen", 3003, "fit data, random and odd shapes only, on that GPU"),
     "_fresh2054": ("seen", 2054, "fresh for it, on a tenth GPU; fit data since"),
     "_fresh2055": ("seen", 2055, "fresh for it, on that GPU again (partial session); fit data since"),
-    "_fresh2056": ("fresh", 2056, "fresh, after the shipped correction, on an eleventh GPU"),
-    "_fresh2057": ("fresh", 2057, "fresh, on that GPU again"),
-    "_fresh2058": ("fresh", 2058, "fresh, on a twelfth GPU"),
-    "_fresh2059": ("fresh", 2059, "fresh, on that GPU again"),
-    "_fresh2060": ("fresh", 2060, "fresh, on that GPU a third time"),
-    "_fresh2061": ("fresh", 2061, "fresh, on that GPU a fourth time"),
-    "_fresh2062": ("fresh", 2062, "fresh, on that GPU a fifth time: kernel time only (no event phase), not pooled"),
+    "_fresh2056": ("seen", 2056, "fresh for the correction with seeds 2046-2055, on an eleventh GPU; fit data since"),
+    "_fresh2057": ("seen", 2057, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2058": ("seen", 2058, "fresh for it, on a twelfth GPU; fit data since"),
+    "_fresh2059": ("seen", 2059, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2060": ("seen", 2060, "fresh for it, on that GPU a third time; fit data since"),
+    "_fresh2061": ("seen", 2061, "fresh for it, on that GPU a fourth time; fit data since"),
+    "_fresh2062": ("seen", 2062, "fresh for it, on that GPU a fifth time (kernel time only); fit data since"),
+    "_fresh2063": ("fresh", 2063, "fresh, after the shipped correction, on a thirteenth GPU"),
+    "_fresh2064": ("fresh", 2064, "fresh, on that GPU again"),
+    "_fresh2065": ("fresh", 2065, "fresh, on that GPU a third time"),
+    "_fresh2066": ("fresh", 2066, "fresh, on that GPU a fourth time"),
+    "_fresh2067": ("fresh", 2067, "fresh, on a fourteenth GPU"),
+    "_fresh2068": ("fresh", 2068, "fresh, on that GPU again"),
+    "_fresh2069": ("fresh", 2069, "fresh, on a fifteenth GPU"),
+    "_fresh2070": ("fresh", 2070, "fresh, on that GPU again (partial session)"),
 }
 #: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit, have the fixed family
-#: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2056 to
-#: 2061 after the shipped one), pooled the held-out score of record (error bars, expected error, floors). Seed 2062's
-#: session (kernel time only: the device time left no room for its event phase) is scored on its own, not pooled,
-#: so that both timings' pooled scores are over the same GEMMs
+#: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2063 to
+#: 2070 after the shipped one; 2070 partial, both timings over the same 1868 GEMMs), pooled the held-out score of
+#: record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2056, 2062)))
-#: the fresh sessions measured after the shipped correction was committed (2907511, 21:59:26 UTC; the strictly later
+FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2063, 2071)))
+#: the fresh sessions measured after the shipped correction was committed (8c6a841, 23:21:50 UTC; the strictly later
 #: score)
-AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2056, 2062))
+AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2063, 2071))
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
-    "_fresh2056": "GPU-20ae9e78",
-    "_fresh2057": "GPU-20ae9e78",
-    "_fresh2058": "GPU-ac878b8f",
-    "_fresh2059": "GPU-ac878b8f",
-    "_fresh2060": "GPU-ac878b8f",
-    "_fresh2061": "GPU-ac878b8f",
+    "_fresh2063": "GPU-4b603387",
+    "_fresh2064": "GPU-4b603387",
+    "_fresh2065": "GPU-4b603387",
+    "_fresh2066": "GPU-4b603387",
+    "_fresh2067": "GPU-d4ce4dc2",
+    "_fresh2068": "GPU-d4ce4dc2",
+    "_fresh2069": "GPU-11cf3a2c",
+    "_fresh2070": "GPU-11cf3a2c",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
@@ -198,6 +209,22 @@ def kind_masks(rs: list[dict[str, Any]]) -> Iterator[tuple[str, np.ndarray]]:
     yield "all", np.ones(len(rs), bool)
 
 
+_PREDICTIONS: dict[tuple[str, str, str], np.ndarray] = {}
+
+
+def session_predictions(suffix: str | tuple[str, ...], name: str, model: Any, timing: str) -> np.ndarray:
+    """:func:`predict` of model ``name`` (``model``) on the records of ``suffix``'s session, or of several sessions
+    pooled (their predictions one after the other, as :func:`records` pools them); each session priced once per
+    model name and timing in a process (the per-session, after-the-fit and pooled tables score the same
+    sessions)."""
+    if isinstance(suffix, tuple):
+        return np.concatenate([session_predictions(s, name, model, timing) for s in suffix])
+    key = (suffix, name, timing)
+    if key not in _PREDICTIONS:
+        _PREDICTIONS[key] = predict(list(records(timing, suffix) or ()), model, timing)
+    return _PREDICTIONS[key]
+
+
 def score_session(
     suffix: str | tuple[str, ...], timing: str, models: dict[str, Any] | None = None
 ) -> dict[str, Any] | None:
@@ -209,7 +236,7 @@ def score_session(
     out: dict[str, Any] = {}
     rs = list(recs)
     meas = np.array([r["time_s"] for r in rs])
-    preds = {name: predict(rs, m, timing) for name, m in (models or MODELS).items()}
+    preds = {name: session_predictions(suffix, name, m, timing) for name, m in (models or MODELS).items()}
     llm = np.array([r["family"] == "llm" for r in rs])
     for k, sel in kind_masks(rs):
         row = {}
@@ -254,6 +281,7 @@ def fit_kernel_event_ratios() -> dict[str, float]:
     return _median_over_fit(ratios)
 
 
+@functools.cache
 def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -> dict[str, Any] | None:
     """Two floors on ``suffix``'s session (or several pooled), on its ``llm`` GEMMs (the same ids in every seed):
     ``floor``, against the geometric mean of the two seed-0 sessions, which measured them in another order (one
