@@ -13,7 +13,7 @@ after both (``benchmarks/validate_tiles.py`` scores them apart). Nothing in the 
 **The learned correction** (``corrections``, ``event_corrections``): per kind (bf16 layout, main or fallback
 kernels; fp8 scaling) and per timing, 100 boosted regression trees of depth 5 (:func:`fit_boost`, settings
 :data:`BOOST`) on :func:`perfmodel.tile_model.correction_features` of the log of measured over formula time, fitted
-on every layout-sweep session in :data:`CORRECTION_FILES` (seeds 0, 2026, 2027 to 2035 and 2038 to 2055, and three
+on every layout-sweep session in :data:`CORRECTION_FILES` (seeds 0, 2026, 2027 to 2035 and 2038 to 2062, and three
 fit sessions of random and odd shapes only, seeds 3001 to 3003), one row per measurement: a GEMM measured in several
 sessions (the ``llm`` shapes are in all of them) gives one row each. Least absolute deviation boosting: each tree is
 grown on the sign of the residual, its leaves set to the median residual of their rows (scaled by the learning
@@ -252,14 +252,23 @@ def _kind_of(record: Mapping[str, Any], *, single_row: bool = False) -> str:
     are misaligned runs cuBLAS's Hopper or gemv kernels, not the fallback ones (:func:`fallback_mask`): it is
     left out of the formula fit (whose per-kind formula does not describe gemv kernels) and, with
     ``single_row``, fitted in its layout's main kind (the learned correction, which prices it there)."""
-    if record["dtype"] == "bf16":
-        lay = record["layout"]
-        fb = bool(fallback_mask(record["M"], record["K"], record["N"], lay))
-        mis = bool(misaligned(*layout_lead_dims(lay, record["M"], record["K"], record["N"])))
-        if fb:
-            return f"bf16@fallback/{lay}"
-        return f"bf16@{lay}" if single_row or not mis else ""
-    return f"fp8_e4m3/{record['scaling']}"
+    return _kinds_of([record], single_row=single_row)[0]
+
+
+def _kinds_of(records: Sequence[Mapping[str, Any]], *, single_row: bool = False) -> list[str]:
+    """:func:`_kind_of` of each record, the bf16 ones' masks computed per layout as arrays."""
+    out = [f"fp8_e4m3/{r['scaling']}" if r["dtype"] != "bf16" else "" for r in records]
+    by_layout: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(records):
+        if r["dtype"] == "bf16":
+            by_layout[r["layout"]].append(i)
+    for lay, idx in by_layout.items():
+        M, K, N = (np.array([records[i][d] for i in idx], dtype=np.float64) for d in "MKN")
+        fb = fallback_mask(M, K, N, lay)
+        keep = np.ones(len(idx), dtype=bool) if single_row else ~misaligned(*layout_lead_dims(lay, M, K, N))
+        for i, f, k in zip(idx, fb, keep, strict=True):
+            out[i] = f"bf16@fallback/{lay}" if f else (f"bf16@{lay}" if k else "")
+    return out
 
 
 #: the fields of a GEMM record the fits read
@@ -292,11 +301,9 @@ def load_rows(
     for r in _gemm_records(paths):
         by_id[r["id"]].append(r)
     rows: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
-    for rs in by_id.values():
-        if in_all and len(rs) != len(paths):
-            continue
+    groups = [rs for rs in by_id.values() if not in_all or len(rs) == len(paths)]
+    for rs, kind in zip(groups, _kinds_of([rs[0] for rs in groups], single_row=single_row), strict=True):
         r = rs[0]
-        kind = _kind_of(r, single_row=single_row)
         if not kind:
             continue
         if each:
@@ -518,7 +525,7 @@ def fit_boost(
     edges = [_bin_edges(X[:, f], bins) for f in range(nf)]
     nb = max(len(e) for e in edges) + 1
     Xb = np.stack([np.searchsorted(edges[f], X[:, f], side="left") for f in range(nf)], axis=1)  # bin <= b: x <= e_b
-    flat_f = np.arange(nf)[None, :] * nb
+    cell = np.arange(nf)[None, :] * nb + Xb  # (row, feature) -> its histogram cell within a node
     nodes = 2**depth - 1
     feature = np.zeros((trees, nodes), dtype=np.int64)
     threshold = np.full((trees, nodes), np.inf)
@@ -529,11 +536,25 @@ def fit_boost(
         r = y - F
         g = np.sign(r)
         local = np.zeros(n, dtype=np.int64)  # node index within the level
+        G_up, C_up = np.zeros((1, nf, nb)), np.zeros((1, nf, nb), dtype=np.int64)  # the level above's (set at d = 0)
         for d in range(depth):
             width = 2**d
-            idx = (local[:, None] * (nf * nb) + flat_f + Xb).reshape(-1)
-            G = np.bincount(idx, weights=np.repeat(g, nf), minlength=width * nf * nb).reshape(width, nf, nb)
-            C = np.bincount(idx, minlength=width * nf * nb).reshape(width, nf, nb).astype(np.float64)
+            # histograms of sign sums and counts per node, feature and bin: the root's from every row; below it, each
+            # left child's from its rows and the right child's as its parent's minus the left's (exact: the signs
+            # are -1, 0, 1, so every sum is an integer)
+            left = (local & 1) == 0 if d else np.ones(n, dtype=bool)
+            idx = ((local[left] >> (1 if d else 0))[:, None] * (nf * nb) + cell[left]).reshape(-1)
+            size = max(width // 2, 1) * nf * nb
+            GL0 = np.bincount(idx, weights=np.repeat(g[left], nf), minlength=size).reshape(-1, nf, nb)
+            CL0 = np.bincount(idx, minlength=size).reshape(-1, nf, nb)
+            if d:
+                G, C = np.empty((width, nf, nb)), np.empty((width, nf, nb), dtype=np.int64)
+                G[0::2], G[1::2] = GL0, G_up - GL0
+                C[0::2], C[1::2] = CL0, C_up - CL0
+            else:
+                G, C = GL0, CL0
+            G_up, C_up = G, C
+            C = C.astype(np.float64)
             GL, CL = np.cumsum(G, axis=2), np.cumsum(C, axis=2)
             Gt, Ct = GL[:, :, -1:], CL[:, :, -1:]
             GR, CR = Gt - GL, Ct - CL

@@ -76,7 +76,7 @@ import numpy as np
 
 from ._backend import is_symbolic
 from ._boost import BoostedTrees
-from .calibrated_model import ALIGN, ReferenceGPU, alignment, fallback_kernels, layout_lead_dims
+from .calibrated_model import ALIGN, LAYOUTS, ReferenceGPU, alignment, fallback_kernels, layout_lead_dims
 from .errors import CalibrationError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format
 from .hardware import GPUSpec, get_gpu
@@ -338,6 +338,8 @@ def padded_shape(M: Any, K: Any, N: Any, layout: str) -> tuple[np.ndarray, np.nd
     """The nearest shape cuBLAS runs with its Hopper kernels to a bf16 GEMM it sends to its fallback kernels
     (float arrays): the layout's leading dimensions (:func:`perfmodel.calibrated_model.layout_lead_dims`: K and N
     for ``rr``/``rc``, M and N for ``cr``) rounded up to multiples of 8 (``ALIGN``), and K at least 8."""
+    if layout not in LAYOUTS:
+        raise PerfModelError(choices_message("padded_shape: layout", layout, LAYOUTS))
     M, K, N = (np.asarray(x, dtype=np.float64) for x in (M, K, N))
     K = np.maximum(K, ALIGN)
 

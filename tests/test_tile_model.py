@@ -348,8 +348,9 @@ def test_corrections_reproduce_from_the_shipped_formula():
 
     from perfmodel.calibrate_tiles import CORRECTION_FILES, fit_corrections
 
-    # Each kind is fitted on its own rows only, so a subset per timing checks those kinds exactly; the two subsets
-    # cover every kind but one, at about half the time of refitting all sixteen.
+    # Each kind is fitted on its own rows only (a fallback kind also reads its main kind's prices), so a subset per
+    # timing checks those kinds exactly; the two subsets cover six of the eight kinds (not bf16@rc's main kernels
+    # nor fp8 rowwise: the same code on other rows), a third of the rows of refitting all sixteen sets.
     shipped = load_tile_model(TILES_PATH)
     # the fallback kinds read their padded shapes' times, which the main kinds' corrections price: those of the
     # shipped file where a subset does not refit them (fit_corrections)
@@ -358,7 +359,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
     formula = dataclasses.replace(shipped, **main)
     want = json.loads(TILES_PATH.read_text())
     subsets = {
-        "kernel": ("bf16@cr", "bf16@fallback/rc", "bf16@fallback/cr", "fp8_e4m3/rowwise"),
+        "kernel": ("bf16@cr", "bf16@fallback/rc", "bf16@fallback/cr"),
         "event": ("bf16@rr", "bf16@fallback/rr", "fp8_e4m3/tensorwise"),
     }
     for timing, field in (("kernel", "corrections"), ("event", "event_corrections")):
@@ -371,6 +372,24 @@ def test_corrections_reproduce_from_the_shipped_formula():
             assert g["feature"] == trees["feature"], (field, key)
             assert g["threshold"] == trees["threshold"], (field, key)
             assert np.allclose(g["value"], trees["value"], rtol=0, atol=1e-7), (field, key)
+
+
+def test_a_fallback_kind_is_fitted_on_its_main_kinds_padded_times():
+    # the fallback kind's trees read the padded shapes' times its main kind's correction prices: fitted in the same
+    # call, or fitted for it (and not returned) where the model has none — the same trees either way
+    from perfmodel.calibrate_tiles import FIT_FILES, fit_corrections
+
+    formula = dataclasses.replace(load_tile_model(TILES_PATH), corrections={}, event_corrections={})
+    both, _ = fit_corrections(formula, FIT_FILES, "kernel", keys=("bf16@cr", "bf16@fallback/cr"), trees=5)
+    alone, stats = fit_corrections(formula, FIT_FILES, "kernel", keys="bf16@fallback/cr", trees=5)
+    assert list(alone) == list(stats) == ["bf16@fallback/cr"]
+    assert alone["bf16@fallback/cr"].to_dict() == both["bf16@fallback/cr"].to_dict()
+    assert alone["bf16@fallback/cr"].n_features == N_FALLBACK_FEATURES
+    assert both["bf16@cr"].n_features == N_CORRECTION_FEATURES
+    # given the model's own main-kind trees instead, those price the padded shapes
+    other = dataclasses.replace(formula, corrections={"bf16@cr": load_tile_model(TILES_PATH).corrections["bf16@cr"]})
+    given, _ = fit_corrections(other, FIT_FILES, "kernel", keys="bf16@fallback/cr", trees=5)
+    assert given["bf16@fallback/cr"].to_dict() != alone["bf16@fallback/cr"].to_dict()
 
 
 def test_fit_corrections_names_an_unknown_kind():
@@ -531,6 +550,8 @@ def test_padded_shape_by_hand():
         assert [g.tolist() for g in got] == [[100, 3, 2103], [104, 8, 2272], [304, 8, 7480]]
     got = padded_shape(M, K, N, "cr")
     assert [g.tolist() for g in got] == [[104, 8, 2104], [100, 8, 2270], [304, 8, 7480]]
+    with pytest.raises(PerfModelError, match=r"padded_shape: layout 'xx'. Valid choices: cr, rc, rr"):
+        padded_shape(M, K, N, "xx")
     # and none of them falls back: that is what makes the padded shape the Hopper kernels' nearest GEMM
     for lay in ("rr", "rc", "cr"):
         assert not fallback_mask(*padded_shape(M, K, N, lay), lay).any()
