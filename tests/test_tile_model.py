@@ -572,19 +572,22 @@ def test_fallback_corrections_without_the_padded_time_still_load(tmp_path):
     # a file whose fallback corrections read the base features only (written before the padded-shape features):
     # it loads, and prices its fallback GEMMs with those trees alone
     data = json.loads(TILES_PATH.read_text())
-    rr = data["event_corrections"]["bf16@rr"]
+    assert data["event_corrections"]["bf16@fallback/rr"]["n_features"] == N_FALLBACK_FEATURES  # the shipped file's
     for field in ("corrections", "event_corrections"):
         for lay in ("rr", "rc", "cr"):
-            data[field][f"bf16@fallback/{lay}"] = data[field][f"bf16@{lay}"]
+            data[field][f"bf16@fallback/{lay}"] = data[field][f"bf16@{lay}"]  # trees of the base features
     old = load_tile_model(_write(tmp_path, data))
-    M, K, N = np.array([2103.0]), np.array([2272.0]), np.array([7472.0])
+    M, K, N = np.array([2103.0]), np.array([2270.0]), np.array([7475.0])  # K and N misaligned: rr falls back
+    assert fallback_mask(M, K, N, "rr").all()
     fmt = pm.get_format("bf16")
     f = old.formula_time_s(M, K, N, fmt=fmt, scaling=None, gpu=H200, layout="rr", timing="event")
     trees = old.event_corrections["bf16@fallback/rr"]
+    assert trees.n_features == N_CORRECTION_FEATURES
     want = f * np.exp(trees.predict(correction_features(M, K, N, f, 132)))
     got = old.event_gemm_time_s(M, K, N, fmt=fmt, scaling=None, out_fmt=None, gpu=H200, layout="rr")
     assert got == pytest.approx(want, rel=1e-12)
-    assert rr["n_features"] == N_CORRECTION_FEATURES
+    shipped = pm.gemm_time_s(M, K, N, "bf16", "H200", layout="rr", timing="event", model="tiles")
+    assert not np.allclose(got, shipped, rtol=1e-3)  # the shipped trees (padded features) answer otherwise
 
 
 def test_bad_correction_files_get_named_errors(tmp_path):
