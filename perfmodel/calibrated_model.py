@@ -59,7 +59,7 @@ import numpy as np
 
 from ._backend import namespace
 from ._counting import _gemm_bytes
-from .errors import CalibrationError, UnknownGPUError
+from .errors import CalibrationError, PerfModelError, UnknownGPUError, choices_message
 from .formats import FORMATS, Format, get_format
 from .hardware import GPUSpec, get_gpu
 
@@ -80,6 +80,7 @@ __all__ = [
     "layout_lead_dims",
     "load_calibration",
     "misaligned",
+    "padded_shape",
 ]
 
 SCHEMA = "perfmodel.calibration/3"
@@ -372,6 +373,26 @@ def misaligned(a: Any, b: Any) -> Any:
         return _off_sym(a, b, ALIGN)
     out = np.minimum(alignment(a), alignment(b)) < ALIGN
     return out if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(out)
+
+
+def padded_shape(M: Any, K: Any, N: Any, layout: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nearest shape cuBLAS runs with its Hopper kernels to a 16-bit GEMM it sends to its fallback kernels
+    (:func:`fallback_kernels`; float arrays, broadcast): the layout's leading dimensions (:func:`layout_lead_dims`:
+    K and N for ``rr``/``rc``, M and N for ``cr``) rounded up to multiples of :data:`ALIGN`, and K at least
+    :data:`ALIGN`; one row keeps M = 1 and gets K and N rounded up (one row runs the Hopper kernels when K and N are
+    multiples of 8, whatever the layout). A dimension already aligned stays as it is. The tile model's fallback
+    features price this shape; :func:`perfmodel.gemm_kernel` reports it as ``aligned_shape``."""
+    if layout not in LAYOUTS:
+        raise PerfModelError(choices_message("padded_shape: layout", layout, LAYOUTS))
+    M, K, N = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N)))
+
+    def up(x: np.ndarray) -> np.ndarray:
+        return np.ceil(x / ALIGN) * ALIGN
+
+    if layout != "cr":
+        return M, up(K), up(N)
+    one = M == 1
+    return np.where(one, M, up(M)), np.where(one, up(K), np.maximum(K, ALIGN)), up(N)
 
 
 def fallback_kernels(M: Any, K: Any, a: Any, b: Any) -> Any:

@@ -49,7 +49,7 @@ import numpy as np
 
 from ._backend import check_shapes, is_symbolic
 from ._counting import resolve_scaling
-from .calibrated_model import ALIGN, alignment, fallback_kernels, layout_lead_dims
+from .calibrated_model import ALIGN, alignment, fallback_kernels, layout_lead_dims, padded_shape
 from .errors import InvalidShapeError, PerfModelError, UnsupportedFormatError
 from .formats import FormatLike, get_format
 from .gemm import check_fp8_alignment, check_layout
@@ -225,19 +225,10 @@ def alternative(kernel: str, M: int, layout: str) -> str | None:
     return "gemmSN" if few and kernel in ("cutlass_sm75", "cutlass_sm80") else None
 
 
-def _up8(x: int) -> int:
-    return -(-x // ALIGN) * ALIGN
-
-
-def _aligned_shape(M: int, K: int, N: int, dims: tuple[tuple[str, int], ...]) -> tuple[int, int, int]:
-    """The nearest larger shape that runs the Hopper kernels: the misaligned leading dimensions and a K under 8
-    rounded up to multiples of 8 (one row keeps M = 1 and needs K and N multiples of 8)."""
-    pad = {d: _up8(v) for d, v in dims if not (d == "M" and M == 1)}
-    if M == 1:
-        pad |= {"K": _up8(K), "N": _up8(N)}
-    elif K < ALIGN:
-        pad["K"] = _up8(K)
-    return pad.get("M", M), pad.get("K", K), pad.get("N", N)
+def _padded(M: int, K: int, N: int, layout: str) -> tuple[int, int, int]:
+    """:func:`perfmodel.calibrated_model.padded_shape` of one GEMM, as ints: its :attr:`GemmKernel.aligned_shape`."""
+    Mp, Kp, Np = padded_shape(M, K, N, layout)
+    return int(Mp), int(Kp), int(Np)
 
 
 def gemm_kernel(
@@ -301,7 +292,7 @@ def gemm_kernel(
             if off
             else f"one row, K and N multiples of {ALIGN}"
         )
-        shape = (1, _up8(K), _up8(N)) if off else None
+        shape = _padded(M, K, N, layout) if off else None
     elif kernel == "hopper":
         reason = f"{said}: multiples of {ALIGN}"
     else:
@@ -311,7 +302,7 @@ def gemm_kernel(
         off += [f"K = {K} < {ALIGN}"] if K < ALIGN else []
         what = "odd" if align == 1 else f"{align}-aligned"
         reason = f"{said}: {' and '.join(off)} ({what}; cuBLAS's Hopper kernels need multiples of {ALIGN})"
-        shape = _aligned_shape(M, K, N, dims)
+        shape = _padded(M, K, N, layout)
     split = None
     if measured_gpu and kernel != "gemv":
         from .registry import tile_model

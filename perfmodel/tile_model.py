@@ -76,7 +76,7 @@ import numpy as np
 
 from ._backend import is_symbolic
 from ._boost import BoostedTrees
-from .calibrated_model import ALIGN, LAYOUTS, ReferenceGPU, alignment, fallback_kernels, layout_lead_dims
+from .calibrated_model import ReferenceGPU, alignment, fallback_kernels, layout_lead_dims, padded_shape
 from .errors import CalibrationError, PerfModelError, UnsupportedFormatError, choices_message
 from .formats import Format
 from .hardware import GPUSpec, get_gpu
@@ -332,21 +332,6 @@ N_CORRECTION_FEATURES = 3 + 1 + 7 + 3 * len(_FEATURE_TILES) + 1 + 3 * len(_FEATU
 #: more: :func:`correction_features` with ``padded_t``); older files' fallback corrections read
 #: :data:`N_CORRECTION_FEATURES`
 N_FALLBACK_FEATURES = N_CORRECTION_FEATURES + 2
-
-
-def padded_shape(M: Any, K: Any, N: Any, layout: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The nearest shape cuBLAS runs with its Hopper kernels to a bf16 GEMM it sends to its fallback kernels
-    (float arrays): the layout's leading dimensions (:func:`perfmodel.calibrated_model.layout_lead_dims`: K and N
-    for ``rr``/``rc``, M and N for ``cr``) rounded up to multiples of 8 (``ALIGN``), and K at least 8."""
-    if layout not in LAYOUTS:
-        raise PerfModelError(choices_message("padded_shape: layout", layout, LAYOUTS))
-    M, K, N = (np.asarray(x, dtype=np.float64) for x in (M, K, N))
-    K = np.maximum(K, ALIGN)
-
-    def up(x: np.ndarray) -> np.ndarray:
-        return np.ceil(x / ALIGN) * ALIGN
-
-    return (up(M), K, up(N)) if layout == "cr" else (M, up(K), up(N))
 
 
 def correction_features(

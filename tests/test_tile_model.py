@@ -556,6 +556,23 @@ def test_padded_shape_by_hand():
     for lay in ("rr", "rc", "cr"):
         assert not fallback_mask(*padded_shape(M, K, N, lay), lay).any()
         assert fallback_mask(M, K, N, lay).all()
+    # one row keeps M = 1 in every layout (with K < 8 it falls back; padded, K and N are multiples of 8), and int32
+    # arrays broadcast against scalars
+    got = padded_shape(np.array([1, 1], np.int32), np.array([3, 5], np.int32), 7475, "cr")
+    assert [g.tolist() for g in got] == [[1, 1], [8, 8], [7480, 7480]]
+    assert fallback_mask(np.array([1.0]), np.array([3.0]), np.array([7475.0]), "cr").all()
+    # it is the shape gemm_kernel reports as aligned_shape (one definition: the tile model's features and the kernel
+    # answer pad alike), for every fallback GEMM of a random draw
+    rng = np.random.default_rng(7)
+    hits = 0
+    for lay in ("rr", "rc", "cr"):
+        for m, k, n in rng.integers(1, 3000, size=(60, 3)):
+            k = int(k) if k > 40 else int(k) % 9 + 1  # some K < 8
+            if bool(fallback_mask(float(m), float(k), float(n), lay)):
+                want = pm.gemm_kernel(int(m), k, int(n), "bf16", "H200", layout=lay).aligned_shape
+                assert tuple(int(x) for x in padded_shape(m, k, n, lay)) == want, (m, k, n, lay)
+                hits += 1
+    assert hits > 100
 
 
 def test_correction_features_with_the_padded_time():
