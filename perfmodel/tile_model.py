@@ -54,7 +54,7 @@ calibration's measured gap, as for the other models.
 
 **A learned correction on top.** What the formula misses varies with the shape in ways no term of it describes
 (which tile cuBLAS's heuristic takes, epilogue and split-K choices), so the shipped model multiplies the formula's
-time by ``exp(c)``, ``c`` the sum of 100 boosted regression trees (:mod:`perfmodel._boost`) over
+time by ``exp(c)``, ``c`` the sum of 300 boosted regression trees (:mod:`perfmodel._boost`) over
 :func:`correction_features` — log sizes, residues modulo tile sizes, tile counts and wave fractions, alignment
 flags and the formula's own log time; for the fallback kinds also the model's time of the nearest shape the Hopper
 kernels run (:func:`padded_shape`) — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling) and
