@@ -59,7 +59,7 @@ PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
 #: the layout-sweep sessions the tile model's error bars come from, pooled: benchmarks/validate_tiles.py's
 #: FRESH_SESSIONS (a test holds the two equal), each in no fit and measured after the formula fits
-TILES_FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2063, 2071)))
+TILES_FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2079)))
 #: how many distinct GPUs those sessions ran on (benchmarks/validate_tiles.py's FRESH_GPUS; a test holds it)
 TILES_FRESH_GPUS = 4
 
@@ -69,7 +69,9 @@ def _layout_sweep(timing: str, session: str = "") -> tuple[dict[str, Any], ...] 
     """The records of one layout-sweep file (read once per run): ``timing`` "kernel" (profiled) or "event"
     (do_bench); ``session`` "" (seed 0), "_repeat" (seed 0 again), "_fresh" (seed 2026) or "_fresh_repeat" (seed
     2026 again). ``None`` if absent."""
-    path = LAYOUT_SWEEP / f"h200_gemm_layouts_{'kernels' if timing == 'kernel' else 'time'}{session}_2026-12-01.json.gz"
+    from perfmodel.calibrate_tiles import sweep_path
+
+    path = sweep_path("kernels" if timing == "kernel" else "time", session, LAYOUT_SWEEP)
     return tuple(read_data_json(path)["records"]) if path.exists() else None
 
 

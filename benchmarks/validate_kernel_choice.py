@@ -1,5 +1,5 @@
 """cuBLAS's kernel choice (:func:`perfmodel.gemm_kernel`, :func:`perfmodel.kernel_class`) against the kernels it ran
-in the H200 layout sweeps of 2026-12-01 (the profiler's kernel names, ``benchmarks/data/h200_2026-12-01``).
+in the H200 layout sweeps of 2026-12-01 and 02 (the profiler's kernel names, ``benchmarks/data/h200_2026-12-01``).
 
 Two answers, scored apart:
 
@@ -128,10 +128,10 @@ def _pct(a: int, b: int) -> str:
 
 def markdown(rep: dict[str, Any]) -> str:
     lines = [
-        f"**cuBLAS's kernel class and split-K, predicted and run** ({rep['sessions']} H200 layout sweeps, every one "
-        "of 2026-12-01; `python benchmarks/validate_kernel_choice.py`). `class`: the rule of `perfmodel.gemm_kernel`, "
-        "read off the sweeps up to seed 3002 (on them a description of its data, not a held-out score; the row "
-        "`bf16, held out` is the sweeps measured after it), % of GEMMs that ran the class it "
+        f"**cuBLAS's kernel class and split-K, predicted and run** ({rep['sessions']} H200 layout sweeps of "
+        "2026-12-01 and 02; `python benchmarks/validate_kernel_choice.py`). `class`: the rule of "
+        "`perfmodel.gemm_kernel`, read off the sweeps up to seed 3002 (on them a description of its data, not a "
+        "held-out score; the row `bf16, held out` is the sweeps measured after it), % of GEMMs that ran the class it "
         "gives, and of those that ran its alternative (gemmSN, for few-row misaligned `rr`/`rc` GEMMs); `split-K`: "
         "the tile model's formula, on the sessions it was not fitted on (all but seed 0's two), % right, against "
         "never splitting:",

@@ -22,16 +22,17 @@ Three kinds of session, kept apart:
   measured as fit data after seeds 2037 to 2043 had scored the correction without it, seed 3002 (``*_fit3002``,
   9348 GEMMs of the same families) after seeds 2046 to 2048 had scored the next one, and seed 3003
   (``*_fit3003``, 8859 GEMMs) with seeds 2049 to 2055; the shipped correction is fitted on all three, and on
-  seeds 2038 to 2062 (fresh sessions of earlier versions: 2038 to 2043 after the correction fitted one row per
+  seeds 2038 to 2070 (fresh sessions of earlier versions: 2038 to 2043 after the correction fitted one row per
   measurement, 2044 and 2045 after the one with seed 3001, 2046 to 2048 after the one that also fits the one-row
   misaligned GEMMs, 2049 to 2055 after the one with seed 3002, 2056 to 2062 after the one with seeds 2046 to 2055
-  and 3003; their held-out scores are in the docs);
-* **fresh**: seeds 2037 and 2063 to 2070 (``*_fresh2037`` …), in no fit, each measured after the formula fits
-  were committed — 2037 after the correction fitted one row per measurement, 2063 to 2070 after the shipped one
-  (the fallback kinds' padded-shape features, with seeds 2056 to 2062): 2037 on a freshly started device machine,
-  with the GPU's SM clock logged every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``), 2063 to 2066 in
-  two calls on a GPU no earlier logged session ran on (the machine stayed warm between them), 2067 and 2068 in one
-  call on a second such GPU, 2069 and 2070 (partial: 1868 of its 4725 GEMMs, both timings) on a third — pooled,
+  and 3003, 2063 to 2070 after the one with the padded-shape features and seeds 2056 to 2062; their held-out
+  scores are in the docs);
+* **fresh**: seeds 2037 and 2071 to 2078 (``*_fresh2037`` …; 2071 to 2078 measured 2026-12-02, named so), in no
+  fit, each measured after the formula fits were committed — 2037 after the correction fitted one row per
+  measurement, 2071 to 2078 after the shipped one (300 trees, with seeds 2063 to 2070): 2037 on a freshly started
+  device machine, with the GPU's SM clock logged every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``),
+  2071 and 2072 in one call on a GPU no earlier logged session ran on, 2073 and 2074 in one call on a second such
+  GPU, 2075 to 2078 in two calls on a third (the machine stayed warm between them) — pooled,
   the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in the same order, right
   after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one
   GPU and across GPUs.
@@ -114,35 +115,42 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2060": ("seen", 2060, "fresh for it, on that GPU a third time; fit data since"),
     "_fresh2061": ("seen", 2061, "fresh for it, on that GPU a fourth time; fit data since"),
     "_fresh2062": ("seen", 2062, "fresh for it, on that GPU a fifth time (kernel time only); fit data since"),
-    "_fresh2063": ("fresh", 2063, "fresh, after the shipped correction, on a thirteenth GPU"),
-    "_fresh2064": ("fresh", 2064, "fresh, on that GPU again"),
-    "_fresh2065": ("fresh", 2065, "fresh, on that GPU a third time"),
-    "_fresh2066": ("fresh", 2066, "fresh, on that GPU a fourth time"),
-    "_fresh2067": ("fresh", 2067, "fresh, on a fourteenth GPU"),
-    "_fresh2068": ("fresh", 2068, "fresh, on that GPU again"),
-    "_fresh2069": ("fresh", 2069, "fresh, on a fifteenth GPU"),
-    "_fresh2070": ("fresh", 2070, "fresh, on that GPU again (partial session)"),
+    "_fresh2063": ("seen", 2063, "fresh for the padded-shape correction, on a thirteenth GPU; fit data since"),
+    "_fresh2064": ("seen", 2064, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2065": ("seen", 2065, "fresh for it, on that GPU a third time; fit data since"),
+    "_fresh2066": ("seen", 2066, "fresh for it, on that GPU a fourth time; fit data since"),
+    "_fresh2067": ("seen", 2067, "fresh for it, on a fourteenth GPU; fit data since"),
+    "_fresh2068": ("seen", 2068, "fresh for it, on that GPU again; fit data since"),
+    "_fresh2069": ("seen", 2069, "fresh for it, on a fifteenth GPU; fit data since"),
+    "_fresh2070": ("seen", 2070, "fresh for it, on that GPU again (partial session); fit data since"),
+    "_fresh2071": ("fresh", 2071, "fresh, after the shipped correction, on a sixteenth GPU"),
+    "_fresh2072": ("fresh", 2072, "fresh, on that GPU again"),
+    "_fresh2073": ("fresh", 2073, "fresh, on a seventeenth GPU"),
+    "_fresh2074": ("fresh", 2074, "fresh, on that GPU again"),
+    "_fresh2075": ("fresh", 2075, "fresh, on an eighteenth GPU"),
+    "_fresh2076": ("fresh", 2076, "fresh, on that GPU again"),
+    "_fresh2077": ("fresh", 2077, "fresh, on that GPU a third time"),
+    "_fresh2078": ("fresh", 2078, "fresh, on that GPU a fourth time"),
 }
 #: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit, have the fixed family
-#: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2063 to
-#: 2070 after the shipped one; 2070 partial, both timings over the same 1868 GEMMs), pooled the held-out score of
-#: record (error bars, expected error, floors)
+#: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2071 to
+#: 2078 after the shipped one), pooled the held-out score of record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2063, 2071)))
-#: the fresh sessions measured after the shipped correction was committed (8c6a841, 23:21:50 UTC; the strictly later
-#: score)
-AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2063, 2071))
+FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2079)))
+#: the fresh sessions measured after the shipped correction was committed (f3873d0, 2026-12-02 01:20:38 UTC; the
+#: strictly later score)
+AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2071, 2079))
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
-    "_fresh2063": "GPU-4b603387",
-    "_fresh2064": "GPU-4b603387",
-    "_fresh2065": "GPU-4b603387",
-    "_fresh2066": "GPU-4b603387",
-    "_fresh2067": "GPU-d4ce4dc2",
-    "_fresh2068": "GPU-d4ce4dc2",
-    "_fresh2069": "GPU-11cf3a2c",
-    "_fresh2070": "GPU-11cf3a2c",
+    "_fresh2071": "GPU-efc941e2",
+    "_fresh2072": "GPU-efc941e2",
+    "_fresh2073": "GPU-e7110998",
+    "_fresh2074": "GPU-e7110998",
+    "_fresh2075": "GPU-6cf4d0e5",
+    "_fresh2076": "GPU-6cf4d0e5",
+    "_fresh2077": "GPU-6cf4d0e5",
+    "_fresh2078": "GPU-6cf4d0e5",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
@@ -179,7 +187,9 @@ def records(timing: str, suffix: str | tuple[str, ...]) -> tuple[dict[str, Any],
         parts = [records(timing, s) for s in suffix]
         return None if any(p is None for p in parts) else tuple(r for p in parts for r in p)  # type: ignore[union-attr]
     kind = "kernels" if timing == "kernel" else "time"
-    path = DATA / f"h200_gemm_layouts_{kind}{suffix}_2026-12-01.json.gz"
+    from perfmodel.calibrate_tiles import sweep_path
+
+    path = sweep_path(kind, suffix, DATA)
     if not path.exists():
         return None
     return tuple(r for r in read_data_json(path)["records"] if r.get("time_s"))

@@ -48,8 +48,13 @@ committed (2907511), scored that version. Then seeds 2056 to 2062 joined the fit
 correction got two more features: the model's time of the GEMM's :func:`perfmodel.tile_model.padded_shape` (its
 layout's main kind, corrected) and the log of the formula's time over it. They were chosen over six folds of fit
 sessions (seeds 2038 to 2052) held out in turn, then checked once on seeds 2056 to 2061 before those joined the fit
-(bf16 event-time p90 ``rr`` 13.9 → 13.6 %, kernel-time MdAPE ``cr`` 4.35 → 4.29 %); the sessions measured after
-that was committed score the shipped version. The boosting uses no BLAS: :func:`fit_corrections` on the
+(bf16 event-time p90 ``rr`` 13.9 → 13.6 %, kernel-time MdAPE ``cr`` 4.35 → 4.29 %); seeds 2063 to 2070, measured
+after that was committed (8c6a841), scored that version. Then seeds 2063 to 2070 joined the fit, and each kind
+got 300 trees instead of 100, chosen over three folds of fit sessions (seeds 2038 to 2045, 2046 to 2053 and 2054 to
+2061, each held out of a fit on the others, before 2063 to 2070 joined: bf16 event-time ``rr`` 2.53 / 11.30 →
+2.40 / 10.83 %, kernel-time ``cr`` MdAPE 3.57 → 3.40 %; 600 trees, depth 6 or 7, a lower learning rate, more bins
+or larger leaves no better); the sessions measured after that was committed (f3873d0) score the shipped version.
+The boosting uses no BLAS: :func:`fit_corrections` on the
 shipped formula's times gives the shipped trees on every build; after a formula refit on another BLAS build
 (parameters ~1e-5 apart) a near-tied split can flip (``docs/validation.md``, "The tile model").
 
@@ -145,11 +150,21 @@ CORRECTION_SUFFIXES: tuple[str, ...] = (
 #: sessions in :data:`CORRECTION_SUFFIXES` with kernel times only (seed 2062: the device time ran out before its
 #: event phase)
 KERNEL_ONLY_SUFFIXES: tuple[str, ...] = ("_fresh2062",)
+#: the days the layout sweep's sessions were measured on, in their file names (every session is in :data:`DATA`)
+SWEEP_DATES: tuple[str, ...] = ("2026-12-01", "2026-12-02")
+
+
+def sweep_path(kind: str, suffix: str, data: Path = DATA) -> Path:
+    """The file of one layout-sweep session in ``data``: ``kind`` "kernels" (profiled) or "time" (do_bench),
+    ``suffix`` the session's ("", "_repeat", "_fresh2063" …), measured on one of :data:`SWEEP_DATES`; the first
+    day's name where none exists (so that reading it gives the missing file's named error)."""
+    names = [data / f"h200_gemm_layouts_{kind}{suffix}_{day}.json.gz" for day in SWEEP_DATES]
+    return next((p for p in names if p.exists()), names[0])
+
+
 CORRECTION_FILES: dict[str, tuple[Path, ...]] = {
     timing: tuple(
-        DATA / f"h200_gemm_layouts_{kind}{sfx}_2026-12-01.json.gz"
-        for sfx in CORRECTION_SUFFIXES
-        if timing == "kernel" or sfx not in KERNEL_ONLY_SUFFIXES
+        sweep_path(kind, sfx) for sfx in CORRECTION_SUFFIXES if timing == "kernel" or sfx not in KERNEL_ONLY_SUFFIXES
     )
     for timing, kind in (("kernel", "kernels"), ("event", "time"))
 }

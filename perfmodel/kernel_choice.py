@@ -19,8 +19,8 @@ The classes (:data:`KERNELS`), by the names in cuBLAS's kernels as the profiler 
 * ``"cutlass_sm75"``: CUTLASS sm75 kernels with 1-element loads (``…_align1``): a leading dimension odd;
 * ``"gemv"``: cuBLAS's matrix-vector kernels (``gemvx``), for one row (M = 1) with K or N not a multiple of 8
   (K ≥ 8: one row with K < 8, which no sweep measured, gets the fallback class the models price it with);
-* ``"gemmSN"``: cuBLAS's few-row kernel (``gemmSN_…``), which it ran instead of the CUTLASS fallback for 913 of
-  the sweeps' 2678 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension
+* ``"gemmSN"``: cuBLAS's few-row kernel (``gemmSN_…``), which it ran instead of the CUTLASS fallback for 1047 of
+  the sweeps' 3046 ``rr``/``rc`` GEMMs of 2 to 16 rows with a misaligned leading dimension
   (``KERNEL_RULE_AGREEMENT["alternative"]``; which ones, we have no rule for): never the answer, but the
   :attr:`GemmKernel.alternative` of those GEMMs.
 
@@ -28,10 +28,11 @@ The measured side is :func:`kernel_class_of`: the class of a kernel a profiler r
 (:attr:`perfmodel.proton.Kernel.gemm_kernel` on a Proton profile), so a profile and a prediction speak of the same
 classes.
 
-**Where the rules come from.** They were read off every H200 layout sweep of 2026-12-01 (torch 2.11, cuBLAS of
+**Where the rules come from.** They were read off the H200 layout sweeps of 2026-12-01 (torch 2.11, cuBLAS of
 CUDA 13.0; ``benchmarks/data/h200_2026-12-01``; the profiler's kernel names): :data:`KERNEL_RULE_AGREEMENT` is how
-many of those GEMMs ran the class the rule gives (``benchmarks/validate_kernel_choice.py``; a description of the
-data the rule was read from), :data:`KERNEL_RULE_HELD_OUT` the same on the sweeps measured after it was read (its
+many GEMMs of every sweep (those and the later ones, of 2026-12-01 and 02) ran the class the rule gives
+(``benchmarks/validate_kernel_choice.py``; mostly a description of the data the rule was read from),
+:data:`KERNEL_RULE_HELD_OUT` the same on the sweeps measured after it was read (its
 held-out score). The split-K answer is the H200 tile model's
 (:meth:`perfmodel.tile_model.TileModel.split_k`: whether the formula's fastest candidate splits K), fitted on the
 seed-0 sessions only, so the other sessions score it: :data:`SPLIT_K_AGREEMENT`. On another Hopper GPU (the same
@@ -75,17 +76,17 @@ KERNELS: dict[str, str] = {
     "gemv": "cuBLAS gemv kernel (one row)",
     "gemmSN": "cuBLAS gemmSN kernel (few rows)",
 }
-#: the rule's agreement with the kernels cuBLAS ran for the bf16 GEMMs of every H200 layout sweep of 2026-12-01 (all
-#: three layouts; every fp8 GEMM ran a Hopper kernel; ``python benchmarks/validate_kernel_choice.py``, which a test
-#: re-runs): GEMMs, those that ran the class the rule gives, and those that ran its alternative (gemmSN)
-KERNEL_RULE_AGREEMENT: dict[str, int] = {"gemms": 154016, "right": 153055, "alternative": 913}
-#: the same on the bf16 GEMMs of the sweeps measured after the rule was read (seeds 2049 to 2070 and 3003, on nine
+#: the rule's agreement with the kernels cuBLAS ran for the bf16 GEMMs of every H200 layout sweep (2026-12-01 and
+#: 02; all three layouts; every fp8 GEMM ran a Hopper kernel; ``python benchmarks/validate_kernel_choice.py``, which a
+#: test re-runs): GEMMs, those that ran the class the rule gives, and those that ran its alternative (gemmSN)
+KERNEL_RULE_AGREEMENT: dict[str, int] = {"gemms": 176696, "right": 175588, "alternative": 1047}
+#: the same on the bf16 GEMMs of the sweeps measured after the rule was read (seeds 2049 to 2078 and 3003, on twelve
 #: GPUs none of the others ran on; the same script): the rule's held-out score
-KERNEL_RULE_HELD_OUT: dict[str, int] = {"gemms": 63463, "right": 63092, "alternative": 351}
+KERNEL_RULE_HELD_OUT: dict[str, int] = {"gemms": 86143, "right": 85625, "alternative": 485}
 #: the tile model's split-K answer against the kernels cuBLAS ran for the bf16 GEMMs (gemv ones aside) of the
 #: sessions its formula was not fitted on (every layout sweep but seed 0's two; the same script): GEMMs, right
 #: answers, and the right answers of "never split" on the same GEMMs (the baseline)
-SPLIT_K_AGREEMENT: dict[str, int] = {"gemms": 147767, "right": 133454, "never": 105514}
+SPLIT_K_AGREEMENT: dict[str, int] = {"gemms": 170354, "right": 153870, "never": 121645}
 #: the GPU the rules and the split-K model were measured on
 MEASURED_GPU = "H200"
 #: GEMMs of up to this many rows with a misaligned leading dimension, in ``rr``/``rc``, may get gemmSN
@@ -331,7 +332,7 @@ def _basis(other_gpu: str | None, fmt: str) -> str:
     name of the GPU it was transferred to, ``None`` on the measured one)."""
     r, h, s = KERNEL_RULE_AGREEMENT, KERNEL_RULE_HELD_OUT, SPLIT_K_AGREEMENT
     text = (
-        f"rule read off the {MEASURED_GPU} layout sweeps (2026-12-01, cuBLAS of CUDA 13.0): the class of "
+        f"rule read off the {MEASURED_GPU} layout sweeps (2026-12-01 and 02, cuBLAS of CUDA 13.0): the class of "
         f"{_pct(r['right'], r['gemms'])} of their {r['gemms']} bf16 GEMMs (its alternative: "
         f"{_pct(r['alternative'], r['gemms'])}); held out, {_pct(h['right'], h['gemms'])} of {h['gemms']} measured "
         f"after it (its alternative: {_pct(h['alternative'], h['gemms'])})"

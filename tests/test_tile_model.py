@@ -346,32 +346,38 @@ def test_corrections_reproduce_from_the_shipped_formula():
     # between builds, a split whose two candidates are within that noise can flip (docs/validation.md).
     import dataclasses
 
-    from perfmodel.calibrate_tiles import CORRECTION_FILES, fit_corrections
+    from perfmodel.calibrate_tiles import BOOST, CORRECTION_FILES, fit_corrections
 
     # Each kind is fitted on its own rows only (a fallback kind also reads its main kind's prices), so a subset per
     # timing checks those kinds exactly; the two subsets cover six of the eight kinds (not bf16@rc's main kernels
-    # nor fp8 rowwise: the same code on other rows), a third of the rows of refitting all sixteen sets.
+    # nor fp8 rowwise: the same code on other rows). The boosting is sequential and deterministic, so the first 100
+    # trees of the shipped fit are what a 100-tree fit gives: the test refits those (a ninth of the work of
+    # refitting all sixteen sets), and checks that every shipped set has BOOST's tree count.
     shipped = load_tile_model(TILES_PATH)
     # the fallback kinds read their padded shapes' times, which the main kinds' corrections price: those of the
-    # shipped file where a subset does not refit them (fit_corrections)
+    # shipped file (every tree), since no subset refits a fallback kind's main kind
     main = {f: {k: v for k, v in getattr(shipped, f).items() if "fallback" not in k} for f in ("corrections",
             "event_corrections")}  # fmt: skip
     formula = dataclasses.replace(shipped, **main)
     want = json.loads(TILES_PATH.read_text())
     subsets = {
-        "kernel": ("bf16@cr", "bf16@fallback/rc", "bf16@fallback/cr"),
-        "event": ("bf16@rr", "bf16@fallback/rr", "fp8_e4m3/tensorwise"),
+        "kernel": ("bf16@cr", "bf16@fallback/rr", "bf16@fallback/rc"),
+        "event": ("bf16@rr", "bf16@fallback/cr", "fp8_e4m3/tensorwise"),
     }
+    prefix = 100
     for timing, field in (("kernel", "corrections"), ("event", "event_corrections")):
         assert want[field].keys() == set(CORRECTION_KEYS)
-        got, _ = fit_corrections(formula, CORRECTION_FILES[timing], timing, keys=subsets[timing])
+        assert all(len(t["feature"]) == BOOST["trees"] for t in want[field].values()), field
+        got, _ = fit_corrections(formula, CORRECTION_FILES[timing], timing, keys=subsets[timing], trees=prefix)
         assert got.keys() == set(subsets[timing])
         for key in subsets[timing]:
+            assert not any(k.startswith(key.replace("@fallback/", "@")) for k in subsets[timing] if k != key)
             trees = want[field][key]
             g = got[key].to_dict()
-            assert g["feature"] == trees["feature"], (field, key)
-            assert g["threshold"] == trees["threshold"], (field, key)
-            assert np.allclose(g["value"], trees["value"], rtol=0, atol=1e-7), (field, key)
+            assert g["base"] == trees["base"], (field, key)
+            assert g["feature"] == trees["feature"][:prefix], (field, key)
+            assert g["threshold"] == trees["threshold"][:prefix], (field, key)
+            assert np.allclose(g["value"], trees["value"][:prefix], rtol=0, atol=1e-7), (field, key)
 
 
 def test_a_fallback_kind_is_fitted_on_its_main_kinds_padded_times():
