@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import perfmodel.calibrate_tiles as ct  # noqa: E402
+from perfmodel.errors import CalibrationError  # noqa: E402
 from perfmodel.formats import get_format  # noqa: E402
 from perfmodel.hardware import get_gpu  # noqa: E402
 from perfmodel.registry import tile_model  # noqa: E402
@@ -43,6 +44,8 @@ def _seeds(text: str) -> set[int]:
     out: set[int] = set()
     for part in filter(None, text.split(",")):
         lo, _, hi = part.partition("-")
+        if not (lo.isdigit() and (hi.isdigit() or not hi)):
+            raise ValueError(f"--without: {part!r} is not a seed or a range of seeds (valid: 2063, 2063-2070, a,b)")
         out.update(range(int(lo), int(hi or lo) + 1))
     return out
 
@@ -102,7 +105,20 @@ def main() -> int:
     ap.add_argument("--main", default="{}", help="fit_boost keywords of the main kind a fallback kind reads")
     ap.add_argument("--without", default="", help='fit sessions left out of every fold\'s training, "2063-2070"')
     args = ap.parse_args()
-    cross_validate(args.timing, args.key, json.loads(args.settings), json.loads(args.main), _seeds(args.without))
+    try:
+        settings, main_cfg = json.loads(args.settings), json.loads(args.main)
+    except json.JSONDecodeError as e:
+        ap.error(f"settings and --main must be JSON ({e})")
+    try:
+        without = _seeds(args.without)
+    except ValueError as e:
+        ap.error(str(e))
+    if not (isinstance(settings, list) and all(isinstance(c, dict) for c in settings) and isinstance(main_cfg, dict)):
+        ap.error("settings must be a JSON list of objects (e.g. '[{}, {\"trees\": 300}]'), --main one object")
+    try:
+        cross_validate(args.timing, args.key, settings, main_cfg, without)
+    except (CalibrationError, TypeError) as e:  # an unknown kind; a fit_boost keyword it does not take
+        ap.error(str(e))
     return 0
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -17,6 +19,8 @@ def test_seed_ranges_parse():
     assert cv_tiles._seeds("2063-2065") == {2063, 2064, 2065}
     assert cv_tiles._seeds("2063,2070") == {2063, 2070}
     assert cv_tiles._seeds("") == set()
+    with pytest.raises(ValueError, match="not a seed or a range"):
+        cv_tiles._seeds("2063-x")
 
 
 def test_every_fit_file_maps_back_to_its_session():
