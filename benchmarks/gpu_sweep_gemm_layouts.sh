@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh                 # full sweep (~4-7 min on an H200)
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh --quick         # smoke test (~30 s)
 #   SEED=2026 SUFFIX=_fresh bash benchmarks/gpu_sweep_gemm_layouts.sh   # a fresh draw, same mix
+#   SEED=2026 ORDER_SEED=9026 SUFFIX=_fresh_order bash benchmarks/gpu_sweep_gemm_layouts.sh   # same shapes, other order
 #   FAMILY_MIX=random=2000,odd=800,llm=0,small_m=0,square=0 SEED=3001 SUFFIX=_fit3001 \
 #     bash benchmarks/gpu_sweep_gemm_layouts.sh                          # another mix (fit data)
 #
@@ -18,6 +19,7 @@ set -u
 OUT=${OUT:-out}
 QUICK=${1:-}
 SEED=${SEED:-0}
+ORDER_SEED=${ORDER_SEED:-$SEED}             # the run order's seed alone (default: SEED's order)
 SUFFIX=${SUFFIX:-}
 FAMILY_MIX=${FAMILY_MIX:-}                # shapes per family, e.g. random=2000,llm=0 (default: the fixed mix)
 DEADLINE_S=${DEADLINE_S:-560}
@@ -43,7 +45,7 @@ min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
 MIX=()
 if [ -n "$FAMILY_MIX" ]; then MIX=(--family-mix "$FAMILY_MIX"); fi
 run() {
-  python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --suffix "$SUFFIX" "${MIX[@]}" $QUICK 2>&1 |
+  python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --order-seed "$ORDER_SEED" --suffix "$SUFFIX" "${MIX[@]}" $QUICK 2>&1 |
     tee -a "$LOG"
 }
 

@@ -57,6 +57,26 @@ def test_plan_is_deterministic_per_seed_and_keeps_the_mix_across_seeds(plan0):
     assert {i.id for i in plan0 if i.spec.family == "random"} != {i.id for i in other if i.spec.family == "random"}
 
 
+def test_order_seed_runs_the_same_gemms_in_another_order(plan0):
+    # --order-seed: the shapes of --seed, shuffled by another seed; each shape's five items stay together
+    assert G.plan_items(seed=0, order_seed=0)[0] == plan0
+    other = G.plan_items(seed=0, order_seed=9000)[0]
+    assert sorted(i.id for i in other) == sorted(i.id for i in plan0)
+    assert [i.id for i in other] != [i.id for i in plan0]
+    for items in (plan0, other):
+        groups = [i.group for i in items]
+        assert groups == sorted(groups)
+        by_group: dict[int, set[str]] = {}
+        for i in items:
+            by_group.setdefault(i.group, set()).add(i.shape_id)
+        assert all(len(v) == 1 for v in by_group.values())
+    with pytest.raises(ValueError, match="order_seed must be an int"):
+        G.plan_items(seed=0, order_seed="1")  # type: ignore[arg-type]
+    text = G.plan_summary(other, {}, seed=0, order_seed=9000, family_mix=G.FAMILY_MIX)
+    assert text.startswith("gemm_layouts plan, seed 0, run order of seed 9000")
+    assert G.plan_summary(plan0, {}, seed=0, family_mix=G.FAMILY_MIX).startswith("gemm_layouts plan, seed 0\n")
+
+
 def test_family_mix_matches_the_constants(plan0):
     shapes = _shapes(plan0)
     per_family = Counter(group[0].spec.family for group in shapes.values())
@@ -585,14 +605,19 @@ def test_gpu_sweep_script_passes_the_family_mix_to_the_plan(tmp_path):
     (bin_dir / "python3").symlink_to(sys.executable)
     script = ROOT / "benchmarks" / "gpu_sweep_gemm_layouts.sh"
     logs = {}
-    for name, mix in (("mixed", "random=5,odd=3,llm=0,small_m=0,square=0"), ("fixed", "")):
+    runs = (("mixed", "random=5,odd=3,llm=0,small_m=0,square=0", ""), ("fixed", "", ""), ("ordered", "", "9"))
+    for name, mix, order in runs:
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", OUT=str(tmp_path / name))
         env.update(FAMILY_MIX=mix, SEED="7", DEADLINE_S="1")
+        if order:
+            env["ORDER_SEED"] = order
         subprocess.run(["bash", str(script)], env=env, capture_output=True, timeout=120, check=False)
         logs[name] = (tmp_path / name / "log.txt").read_text()
     assert "FAMILY_MIX (shapes): llm=0, odd=3, random=5, small_m=0, square=0" in logs["mixed"]
     assert "shapes: 8 (odd=3, random=5)" in logs["mixed"]
     assert "FAMILY_MIX (shapes): llm=270, odd=96, random=420, small_m=144, square=15" in logs["fixed"]
+    assert "gemm_layouts plan, seed 7\n" in logs["fixed"]
+    assert "gemm_layouts plan, seed 7, run order of seed 9\n" in logs["ordered"]
     for log in logs.values():
         assert "no time left for the time phase (DEADLINE_S=1)" in log
         assert "no time left for the kernels phase (DEADLINE_S=1)" in log

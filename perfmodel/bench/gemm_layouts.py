@@ -36,7 +36,9 @@ Three phases, each its own process, writing ``perfmodel.bench/1`` datasets (``Da
   event-minus-kernel gap (µs), and the share of items whose main kernel is a pre-Hopper (sm < 90) one.
 
 Items are ordered by shape, shapes shuffled with the seed, so a budget cut drops a uniform random
-subset of shapes (all five items of a shape stay together), never whole families. torch and triton are
+subset of shapes (all five items of a shape stay together), never whole families. ``--order-seed`` shuffles the
+same shapes (drawn with ``--seed``) into another order: the same GEMMs after other neighbours, which is how far a
+GEMM's time depends on what ran before it (the "other order" floor of ``docs/validation.md``). torch and triton are
 imported inside the functions that run on the GPU: importing this module touches neither.
 """
 
@@ -414,12 +416,17 @@ def _family_shapes(family: str, count: int, seed: int, seen: set[tuple[int, int,
 
 
 def plan_items(
-    *, seed: int = 0, family_mix: Mapping[str, int] | None = None, quick: bool = False
+    *,
+    seed: int = 0,
+    family_mix: Mapping[str, int] | None = None,
+    quick: bool = False,
+    order_seed: int | None = None,
 ) -> tuple[list[LayoutItem], dict[str, int]]:
     """Every item of the sweep in run order, and per family the shapes left out for cost or size.
 
     Shapes are generated family by family (FAMILIES order; a shape already taken by an earlier family
-    is skipped), then shuffled with ``random.Random(f"order:{seed}")``; each shape's five items stay
+    is skipped), then shuffled with ``random.Random(f"order:{order_seed}")`` (``order_seed`` defaults to
+    ``seed``: another one runs the same shapes in another order); each shape's five items stay
     together (bf16 rr, rc, cr, fp8 tensorwise, fp8 rowwise). ``quick``: QUICK_SHAPES_PER_FAMILY
     shapes per family, the first in run order whose items are all estimated under QUICK_MAX_KERNEL_S.
     """
@@ -434,7 +441,9 @@ def plan_items(
         if mix.get(family, 0) > 0:
             got, dropped[family] = _family_shapes(family, mix[family], seed, seen)
             shapes += got
-    random.Random(f"order:{seed}").shuffle(shapes)
+    if order_seed is not None and (not isinstance(order_seed, int) or isinstance(order_seed, bool)):
+        raise ValueError(f"order_seed must be an int or None, got {order_seed!r}")
+    random.Random(f"order:{seed if order_seed is None else order_seed}").shuffle(shapes)
     if quick:
         kept: list[_Shape] = []
         per_family: Counter[str] = Counter()
@@ -462,11 +471,14 @@ def plan_summary(
     family_mix: Mapping[str, int],
     time_budget_s: float = TIME_BUDGET_S,
     kernels_budget_s: float = KERNELS_BUDGET_S,
+    order_seed: int | None = None,
 ) -> str:
-    """The plan as text: the constants, counts per family/layout/format, estimated phase times."""
+    """The plan as text: the constants, counts per family/layout/format, estimated phase times (``order_seed``:
+    the run order's seed where it is not ``seed``)."""
     shapes = Counter(i.spec.family for i in items if i.fmt is BF16 and i.spec.layout == "rr")
+    order = "" if order_seed is None or order_seed == seed else f", run order of seed {order_seed}"
     lines = [
-        f"gemm_layouts plan, seed {seed}",
+        f"gemm_layouts plan, seed {seed}{order}",
         f"  FAMILY_MIX (shapes): {_fmt_counter(family_mix)}; each shape = bf16 x {{{', '.join(LAYOUTS)}}} "
         f"+ {', '.join(f.key for f in FP8_FORMATS)} (rc, K and N rounded up to multiples of {P.FP8_MULTIPLE})",
         f"  LLM_M: {', '.join(map(str, LLM_M))} x {len(P.LLM_LINEAR_SHAPES)} Linear (K, N), 3 GEMMs each",
@@ -1101,6 +1113,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output folder (required for time, kernels, summary)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random draws and of the run order")
     p.add_argument(
+        "--order-seed",
+        type=int,
+        default=None,
+        help="seed of the run order alone (default: --seed): the same shapes in another order",
+    )
+    p.add_argument(
         "--budget-s",
         type=float,
         default=None,
@@ -1140,6 +1158,7 @@ def _log(msg: str) -> None:
 def _plan_meta(args: argparse.Namespace, mix: Mapping[str, int], dropped: Mapping[str, int]) -> dict[str, Any]:
     return {
         "seed": args.seed,
+        "order_seed": args.seed if args.order_seed is None else args.order_seed,
         "quick": args.quick,
         "family_mix": dict(mix),
         "left_out_for_cost": dict(dropped),
@@ -1160,11 +1179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summarize(args.out, suffix=args.suffix))
         return 0
     mix = args.family_mix or dict(FAMILY_MIX)
-    items, dropped = plan_items(seed=args.seed, family_mix=mix, quick=args.quick)
+    items, dropped = plan_items(seed=args.seed, family_mix=mix, quick=args.quick, order_seed=args.order_seed)
     text = plan_summary(
         items,
         dropped,
         seed=args.seed,
+        order_seed=args.order_seed,
         family_mix=mix,
         time_budget_s=args.budget_s if args.budget_s is not None and args.phase == "time" else TIME_BUDGET_S,
         kernels_budget_s=args.budget_s if args.budget_s is not None and args.phase == "kernels" else KERNELS_BUDGET_S,
