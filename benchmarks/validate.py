@@ -849,9 +849,12 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
         ratio, fams = _sweep_ratios(recs, timing, "tiles")
         fams_arr = np.array(fams)
         seeds = ", ".join(s.removeprefix("_fresh") for s in TILES_FRESH_SESSIONS)
+        from perfmodel.calibrate_tiles import sweep_path
+
+        days = sorted({sweep_path("time", s, LAYOUT_SWEEP).name[-18:-8] for s in TILES_FRESH_SESSIONS})
         basis = (
-            f"H200 layout sweep 2026-12-01, seeds {seeds} (in no fit, measured after the formula fits; "
-            f"{TILES_FRESH_GPUS} GPUs), the H200 tile model"
+            f"H200 layout sweeps of {' and '.join(days)}, seeds {seeds} (in no fit, measured after the formula "
+            f"fits; {TILES_FRESH_GPUS} GPUs), the H200 tile model"
         )
         bars.append(_bar("gemm_time", "measured", "all", timing, ratio, basis) | {"model": "tiles"})
         for fam in SHAPE_FAMILIES:
