@@ -1,7 +1,7 @@
 """Cross-validate the tile model's learned-correction settings over folds of its own fit sessions.
 
 Each fold holds a block of fresh-sweep sessions out of a fit of one kind's correction on all the other sessions of
-:data:`perfmodel.calibrate_tiles.CORRECTION_FILES`, then scores it on the held-out sessions' measurements of that
+:data:`perfmodel.calibrate_tiles.CORRECTION_SESSIONS`, then scores it on the held-out sessions' measurements of that
 kind (MdAPE / p90 of predicted / measured − 1, %, over the folds pooled). Nothing here reads a session outside the
 fit: it is how the boosting settings were chosen (the tree count of f3873d0: run with ``--without 2063-2070``, the
 sessions that joined the fit in that version). A fallback kind (``bf16@fallback/rr`` …) reads its padded shapes'
@@ -50,12 +50,6 @@ def _seeds(text: str) -> set[int]:
     return out
 
 
-def _suffix(path: Path) -> str:
-    """A layout-sweep file's session suffix (``"_fresh2063"`` …)."""
-    name = path.name.removeprefix("h200_gemm_layouts_").split("_", 1)
-    return ("_" + name[1].rsplit("_", 1)[0]) if len(name) > 1 and not name[1].startswith("20") else ""
-
-
 def cross_validate(
     timing: str, key: str, settings: list[dict], main: dict | None = None, without: set[int] = frozenset()
 ) -> list[tuple[float, float]]:
@@ -63,7 +57,7 @@ def cross_validate(
     spec, field = get_gpu("H200"), "event_corrections" if timing == "event" else "corrections"
     model0 = dataclasses.replace(tile_model(), corrections={}, event_corrections={})
     dropped = {f"_fresh{s}" for s in without}
-    files = [p for p in ct.CORRECTION_FILES[timing] if _suffix(p) not in dropped]
+    sessions = {sfx: p for sfx, p in ct.CORRECTION_SESSIONS[timing].items() if sfx not in dropped}
     fallback = "@fallback/" in key
     layout = key.rsplit("/", 1)[-1].split("@")[-1] if key.startswith("bf16") else "rc"
     scaling = key.split("/")[1] if key.startswith("fp8") else None
@@ -73,8 +67,8 @@ def cross_validate(
         errs = []
         for fold in FOLDS:
             test_sfx = {f"_fresh{s}" for s in fold}
-            train = [p for p in files if _suffix(p) not in test_sfx]
-            test = [p for p in files if _suffix(p) in test_sfx]
+            train = [p for sfx, p in sessions.items() if sfx not in test_sfx]
+            test = [p for sfx, p in sessions.items() if sfx in test_sfx]
             t0 = time.perf_counter()
             priced = model0
             if fallback:

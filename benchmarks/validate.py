@@ -43,6 +43,7 @@ from perfmodel.calibrate import (  # noqa: E402
     load_dataset,
     read_data_json,
 )
+from perfmodel.calibrate_tiles import SWEEP_DATES, sweep_path  # noqa: E402
 from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
 from perfmodel.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
 from perfmodel.hardware import GPUS, Efficiency  # noqa: E402
@@ -69,8 +70,6 @@ def _layout_sweep(timing: str, session: str = "") -> tuple[dict[str, Any], ...] 
     """The records of one layout-sweep file (read once per run): ``timing`` "kernel" (profiled) or "event"
     (do_bench); ``session`` "" (seed 0), "_repeat" (seed 0 again), "_fresh" (seed 2026) or "_fresh_repeat" (seed
     2026 again). ``None`` if absent."""
-    from perfmodel.calibrate_tiles import sweep_path
-
     path = sweep_path("kernels" if timing == "kernel" else "time", session, LAYOUT_SWEEP)
     return tuple(read_data_json(path)["records"]) if path.exists() else None
 
@@ -849,9 +848,8 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
         ratio, fams = _sweep_ratios(recs, timing, "tiles")
         fams_arr = np.array(fams)
         seeds = ", ".join(s.removeprefix("_fresh") for s in TILES_FRESH_SESSIONS)
-        from perfmodel.calibrate_tiles import sweep_path
-
-        days = sorted({sweep_path("time", s, LAYOUT_SWEEP).name[-18:-8] for s in TILES_FRESH_SESSIONS})
+        names = [sweep_path("time", s, LAYOUT_SWEEP).name for s in TILES_FRESH_SESSIONS]
+        days = [d for d in SWEEP_DATES if any(n.endswith(f"_{d}.json.gz") for n in names)]
         basis = (
             f"H200 layout sweeps of {' and '.join(days)}, seeds {seeds} (in no fit, measured after the formula "
             f"fits; {TILES_FRESH_GPUS} GPUs), the H200 tile model"

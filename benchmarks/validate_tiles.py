@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
 from perfmodel.calibrate import ape_stats, read_data_json  # noqa: E402
-from perfmodel.calibrate_tiles import CORRECTION_SUFFIXES  # noqa: E402
+from perfmodel.calibrate_tiles import CORRECTION_SUFFIXES, sweep_path  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 DOC = ROOT / "docs" / "validation.md"
@@ -186,10 +186,7 @@ def records(timing: str, suffix: str | tuple[str, ...]) -> tuple[dict[str, Any],
     if isinstance(suffix, tuple):
         parts = [records(timing, s) for s in suffix]
         return None if any(p is None for p in parts) else tuple(r for p in parts for r in p)  # type: ignore[union-attr]
-    kind = "kernels" if timing == "kernel" else "time"
-    from perfmodel.calibrate_tiles import sweep_path
-
-    path = sweep_path(kind, suffix, DATA)
+    path = sweep_path("kernels" if timing == "kernel" else "time", suffix, DATA)
     if not path.exists():
         return None
     return tuple(r for r in read_data_json(path)["records"] if r.get("time_s"))

@@ -162,12 +162,17 @@ def sweep_path(kind: str, suffix: str, data: Path = DATA) -> Path:
     return next((p for p in names if p.exists()), names[0])
 
 
-CORRECTION_FILES: dict[str, tuple[Path, ...]] = {
-    timing: tuple(
-        sweep_path(kind, sfx) for sfx in CORRECTION_SUFFIXES if timing == "kernel" or sfx not in KERNEL_ONLY_SUFFIXES
-    )
+#: per timing, each session of :data:`CORRECTION_SUFFIXES` that has that timing -> its file, in that order
+CORRECTION_SESSIONS: dict[str, dict[str, Path]] = {
+    timing: {
+        sfx: sweep_path(kind, sfx)
+        for sfx in CORRECTION_SUFFIXES
+        if timing == "kernel" or sfx not in KERNEL_ONLY_SUFFIXES
+    }
     for timing, kind in (("kernel", "kernels"), ("event", "time"))
 }
+#: per timing, the files the learned correction is fitted on (:data:`CORRECTION_SESSIONS`' files)
+CORRECTION_FILES: dict[str, tuple[Path, ...]] = {t: tuple(s.values()) for t, s in CORRECTION_SESSIONS.items()}
 #: the boosting settings of the learned correction (module doc; chosen on the seed-2028 session, which the
 #: shipped correction was then also fitted on, the depth on seeds 2034 and 2035 held out of the fit; the tree count
 #: (300, was 100) over three folds of fit sessions (seeds 2038-2045, 2046-2053, 2054-2061 each held out of a fit on

@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import cv_tiles  # noqa: E402
 
-from perfmodel.calibrate_tiles import CORRECTION_FILES, CORRECTION_SUFFIXES  # noqa: E402
+from perfmodel.calibrate_tiles import CORRECTION_FILES, CORRECTION_SESSIONS, CORRECTION_SUFFIXES  # noqa: E402
 
 
 def test_seed_ranges_parse():
@@ -23,15 +23,16 @@ def test_seed_ranges_parse():
         cv_tiles._seeds("2063-x")
 
 
-def test_every_fit_file_maps_back_to_its_session():
-    # the folds select files by suffix: each fit file must give the suffix it was listed under
-    for timing, files in CORRECTION_FILES.items():
-        got = [cv_tiles._suffix(p) for p in files]
-        assert set(got) <= set(CORRECTION_SUFFIXES) and len(set(got)) == len(files), timing
-    assert cv_tiles._suffix(Path("h200_gemm_layouts_time_2026-12-01.json.gz")) == ""
-    repeat = Path("h200_gemm_layouts_kernels_fresh2032_repeat_2026-12-01.json.gz")
-    assert cv_tiles._suffix(repeat) == "_fresh2032_repeat"
-    assert cv_tiles._suffix(Path("h200_gemm_layouts_kernels_fresh2071_2026-12-02.json.gz")) == "_fresh2071"
+def test_every_fit_file_is_its_sessions():
+    # the folds select files by session: each timing's sessions are CORRECTION_SUFFIXES' (in order) and each file
+    # is its suffix's, and they are the files the fit reads
+    for timing, sessions in CORRECTION_SESSIONS.items():
+        assert list(sessions) == [s for s in CORRECTION_SUFFIXES if s in sessions], timing
+        for sfx, path in sessions.items():
+            kind = "kernels" if timing == "kernel" else "time"
+            assert path.name.startswith(f"h200_gemm_layouts_{kind}{sfx}_2026-12-0"), (timing, sfx, path.name)
+        assert tuple(sessions.values()) == CORRECTION_FILES[timing]
+    assert set(CORRECTION_SESSIONS["kernel"]) - set(CORRECTION_SESSIONS["event"]) == {"_fresh2062"}
 
 
 def test_the_folds_are_fit_sessions():
