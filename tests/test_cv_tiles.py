@@ -39,3 +39,16 @@ def test_the_folds_are_fit_sessions():
     # cross-validation holds out only sessions the correction is fitted on, never a held-out score's session
     for fold in cv_tiles.FOLDS:
         assert all(f"_fresh{s}" in CORRECTION_SUFFIXES for s in fold)
+
+
+def test_sweep_path_finds_each_sessions_day_and_names_a_missing_one():
+    from perfmodel.calibrate import read_data_json
+    from perfmodel.calibrate_tiles import sweep_path
+    from perfmodel.errors import CalibrationError
+
+    assert sweep_path("time", "").name == "h200_gemm_layouts_time_2026-12-01.json.gz"
+    assert sweep_path("kernels", "_fresh2071").name == "h200_gemm_layouts_kernels_fresh2071_2026-12-02.json.gz"
+    missing = sweep_path("time", "_fresh9999")
+    assert missing.name == "h200_gemm_layouts_time_fresh9999_2026-12-01.json.gz" and not missing.exists()
+    with pytest.raises(CalibrationError, match="cannot read the data"):
+        read_data_json(missing)
