@@ -27,15 +27,19 @@ Three kinds of session, kept apart:
   misaligned GEMMs, 2049 to 2055 after the one with seed 3002, 2056 to 2062 after the one with seeds 2046 to 2055
   and 3003, 2063 to 2070 after the one with the padded-shape features and seeds 2056 to 2062; their held-out
   scores are in the docs);
-* **fresh**: seeds 2037 and 2071 to 2078 (``*_fresh2037`` …; 2071 to 2078 measured 2026-12-02, named so), in no
+* **fresh**: seeds 2037 and 2071 to 2081 (``*_fresh2037`` …; 2071 to 2081 measured 2026-12-02, named so), in no
   fit, each measured after the formula fits were committed — 2037 after the correction fitted one row per
-  measurement, 2071 to 2078 after the shipped one (300 trees, with seeds 2063 to 2070): 2037 on a freshly started
+  measurement, 2071 to 2081 after the shipped one (300 trees, with seeds 2063 to 2070): 2037 on a freshly started
   device machine, with the GPU's SM clock logged every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``),
   2071 and 2072 in one call on a GPU no earlier logged session ran on, 2073 and 2074 in one call on a second such
-  GPU, 2075 to 2078 in two calls on a third (the machine stayed warm between them) — pooled,
-  the held-out score of the shipped model (:func:`score_pooled`); and seed 2037 again, in the same order, right
-  after on the same GPU (``*_fresh2037_repeat``): with seed 2036's pair, the held-out GEMMs' repeatability on one
-  GPU and across GPUs.
+  GPU, 2075 to 2078 in two calls on a third (the machine stayed warm between them), 2079 on a fourth, 2080 and 2081
+  on a fifth — pooled, the held-out score of the shipped model (:func:`score_pooled`);
+* **the same GEMMs again** (:data:`REPEATS`, not sessions of the score): seed 2037 in the same order right after on
+  the same GPU (``*_fresh2037_repeat``; seed 2036's pair is across GPUs); seed 2079 in another order right after on
+  its GPU (``*_fresh2079_order``), then both orders again on a sixth GPU (``*_fresh2079_repeat``,
+  ``*_fresh2079_order_repeat``); seed 2080 in another order right after on its GPU (``*_fresh2080_order``), then in
+  its own order again (``*_fresh2080_repeat``) — the held-out GEMMs' repeatability on one GPU and across GPUs, in
+  the same order and in another (:func:`score_orders`).
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -131,15 +135,24 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2076": ("fresh", 2076, "fresh, on that GPU again"),
     "_fresh2077": ("fresh", 2077, "fresh, on that GPU a third time"),
     "_fresh2078": ("fresh", 2078, "fresh, on that GPU a fourth time"),
+    "_fresh2079": ("fresh", 2079, "fresh, on a nineteenth GPU"),
+    "_fresh2079_order": ("fresh", 2079, "the same GEMMs in another order, on the same GPU"),
+    "_fresh2079_repeat": ("fresh", 2079, "the same GEMMs in the first order, on a twentieth GPU"),
+    "_fresh2079_order_repeat": ("fresh", 2079, "the same GEMMs in the other order, on that GPU"),
+    "_fresh2080": ("fresh", 2080, "fresh, on a twenty-first GPU"),
+    "_fresh2080_order": ("fresh", 2080, "the same GEMMs in another order, on the same GPU"),
+    "_fresh2080_repeat": ("fresh", 2080, "the same GEMMs in the first order, on the same GPU"),
+    "_fresh2081": ("fresh", 2081, "fresh, on that GPU again"),
 }
 #: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit, have the fixed family
 #: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2071 to
-#: 2078 after the shipped one), pooled the held-out score of record (error bars, expected error, floors)
+#: 2081 after the shipped one), each in its seed's own order (the repeats and other orders are not sessions of the
+#: score: they measure its GEMMs again), pooled the held-out score of record (error bars, expected error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2079)))
+FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2082)))
 #: the fresh sessions measured after the shipped correction was committed (f3873d0, 2026-12-02 01:20:38 UTC; the
 #: strictly later score)
-AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2071, 2079))
+AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2071, 2082))
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
@@ -151,15 +164,30 @@ FRESH_GPUS = {
     "_fresh2076": "GPU-6cf4d0e5",
     "_fresh2077": "GPU-6cf4d0e5",
     "_fresh2078": "GPU-6cf4d0e5",
+    "_fresh2079": "GPU-8c6816c5",
+    "_fresh2080": "GPU-84398e68",
+    "_fresh2081": "GPU-84398e68",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
 FRESH_REPEAT = "_fresh2037_repeat"
-#: (first, repeat, where) pairs of one seed measured twice in the same order, neither in any fit: FRESH's on one
-#: GPU, seed 2036's on two (the next freshly started machine, another H200 by its UUID)
+SAME_ORDER, OTHER_ORDER = "same order", "another order"
+#: (first, again, where) pairs of one seed's GEMMs measured twice, neither in any fit. In the same order: FRESH's
+#: on one GPU, seed 2036's on two (the next freshly started machine, another H200 by its UUID), seed 2080's on one,
+#: seed 2079's on two in each of its two orders. In another order (``--order-seed``: the same shapes after other
+#: neighbours, each shape's five GEMMs still together and in the same order): seed 2079's and 2080's on one GPU,
+#: and seed 2079's across two. ``where`` ends in SAME_ORDER or OTHER_ORDER (:func:`score_orders` pools by it).
 REPEATS: tuple[tuple[str, str, str], ...] = (
-    (FRESH, FRESH_REPEAT, "same GPU"),
-    ("_fresh2036", "_fresh2036_repeat", "another GPU"),
+    (FRESH, FRESH_REPEAT, f"same GPU, {SAME_ORDER}"),
+    ("_fresh2036", "_fresh2036_repeat", f"another GPU, {SAME_ORDER}"),
+    ("_fresh2080", "_fresh2080_repeat", f"same GPU, {SAME_ORDER}"),
+    ("_fresh2079", "_fresh2079_repeat", f"another GPU, {SAME_ORDER}"),
+    ("_fresh2079_order", "_fresh2079_order_repeat", f"another GPU, {SAME_ORDER}"),
+    ("_fresh2079", "_fresh2079_order", f"same GPU, {OTHER_ORDER}"),
+    ("_fresh2079_repeat", "_fresh2079_order_repeat", f"same GPU, {OTHER_ORDER}"),
+    ("_fresh2080", "_fresh2080_order", f"same GPU, {OTHER_ORDER}"),
+    ("_fresh2079", "_fresh2079_order_repeat", f"another GPU, {OTHER_ORDER}"),
+    ("_fresh2079_order", "_fresh2079_repeat", f"another GPU, {OTHER_ORDER}"),
 )
 CLOCKS = DATA / "h200_gpu_clocks_fresh2037_2026-12-01.csv.gz"
 #: SM clock bins of the clock table, MHz (the H200's maximum is 1980)
@@ -331,19 +359,27 @@ def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -
     return out
 
 
+def _pair(first: str, again: str, timing: str) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray] | None:
+    """``first``'s records that ``again`` measured too, their times there and in ``again`` (seconds), ``None`` if
+    either session is missing."""
+    a, b = records(timing, first), records(timing, again)
+    if a is None or b is None:
+        return None
+    times = {r["id"]: r["time_s"] for r in b}
+    rs = [r for r in a if r["id"] in times]
+    return rs, np.array([r["time_s"] for r in rs]), np.array([times[r["id"]] for r in rs])
+
+
 def score_repeat(suffix: str = FRESH, repeat: str = FRESH_REPEAT) -> dict[str, Any] | None:
-    """``suffix``'s GEMMs against the same GEMMs measured again in the same order (``repeat``): per
+    """``suffix``'s GEMMs against the same GEMMs measured again (``repeat``, in the same order or another): per
     timing and kind, MdAPE / p90 of the repeat against the first session (``floor``; ``floor_other``: the non-``llm``
     GEMMs only) and the tile model against each session."""
     out: dict[str, Any] = {}
     for timing in ("kernel", "event"):
-        first, again = records(timing, suffix), records(timing, repeat)
-        if first is None or again is None:
+        got = _pair(suffix, repeat, timing)
+        if got is None:
             return None
-        b = {r["id"]: r["time_s"] for r in again}
-        rs = [r for r in first if r["id"] in b]
-        meas = np.array([r["time_s"] for r in rs])
-        other = np.array([b[r["id"]] for r in rs])
+        rs, meas, other = got
         pred = predict(rs, "tiles", timing)
         llm = np.array([r["family"] == "llm" for r in rs])
         for k, sel in kind_masks(rs):
@@ -353,6 +389,89 @@ def score_repeat(suffix: str = FRESH, repeat: str = FRESH_REPEAT) -> dict[str, A
                 "tiles": ape_stats(pred[sel], meas[sel]),
                 "tiles_repeat": ape_stats(pred[sel], other[sel]),
             }
+    return out
+
+
+#: how many items before a GEMM its "load before" sums (:func:`score_orders`' correlation)
+LOAD_ITEMS = 30
+
+
+def _load_before(suffix: str, timing: str, rs: list[dict[str, Any]]) -> np.ndarray:
+    """For each of ``rs`` (by id), the summed time of the :data:`LOAD_ITEMS` items ``suffix``'s session measured just
+    before it (seconds; NaN for a GEMM with fewer before it): the GPU's recent load in that session's order."""
+    order = list(records(timing, suffix) or ())
+    cum = np.concatenate([[0.0], np.cumsum([r["time_s"] for r in order])])
+    at = {r["id"]: i for i, r in enumerate(order)}
+    idx = np.array([at[r["id"]] for r in rs])
+    return np.where(idx >= LOAD_ITEMS, cum[idx] - cum[np.maximum(idx - LOAD_ITEMS, 0)], np.nan)
+
+
+def positions(suffix: str = FRESH) -> dict[str, int]:
+    """Where each kind runs among its shape's five GEMMs in the sweep (1 to 5, the commonest position in ``suffix``'s
+    event session): the sweep runs a shape's GEMMs one after another, in the same order in every seed."""
+    seen: dict[int, list[str]] = defaultdict(list)
+    for r in records("event", suffix) or ():
+        seen[r["group"]].append(kind_of(r))
+    counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for kinds in seen.values():
+        for i, k in enumerate(kinds, 1):
+            counts[k][i] += 1
+    return {k: max(c, key=lambda i: c[i]) for k, c in counts.items()}
+
+
+@functools.cache
+def score_orders() -> dict[str, Any] | None:
+    """The pairs of :data:`REPEATS` pooled by order (:data:`SAME_ORDER`, :data:`OTHER_ORDER`), per timing and kind:
+    MdAPE / p90 of each pair's second session against its first over the non-``llm`` GEMMs (``floor_other``) and the
+    ``llm`` ones (``floor_llm``). On the sessions of the other-order pairs, once each: their ``llm`` GEMMs against
+    their median over the fit sessions (``lookup``: one session against many orders' average, where a pair's
+    difference holds the spread of two) and the tile model on their non-``llm`` GEMMs (``tiles_other``). ``None``
+    if a session is missing."""
+    out: dict[str, Any] = {"positions": positions()}
+    for timing in ("kernel", "event"):
+        pooled: dict[str, dict[str, list[np.ndarray]]] = defaultdict(lambda: defaultdict(list))
+        for first, again, where in REPEATS:
+            got = _pair(first, again, timing)
+            if got is None:
+                return None
+            rs, meas, other = got
+            order = OTHER_ORDER if where.endswith(OTHER_ORDER) else SAME_ORDER
+            llm = np.array([r["family"] == "llm" for r in rs])
+            load = np.log(_load_before(first, timing, rs) / _load_before(again, timing, rs))
+            for k, sel in kind_masks(rs):
+                for part, m in (("other", sel & ~llm), ("llm", sel & llm)):
+                    pooled[f"{order}|{part}|{k}"]["pred"].append(other[m])
+                    pooled[f"{order}|{part}|{k}"]["meas"].append(meas[m])
+                if order == OTHER_ORDER:
+                    m = sel & np.isfinite(load)
+                    pooled[f"corr||{k}"]["x"].append(load[m])
+                    pooled[f"corr||{k}"]["y"].append(np.log(meas[m] / other[m]))
+        sessions = dict.fromkeys(s for a, b, w in REPEATS if w.endswith(OTHER_ORDER) for s in (a, b))
+        medians = fit_medians(timing)
+        for sfx in sessions:
+            rs = list(records(timing, sfx) or ())
+            meas = np.array([r["time_s"] for r in rs])
+            pred = session_predictions(sfx, "tiles", "tiles", timing)
+            llm = np.array([r["family"] == "llm" and r["id"] in medians for r in rs])
+            other = np.array([r["family"] != "llm" for r in rs])
+            lookup = np.array([medians.get(r["id"], np.nan) for r in rs])
+            for k, sel in kind_masks(rs):
+                pooled[f"lookup|llm|{k}"]["pred"].append(lookup[sel & llm])
+                pooled[f"lookup|llm|{k}"]["meas"].append(meas[sel & llm])
+                pooled[f"tiles|other|{k}"]["pred"].append(pred[sel & other])
+                pooled[f"tiles|other|{k}"]["meas"].append(meas[sel & other])
+        for key, pm_ in pooled.items():
+            what, part, k = key.split("|")
+            if what == "corr":
+                x, y = np.concatenate(pm_["x"]), np.concatenate(pm_["y"])
+                out.setdefault(timing, {}).setdefault(OTHER_ORDER, {}).setdefault(k, {})["corr"] = float(
+                    np.corrcoef(x, y)[0, 1]
+                )
+                continue
+            name = {"lookup": "lookup", "tiles": "tiles_other"}.get(what, f"floor_{part}")
+            order = what if what in (SAME_ORDER, OTHER_ORDER) else OTHER_ORDER
+            stats = ape_stats(np.concatenate(pm_["pred"]), np.concatenate(pm_["meas"]))
+            out.setdefault(timing, {}).setdefault(order, {}).setdefault(k, {})[name] = stats
     return out
 
 
@@ -465,6 +584,7 @@ def evaluate() -> dict[str, Any]:
         "sessions": {},
         "clocks": score_clocks(),
         "repeat": {f"{a}|{b}|{where}": score_repeat(a, b) for a, b, where in REPEATS},
+        "orders": score_orders(),
         "other_day": score_other_day(),
     }
     for suffix in SESSIONS:
@@ -499,6 +619,57 @@ def _and(words: list[str]) -> str:
 
 def _c(st: dict[str, float]) -> str:
     return f"{st['mdape']:.1f} / {st['p90']:.0f}" if st.get("n") else "–"
+
+
+def orders_markdown(od: dict[str, Any]) -> list[str]:
+    """The table and text of :func:`score_orders`: the floors by order, next to the tile model."""
+    pos = od["positions"]
+    nth = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 5: "5th"}
+    ev, kn = od["event"], od["kernel"]
+    lines = [
+        "",
+        "**What the order does**: the pairs above pooled by order (MdAPE / p90 %; non-`llm` GEMMs, `llm` where "
+        "said): the second session against the first; on the sessions of the other-order pairs, once each, "
+        "their `llm` GEMMs against their median over the fit sessions (`lookup`: one session against many "
+        "orders' typical time) and the tile model on their non-`llm` GEMMs; and, over the other-order pairs, the "
+        "correlation of the log of a GEMM's time ratio between the two sessions with that of the GPU time of the "
+        "30 items measured just before it (`r`):\n",
+        "| GEMM | place in its shape's five | timing | same order | another order | another order, `llm` | "
+        "`llm` vs lookup | tiles | r |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k in (*KINDS, "all"):
+        for timing, got in (("event", ev), ("kernel", kn)):
+            same, other = got[SAME_ORDER][k], got[OTHER_ORDER][k]
+            r = other.get("corr")
+            lines.append(
+                f"| {k} | {nth.get(pos.get(k, 0), '–')} | {timing} | {_c(same['floor_other'])} | "
+                f"{_c(other['floor_other'])} | {_c(other['floor_llm'])} | {_c(other['lookup'])} | "
+                f"{_c(other['tiles_other'])} | {'–' if r is None else f'{r:+.2f}'} |"
+            )
+    rr, rw = ev[OTHER_ORDER][KINDS[0]], ev[OTHER_ORDER][KINDS[-1]]
+    lines += [
+        "",
+        "In the same order the same GEMMs repeat within "
+        f"{_c(ev[SAME_ORDER]['all']['floor_other'])} by event time and {_c(kn[SAME_ORDER]['all']['floor_other'])} "
+        "by kernel time, on one GPU or two. In another order they differ by "
+        f"{_c(ev[OTHER_ORDER]['all']['floor_other'])} and {_c(kn[OTHER_ORDER]['all']['floor_other'])}: a GEMM runs "
+        "slower after heavy GEMMs (`r` > 0), on a GPU whose clock is still answering the load before it. By event "
+        f"time the spread falls with a GEMM's place among its shape's five, from {rr['floor_other']['p90']:.0f} % "
+        f"(p90) for bf16 `rr`, measured first after the shape before, to {rw['floor_other']['p90']:.0f} % for fp8 "
+        "rowwise, measured last: `do_bench` warms each GEMM up for 1 ms and times it for about 10 ms, so by the "
+        "fifth GEMM of a shape the GPU has run the shape for tens of milliseconds. The profiled kernel time (2 "
+        "warm-up and 5 timed calls per GEMM, under a millisecond for most) never settles, and is as spread at "
+        "every place. **Much of bf16 `rr`'s event-time tail is the sweep's**: in every session of this sweep, fit "
+        "and fresh alike, a shape's first GEMM is its `rr` one.",
+        "",
+        "Two sessions' difference holds two measurements' deviations; one session against the median of many "
+        f"orders (the `llm` GEMMs, `lookup`) is at {_c(rr['lookup'])} for bf16 `rr` by event time, "
+        f"{rr['lookup']['p90'] / rr['floor_llm']['p90']:.2f} of the same GEMMs' other-order p90. The tile model, on "
+        f"the non-`llm` GEMMs of the same sessions ({_c(rr['tiles_other'])}), is below the other-order difference "
+        "and above that single-session floor: on shapes it has not seen, part of its tail is its own.",
+    ]
+    return lines
 
 
 def markdown(rep: dict[str, Any]) -> str:
@@ -570,23 +741,30 @@ def markdown(rep: dict[str, Any]) -> str:
     if pairs:
         lines += [
             "",
-            "**The same GEMMs, in the same order, again** (neither session in any fit; MdAPE / p90 %): seed "
-            f"{SESSIONS[FRESH][1]} measured again right after on the same GPU, and seed 2036 on the next freshly "
-            "started device machine, another H200 by its UUID. The repeat against the first session — all GEMMs, "
-            "and the non-`llm` ones the model never saw — and the tile model against each:\n",
-            "| seed, repeat on | GEMM | kernel: repeat | kernel: repeat, non-`llm` | kernel: tiles vs first / repeat | "
-            "event: repeat | event: repeat, non-`llm` | event: tiles vs first / repeat |",
+            "**The same GEMMs again** (neither session in any fit; MdAPE / p90 %): in the same order — seed "
+            f"{SESSIONS[FRESH][1]} right after on the same GPU, seed 2036 on the next freshly started device machine "
+            "(another H200 by its UUID), seed 2080 in the next call on the same GPU, seed 2079 on a second GPU in each "
+            "of its two orders — and in another order (`--order-seed`: the same shapes after other neighbours, each "
+            "shape's five GEMMs still together and in the same order), seeds 2079 and 2080 on one GPU and 2079 across "
+            "two. The second session against the first — all GEMMs, and the non-`llm` ones the model never saw — and "
+            "the tile model against each:\n",
+            "| seed: first · again, where | GEMM | kernel: again | kernel: again, non-`llm` | "
+            "kernel: tiles vs first · again | event: again | event: again, non-`llm` | event: tiles vs first · again |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for key, rp in pairs.items():
-            first, _, where = key.split("|")
+            first, again, where = key.split("|")
+            label = f"{SESSIONS[first][1]}: `{first}` · `{again}`, {where}"
             for k in (*KINDS, "all"):
                 a, e = rp["kernel"][k], rp["event"][k]
                 lines.append(
-                    f"| {SESSIONS[first][1]}, {where} | {k} | {_c(a['floor'])} | {_c(a['floor_other'])} | "
+                    f"| {label} | {k} | {_c(a['floor'])} | {_c(a['floor_other'])} | "
                     f"{_c(a['tiles'])} · {_c(a['tiles_repeat'])} | {_c(e['floor'])} | {_c(e['floor_other'])} | "
                     f"{_c(e['tiles'])} · {_c(e['tiles_repeat'])} |"
                 )
+    od_ = rep.get("orders")
+    if od_:
+        lines += orders_markdown(od_)
     ck = rep.get("clocks")
     if ck and "kernel" in ck:
         pc = ck["sm_mhz_pct"]

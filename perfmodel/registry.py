@@ -84,10 +84,10 @@ EXPECTED_ERRORS: dict[str, ExpectedError] = {
 #: The tile model's expected error (docs/validation.md, "The tile model"; tests/test_tile_model.py checks it against
 #: the fresh session's scores that benchmarks/validate_tiles.py recomputes).
 TILES_EXPECTED_ERROR = ExpectedError(
-    gemm_time_pct=3.8,
-    basis="H200 only, kernel time; layout sweep seeds 2037, 2071, 2072, 2073, 2074, 2075, 2076, 2077, 2078 (in no "
-    "fit, measured after the formula fits, 2071 to 2078 after the shipped correction too; on 4 GPUs), worst format "
-    "and layout (bf16 cr; 3.2 % over all 42525 GEMMs, 2.6 % by event time)",
+    gemm_time_pct=3.9,
+    basis="H200 only, kernel time; layout sweep seeds 2037, 2071, 2072, 2073, 2074, 2075, 2076, 2077, 2078, 2079, "
+    "2080, 2081 (in no fit, measured after the formula fits, 2071 to 2081 after the shipped correction too; on 6 "
+    "GPUs), worst format and layout (bf16 cr; 3.2 % over all 56700 GEMMs, 2.5 % by event time)",
 )
 
 _SHIPPED: dict[str, ShippedCalibration] = {arch: ShippedCalibration(name) for arch, name in MEASURED.items()}

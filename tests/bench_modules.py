@@ -1,0 +1,17 @@
+"""The scripts under ``benchmarks/`` as modules, imported once per test process: the tests that read the sweeps (the
+validation, tile-model and kernel-rule tests) then share one module's caches — each session's records, decoded once,
+and its predictions — instead of each test file loading its own copy and decoding every sweep again."""
+
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def bench_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as the module ``name`` (the one the scripts import each other as)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
