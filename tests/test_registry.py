@@ -244,13 +244,9 @@ def test_answers_carry_their_provenance():
 
 def test_expected_errors_match_the_validation_report():
     """The numbers every answer quotes are the ones docs/validation.md reports (benchmarks/validate.py)."""
-    import importlib.util
-    import pathlib
+    from bench_modules import bench_module
 
-    root = pathlib.Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("validate", root / "benchmarks" / "validate.py")
-    validate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(validate)
+    validate = bench_module("validate")
     pub = validate.score_published_float8()["torchao_h100_rowwise_ln_linear_sigmoid"]
     ours = pub["perfmodel (transferred, H100-SXM)"]
     err = registry.EXPECTED_ERRORS

@@ -350,9 +350,9 @@ def test_corrections_reproduce_from_the_shipped_formula():
 
     # Each kind is fitted on its own rows only (a fallback kind also reads its main kind's prices), so a subset per
     # timing checks those kinds exactly; the two subsets cover six of the eight kinds (not bf16@rc's main kernels
-    # nor fp8 rowwise: the same code on other rows). The boosting is sequential and deterministic, so the first 100
-    # trees of the shipped fit are what a 100-tree fit gives: the test refits those (a ninth of the work of
-    # refitting all sixteen sets), and checks that every shipped set has BOOST's tree count.
+    # nor fp8 rowwise: the same code on other rows). The boosting is sequential and deterministic, so the first 50
+    # trees of the shipped fit are what a 50-tree fit gives: the test refits those (a sixth of each set's trees, six
+    # of its sixteen sets: the suite's time), and checks that every shipped set has BOOST's tree count.
     shipped = load_tile_model(TILES_PATH)
     # the fallback kinds read their padded shapes' times, which the main kinds' corrections price: those of the
     # shipped file (every tree), since no subset refits a fallback kind's main kind
@@ -364,7 +364,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
         "kernel": ("bf16@cr", "bf16@fallback/rr", "bf16@fallback/rc"),
         "event": ("bf16@rr", "bf16@fallback/cr", "fp8_e4m3/tensorwise"),
     }
-    prefix = 100
+    prefix = 50
     for timing, field in (("kernel", "corrections"), ("event", "event_corrections")):
         assert want[field].keys() == set(CORRECTION_KEYS)
         assert all(len(t["feature"]) == BOOST["trees"] for t in want[field].values()), field
@@ -443,15 +443,11 @@ def test_fit_refuses_data_without_every_kind(tmp_path):
 
 
 def test_expected_error_is_the_fresh_sessions():
-    import importlib.util
-    import pathlib
+    from bench_modules import bench_module
 
     from perfmodel.registry import TILES_EXPECTED_ERROR
 
-    root = pathlib.Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("validate_tiles", root / "benchmarks" / "validate_tiles.py")
-    v = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(v)
+    v = bench_module("validate_tiles")
     fresh = v.score_pooled("kernel")
     event = v.score_pooled("event")
     worst = max(fresh[k]["tiles"]["all"]["mdape"] for k in v.KINDS)
@@ -463,9 +459,7 @@ def test_expected_error_is_the_fresh_sessions():
     bar = pm.gemm_error_bar(8192, 4096, 14336, "bf16", "H200", model="tiles")
     assert bar.model == "tiles" and f"seeds {seeds}" in bar.basis and bar.low < 1 < bar.high
     # the error bars are computed (benchmarks/validate.py) on the same fresh sessions
-    vspec = importlib.util.spec_from_file_location("validate", root / "benchmarks" / "validate.py")
-    val = importlib.util.module_from_spec(vspec)
-    vspec.loader.exec_module(val)
+    val = bench_module("validate")
     assert val.TILES_FRESH_SESSIONS == v.FRESH_SESSIONS
     # the GPUs the fresh sessions ran on, as their logs name them, and their count in the bars' basis
     assert set(v.FRESH_GPUS) == set(v.FRESH_SESSIONS)
