@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh --quick         # smoke test (~30 s)
 #   SEED=2026 SUFFIX=_fresh bash benchmarks/gpu_sweep_gemm_layouts.sh   # a fresh draw, same mix
 #   SEED=2026 ORDER_SEED=9026 SUFFIX=_fresh_order bash benchmarks/gpu_sweep_gemm_layouts.sh   # same shapes, other order
+#   SEED=2082 ROTATE=1 SUFFIX=_fresh2082_rotate bash benchmarks/gpu_sweep_gemm_layouts.sh  # each shape starts elsewhere
 #   FAMILY_MIX=random=2000,odd=800,llm=0,small_m=0,square=0 SEED=3001 SUFFIX=_fit3001 \
 #     bash benchmarks/gpu_sweep_gemm_layouts.sh                          # another mix (fit data)
 #
@@ -20,6 +21,7 @@ OUT=${OUT:-out}
 QUICK=${1:-}
 SEED=${SEED:-0}
 ORDER_SEED=${ORDER_SEED:-$SEED}             # the run order's seed alone (default: SEED's order)
+ROTATE=${ROTATE:-}                        # non-empty: --rotate (each shape's five GEMMs start at another one)
 SUFFIX=${SUFFIX:-}
 FAMILY_MIX=${FAMILY_MIX:-}                # shapes per family, e.g. random=2000,llm=0 (default: the fixed mix)
 DEADLINE_S=${DEADLINE_S:-560}
@@ -42,10 +44,11 @@ SMI_PID=$!
 trap 'kill $SMI_PID 2>/dev/null' EXIT
 
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
-MIX=()
-if [ -n "$FAMILY_MIX" ]; then MIX=(--family-mix "$FAMILY_MIX"); fi
+OPTS=()  # the options FAMILY_MIX and ROTATE add
+if [ -n "$FAMILY_MIX" ]; then OPTS=(--family-mix "$FAMILY_MIX"); fi
+if [ -n "$ROTATE" ]; then OPTS+=(--rotate); fi
 run() {
-  python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --order-seed "$ORDER_SEED" --suffix "$SUFFIX" "${MIX[@]}" $QUICK 2>&1 |
+  python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --order-seed "$ORDER_SEED" --suffix "$SUFFIX" "${OPTS[@]}" $QUICK 2>&1 |
     tee -a "$LOG"
 }
 

@@ -77,6 +77,32 @@ def test_order_seed_runs_the_same_gemms_in_another_order(plan0):
     assert G.plan_summary(plan0, {}, seed=0, family_mix=G.FAMILY_MIX).startswith("gemm_layouts plan, seed 0\n")
 
 
+def test_rotate_starts_each_shape_at_another_of_its_five(plan0):
+    # --rotate: the same shapes in the same order, shape g's five items starting at its (g mod 5)-th, so every kind
+    # runs first after another shape for a fifth of the shapes (by default bf16 rr always does)
+    rot = G.plan_items(seed=0, rotate=True)[0]
+    assert G.plan_items(seed=0, rotate=False)[0] == plan0
+    assert sorted(i.id for i in rot) == sorted(i.id for i in plan0)
+    assert [i.shape_id for i in rot[::5]] == [i.shape_id for i in plan0[::5]]
+
+    def kinds(items):
+        return [(i.spec.layout, i.fmt.key) for i in items]
+
+    natural = kinds(plan0[:5])
+    assert natural == [("rr", "bf16"), ("rc", "bf16"), ("cr", "bf16"), *(("rc", f.key) for f in G.FP8_FORMATS)]
+    assert all(kinds(plan0[g : g + 5]) == natural for g in range(0, len(plan0), 5))
+    for g in range(len(rot) // 5):
+        five = rot[5 * g : 5 * g + 5]
+        assert {i.group for i in five} == {g}
+        assert kinds(five) == natural[g % 5 :] + natural[: g % 5]
+    firsts = Counter(kinds(rot[::5]))
+    assert len(firsts) == 5 and max(firsts.values()) - min(firsts.values()) <= 1
+    with pytest.raises(ValueError, match="rotate must be True or False, got 1"):
+        G.plan_items(seed=0, rotate=1)  # type: ignore[arg-type]
+    text = G.plan_summary(rot, {}, seed=0, rotate=True, family_mix=G.FAMILY_MIX)
+    assert text.startswith("gemm_layouts plan, seed 0, each shape's five GEMMs rotated (shape g first runs its")
+
+
 def test_family_mix_matches_the_constants(plan0):
     shapes = _shapes(plan0)
     per_family = Counter(group[0].spec.family for group in shapes.values())
@@ -605,12 +631,19 @@ def test_gpu_sweep_script_passes_the_family_mix_to_the_plan(tmp_path):
     (bin_dir / "python3").symlink_to(sys.executable)
     script = ROOT / "benchmarks" / "gpu_sweep_gemm_layouts.sh"
     logs = {}
-    runs = (("mixed", "random=5,odd=3,llm=0,small_m=0,square=0", ""), ("fixed", "", ""), ("ordered", "", "9"))
+    runs = (
+        ("mixed", "random=5,odd=3,llm=0,small_m=0,square=0", ""),
+        ("fixed", "", ""),
+        ("ordered", "", "9"),
+        ("rotated", "random=5,odd=3,llm=0,small_m=0,square=0", ""),
+    )
     for name, mix, order in runs:
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", OUT=str(tmp_path / name))
         env.update(FAMILY_MIX=mix, SEED="7", DEADLINE_S="1")
         if order:
             env["ORDER_SEED"] = order
+        if name == "rotated":
+            env["ROTATE"] = "1"
         subprocess.run(["bash", str(script)], env=env, capture_output=True, timeout=120, check=False)
         logs[name] = (tmp_path / name / "log.txt").read_text()
     assert "FAMILY_MIX (shapes): llm=0, odd=3, random=5, small_m=0, square=0" in logs["mixed"]
@@ -618,6 +651,9 @@ def test_gpu_sweep_script_passes_the_family_mix_to_the_plan(tmp_path):
     assert "FAMILY_MIX (shapes): llm=270, odd=96, random=420, small_m=144, square=15" in logs["fixed"]
     assert "gemm_layouts plan, seed 7\n" in logs["fixed"]
     assert "gemm_layouts plan, seed 7, run order of seed 9\n" in logs["ordered"]
+    assert "gemm_layouts plan, seed 7, each shape's five GEMMs rotated" in logs["rotated"]
+    assert "shapes: 8 (odd=3, random=5)" in logs["rotated"]  # the family mix and --rotate together
+    assert "rotated" not in logs["fixed"] + logs["mixed"] + logs["ordered"]
     for log in logs.values():
         assert "no time left for the time phase (DEADLINE_S=1)" in log
         assert "no time left for the kernels phase (DEADLINE_S=1)" in log

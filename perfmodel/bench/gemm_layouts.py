@@ -38,8 +38,12 @@ Three phases, each its own process, writing ``perfmodel.bench/1`` datasets (``Da
 Items are ordered by shape, shapes shuffled with the seed, so a budget cut drops a uniform random
 subset of shapes (all five items of a shape stay together), never whole families. ``--order-seed`` shuffles the
 same shapes (drawn with ``--seed``) into another order: the same GEMMs after other neighbours, which is how far a
-GEMM's time depends on what ran before it (the "other order" floor of ``docs/validation.md``). torch and triton are
-imported inside the functions that run on the GPU: importing this module touches neither.
+GEMM's time depends on what ran before it (the "other order" floor of ``docs/validation.md``). A shape's five items
+run bf16 rr, rc, cr, fp8 tensorwise, rowwise, so bf16 rr is always the first after another shape, while the GPU's
+clock still answers the shape before (by event time the widest spread of the five, ``docs/validation.md``);
+``--rotate`` starts each shape at another of its five (shape g in run order at its (g mod 5)-th), so every kind runs
+first for a fifth of the shapes and later for the rest. torch and triton are imported inside the functions that run
+on the GPU: importing this module touches neither.
 """
 
 from __future__ import annotations
@@ -421,13 +425,15 @@ def plan_items(
     family_mix: Mapping[str, int] | None = None,
     quick: bool = False,
     order_seed: int | None = None,
+    rotate: bool = False,
 ) -> tuple[list[LayoutItem], dict[str, int]]:
     """Every item of the sweep in run order, and per family the shapes left out for cost or size.
 
     Shapes are generated family by family (FAMILIES order; a shape already taken by an earlier family
     is skipped), then shuffled with ``random.Random(f"order:{order_seed}")`` (``order_seed`` defaults to
     ``seed``: another one runs the same shapes in another order); each shape's five items stay
-    together (bf16 rr, rc, cr, fp8 tensorwise, fp8 rowwise). ``quick``: QUICK_SHAPES_PER_FAMILY
+    together (bf16 rr, rc, cr, fp8 tensorwise, fp8 rowwise; ``rotate``: shape g of the run order starts at the
+    (g mod 5)-th of those and wraps around, the same items and shape order). ``quick``: QUICK_SHAPES_PER_FAMILY
     shapes per family, the first in run order whose items are all estimated under QUICK_MAX_KERNEL_S.
     """
     mix = dict(FAMILY_MIX if family_mix is None else family_mix)
@@ -443,6 +449,8 @@ def plan_items(
             shapes += got
     if order_seed is not None and (not isinstance(order_seed, int) or isinstance(order_seed, bool)):
         raise ValueError(f"order_seed must be an int or None, got {order_seed!r}")
+    if not isinstance(rotate, bool):
+        raise ValueError(f"rotate must be True or False, got {rotate!r}")
     random.Random(f"order:{seed if order_seed is None else order_seed}").shuffle(shapes)
     if quick:
         kept: list[_Shape] = []
@@ -455,7 +463,11 @@ def plan_items(
                 per_family[fam] += 1
                 kept.append(shape)
         shapes = kept
-    items = [item for g, shape in enumerate(shapes) for item in _shape_items(shape, g)]
+    items: list[LayoutItem] = []
+    for g, shape in enumerate(shapes):
+        five = _shape_items(shape, g)
+        start = g % len(five) if rotate else 0
+        items += five[start:] + five[:start]
     return items, dropped
 
 
@@ -472,11 +484,14 @@ def plan_summary(
     time_budget_s: float = TIME_BUDGET_S,
     kernels_budget_s: float = KERNELS_BUDGET_S,
     order_seed: int | None = None,
+    rotate: bool = False,
 ) -> str:
     """The plan as text: the constants, counts per family/layout/format, estimated phase times (``order_seed``:
-    the run order's seed where it is not ``seed``)."""
+    the run order's seed where it is not ``seed``; ``rotate``: each shape's five items rotated, see
+    :func:`plan_items`)."""
     shapes = Counter(i.spec.family for i in items if i.fmt is BF16 and i.spec.layout == "rr")
     order = "" if order_seed is None or order_seed == seed else f", run order of seed {order_seed}"
+    order += ", each shape's five GEMMs rotated (shape g first runs its (g mod 5)-th)" if rotate else ""
     lines = [
         f"gemm_layouts plan, seed {seed}{order}",
         f"  FAMILY_MIX (shapes): {_fmt_counter(family_mix)}; each shape = bf16 x {{{', '.join(LAYOUTS)}}} "
@@ -1119,6 +1134,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the run order alone (default: --seed): the same shapes in another order",
     )
     p.add_argument(
+        "--rotate",
+        action="store_true",
+        help="start each shape's five GEMMs at another of them (shape g at its (g mod 5)-th; default: bf16 rr "
+        "first): every kind runs first after another shape for a fifth of the shapes",
+    )
+    p.add_argument(
         "--budget-s",
         type=float,
         default=None,
@@ -1159,6 +1180,7 @@ def _plan_meta(args: argparse.Namespace, mix: Mapping[str, int], dropped: Mappin
     return {
         "seed": args.seed,
         "order_seed": args.seed if args.order_seed is None else args.order_seed,
+        "rotate": args.rotate,
         "quick": args.quick,
         "family_mix": dict(mix),
         "left_out_for_cost": dict(dropped),
@@ -1179,12 +1201,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summarize(args.out, suffix=args.suffix))
         return 0
     mix = args.family_mix or dict(FAMILY_MIX)
-    items, dropped = plan_items(seed=args.seed, family_mix=mix, quick=args.quick, order_seed=args.order_seed)
+    items, dropped = plan_items(
+        seed=args.seed, family_mix=mix, quick=args.quick, order_seed=args.order_seed, rotate=args.rotate
+    )
     text = plan_summary(
         items,
         dropped,
         seed=args.seed,
         order_seed=args.order_seed,
+        rotate=args.rotate,
         family_mix=mix,
         time_budget_s=args.budget_s if args.budget_s is not None and args.phase == "time" else TIME_BUDGET_S,
         kernels_budget_s=args.budget_s if args.budget_s is not None and args.phase == "kernels" else KERNELS_BUDGET_S,
