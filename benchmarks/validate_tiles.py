@@ -421,7 +421,8 @@ def _load_before(suffix: str, timing: str, rs: list[dict[str, Any]]) -> np.ndarr
 
 def positions(suffix: str = FRESH) -> dict[str, int]:
     """Where each kind runs among its shape's five GEMMs in the sweep (1 to 5, the commonest position in ``suffix``'s
-    event session): the sweep runs a shape's GEMMs one after another, in the same order in every seed."""
+    event session): the sweep runs a shape's GEMMs one after another, in the same order in every seed (a session
+    measured with ``gemm_layouts --rotate`` starts each shape elsewhere: no place is commoner there)."""
     seen: dict[int, list[str]] = defaultdict(list)
     for r in records("event", suffix) or ():
         seen[r["group"]].append(kind_of(r))
@@ -450,7 +451,8 @@ def score_orders() -> dict[str, Any] | None:
             rs, meas, other = got
             order = OTHER_ORDER if where.endswith(OTHER_ORDER) else SAME_ORDER
             llm = np.array([r["family"] == "llm" for r in rs])
-            load = np.log(_load_before(first, timing, rs) / _load_before(again, timing, rs))
+            if order == OTHER_ORDER:  # the log ratio of the two sessions' load before each GEMM
+                load = np.log(_load_before(first, timing, rs) / _load_before(again, timing, rs))
             for k, sel in kind_masks(rs):
                 for part, m in (("other", sel & ~llm), ("llm", sel & llm)):
                     pooled[f"{order}|{part}|{k}"]["pred"].append(other[m])
