@@ -14,4 +14,8 @@ def bench_module(name: str) -> ModuleType:
     """``benchmarks/<name>.py`` as the module ``name`` (the one the scripts import each other as)."""
     if str(BENCHMARKS) not in sys.path:
         sys.path.insert(0, str(BENCHMARKS))
-    return importlib.import_module(name)
+    module = importlib.import_module(name)
+    where = Path(getattr(module, "__file__", "") or "").resolve()
+    if where != BENCHMARKS / f"{name}.py":  # another package of that name was imported first
+        raise ImportError(f"module {name!r} is {where}, not benchmarks/{name}.py: rename one of the two")
+    return module
