@@ -30,7 +30,6 @@ sys.path.insert(0, str(ROOT))
 
 import perfmodel.calibrate_tiles as ct  # noqa: E402
 from perfmodel.errors import CalibrationError  # noqa: E402
-from perfmodel.formats import get_format  # noqa: E402
 from perfmodel.hardware import get_gpu  # noqa: E402
 from perfmodel.registry import tile_model  # noqa: E402
 from perfmodel.tile_model import correction_features  # noqa: E402
@@ -59,9 +58,7 @@ def cross_validate(
     dropped = {f"_fresh{s}" for s in without}
     sessions = {sfx: p for sfx, p in ct.CORRECTION_SESSIONS[timing].items() if sfx not in dropped}
     fallback = "@fallback/" in key
-    layout = key.rsplit("/", 1)[-1].split("@")[-1] if key.startswith("bf16") else "rc"
-    scaling = key.split("/")[1] if key.startswith("fp8") else None
-    fmt = get_format("bf16" if key.startswith("bf16") else "fp8_e4m3")
+    fmt, scaling, layout = ct.kind_parts(key)
     out = []
     for cfg in settings:
         errs = []

@@ -86,10 +86,11 @@ import numpy as np
 from ._boost import BoostedTrees
 from .calibrate import read_data_json
 from .calibrated_model import layout_lead_dims, misaligned
-from .errors import CalibrationError
-from .formats import get_format
+from .errors import CalibrationError, choices_message
+from .formats import Format, get_format
 from .hardware import get_gpu
 from .tile_model import (
+    CORRECTION_KEYS,
     FALLBACK_PARAM_NAMES,
     PARAM_NAMES,
     Tile,
@@ -99,7 +100,7 @@ from .tile_model import (
     fallback_mask,
 )
 
-__all__ = ["CANDIDATES", "EVENT_FIT_FILES", "FIT_FILES", "PINNED", "START", "fit", "load_rows", "main"]
+__all__ = ["CANDIDATES", "EVENT_FIT_FILES", "FIT_FILES", "PINNED", "START", "fit", "kind_parts", "load_rows", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
@@ -373,6 +374,17 @@ def _layout(kind: str) -> str:
     return kind.rsplit("/", 1)[-1] if kind.startswith("bf16@fallback") else kind.split("@")[1] if "@" in kind else "rc"
 
 
+def kind_parts(kind: str) -> tuple[Format, str | None, str]:
+    """A kind's (or its correction's) format, fp8 scaling (``None`` for bf16) and layout: ``"bf16@rr"`` -> bf16,
+    ``None``, ``"rr"``; ``"bf16@fallback/cr"`` -> bf16, ``None``, ``"cr"``; ``"fp8_e4m3/tensorwise"`` -> e4m3,
+    ``"tensorwise"``, ``"rc"`` (fp8 ``_scaled_mm`` runs ``rc`` only). Any other kind gets a
+    :class:`~perfmodel.errors.CalibrationError` naming the valid ones."""
+    if kind not in CORRECTION_KEYS:
+        raise CalibrationError(choices_message("kind", kind, CORRECTION_KEYS))
+    bf16 = kind.startswith("bf16")
+    return get_format("bf16" if bf16 else "fp8_e4m3"), None if bf16 else kind.split("/")[1], _layout(kind)
+
+
 def _stats(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     ape = np.abs(pred / meas - 1) * 100
     return {"n": int(ape.size), "mdape": float(np.median(ape)), "p90": float(np.percentile(ape, 90))}
@@ -383,8 +395,8 @@ def fit_kind(kind: str, rows: Mapping[str, np.ndarray], *, max_nfev: int = 400) 
     from scipy.optimize import least_squares
 
     spec = get_gpu(GPU)
-    fmt = get_format("bf16" if kind.startswith("bf16") else "fp8_e4m3")
-    peak, sms, lay = spec.peak_flops_per_s(fmt), spec.num_sms, _layout(kind)
+    fmt, _, lay = kind_parts(kind)
+    peak, sms = spec.peak_flops_per_s(fmt), spec.num_sms
     names = PARAM_NAMES + (FALLBACK_PARAM_NAMES if "@fallback/" in kind else ())
     lo = np.array(LOWER + (FALLBACK_LOWER if len(names) > len(PARAM_NAMES) else ()), dtype=float)
     hi = np.array(UPPER + (FALLBACK_UPPER if len(names) > len(PARAM_NAMES) else ()), dtype=float)
@@ -454,9 +466,7 @@ def fit_corrections(
 
     def fit_key(key: str) -> BoostedTrees:
         rows = all_rows[key]
-        fmt = get_format("bf16" if key.startswith("bf16") else "fp8_e4m3")
-        layout = key.rsplit("/", 1)[-1].split("@")[-1] if key.startswith("bf16") else "rc"
-        scaling = key.split("/")[1] if key.startswith("fp8") else None
+        fmt, scaling, layout = kind_parts(key)
         M, K, N, t = rows["M"], rows["K"], rows["N"], rows["t"]
         f = model.formula_time_s(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout, timing=timing)
         padded = None

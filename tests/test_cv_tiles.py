@@ -52,3 +52,37 @@ def test_sweep_path_finds_each_sessions_day_and_names_a_missing_one():
     assert missing.name == "h200_gemm_layouts_time_fresh9999_2026-12-01.json.gz" and not missing.exists()
     with pytest.raises(CalibrationError, match="cannot read the data"):
         read_data_json(missing)
+
+
+def test_kind_parts_reads_each_kind_and_names_an_unknown_one():
+    from perfmodel.calibrate_tiles import kind_parts
+    from perfmodel.errors import CalibrationError
+    from perfmodel.tile_model import CORRECTION_KEYS
+
+    fmt, scaling, layout = kind_parts("bf16@fallback/cr")
+    assert (fmt.name, scaling, layout) == ("bf16", None, "cr")
+    fmt, scaling, layout = kind_parts("fp8_e4m3/tensorwise")
+    assert (fmt.name, scaling, layout) == ("fp8_e4m3", "tensorwise", "rc")
+    assert [kind_parts(k)[2] for k in ("bf16@rr", "bf16@rc", "bf16@cr", "bf16@fallback/rr")] == ["rr", "rc", "cr", "rr"]
+    parts = {k: kind_parts(k) for k in CORRECTION_KEYS}
+    assert len({(f.name, s, lay) for f, s, lay in parts.values()}) == 5  # each fallback kind shares its main's
+    for bad in ("fp8_e4m3", "bf16@xx", "", 3, None):
+        with pytest.raises(CalibrationError, match=r"unknown kind .*Valid choices: bf16@cr, bf16@fallback/cr"):
+            kind_parts(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["event", "bf16@xx", "[{}]"], "unknown kind 'bf16@xx'"),
+        (["event", "bf16@rr", "{not json"], "settings and --main must be JSON"),
+        (["event", "bf16@rr", '{"trees": 3}'], "settings must be a JSON list of objects"),
+        (["event", "bf16@rr", "[{}]", "--without", "20x"], "not a seed or a range of seeds"),
+    ],
+)
+def test_bad_arguments_get_a_usage_error_before_any_fit(argv, message, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["cv_tiles.py", *argv])
+    with pytest.raises(SystemExit) as exc:
+        cv_tiles.main()
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
