@@ -27,19 +27,27 @@ Three kinds of session, kept apart:
   misaligned GEMMs, 2049 to 2055 after the one with seed 3002, 2056 to 2062 after the one with seeds 2046 to 2055
   and 3003, 2063 to 2070 after the one with the padded-shape features and seeds 2056 to 2062; their held-out
   scores are in the docs);
-* **fresh**: seeds 2037 and 2071 to 2081 (``*_fresh2037`` …; 2071 to 2081 measured 2026-12-02, named so), in no
+* **fresh**: seeds 2037 and 2071 to 2083 (``*_fresh2037`` …; 2071 to 2083 measured 2026-12-02, named so), in no
   fit, each measured after the formula fits were committed — 2037 after the correction fitted one row per
-  measurement, 2071 to 2081 after the shipped one (300 trees, with seeds 2063 to 2070): 2037 on a freshly started
+  measurement, 2071 to 2083 after the shipped one (300 trees, with seeds 2063 to 2070): 2037 on a freshly started
   device machine, with the GPU's SM clock logged every 100 ms (``h200_gpu_clocks_fresh2037_2026-12-01.csv.gz``),
   2071 and 2072 in one call on a GPU no earlier logged session ran on, 2073 and 2074 in one call on a second such
   GPU, 2075 to 2078 in two calls on a third (the machine stayed warm between them), 2079 on a fourth, 2080 and 2081
-  on a fifth — pooled, the held-out score of the shipped model (:func:`score_pooled`);
+  on a fifth, 2082 (after its rotated session) on a sixth, 2083 on a seventh — each in its seed's own order,
+  pooled, the held-out score of the shipped model (:func:`score_pooled`);
 * **the same GEMMs again** (:data:`REPEATS`, not sessions of the score): seed 2037 in the same order right after on
   the same GPU (``*_fresh2037_repeat``; seed 2036's pair is across GPUs); seed 2079 in another order right after on
   its GPU (``*_fresh2079_order``), then both orders again on a sixth GPU (``*_fresh2079_repeat``,
   ``*_fresh2079_order_repeat``); seed 2080 in another order right after on its GPU (``*_fresh2080_order``), then in
   its own order again (``*_fresh2080_repeat``) — the held-out GEMMs' repeatability on one GPU and across GPUs, in
-  the same order and in another (:func:`score_orders`).
+  the same order and in another (:func:`score_orders`);
+* **rotated** (:data:`ROTATED`, ``gemm_layouts --rotate``: each shape's five GEMMs start at another of them),
+  scored apart from the score of record, by each GEMM's place among its shape's five (:func:`score_places`):
+  seed 2082 (``*_fresh2082_rotate``, just before 2082 in its own order on the same GPU), seed 2083
+  (``*_fresh2083_rotate``) and 2083 in another order (``*_fresh2083_order9183_rotate``);
+* **one seed in six orders** (:data:`MANY_ORDERS`): seed 2083 in its own order, rotated, and in the orders of
+  ``--order-seed`` 9083, 9183 (rotated), 9283 and 9383, on two GPUs — each GEMM's median over them is its time
+  settled over orders, against which one session and the model are scored (:func:`score_many_orders`).
 
 The ``llm`` family's shapes are the same in every seed (fixed published shapes), so on the seen and fresh
 sessions they are reported apart: those GEMMs were in the fit data, the other families' shapes were not.
@@ -55,7 +63,7 @@ import functools
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,16 +151,25 @@ SESSIONS: dict[str, tuple[str, int, str]] = {
     "_fresh2080_order": ("fresh", 2080, "the same GEMMs in another order, on the same GPU"),
     "_fresh2080_repeat": ("fresh", 2080, "the same GEMMs in the first order, on the same GPU"),
     "_fresh2081": ("fresh", 2081, "fresh, on that GPU again"),
+    "_fresh2082_rotate": ("fresh", 2082, "rotated (--rotate), on a twenty-second GPU"),
+    "_fresh2082": ("fresh", 2082, "fresh, in its own order, right after on the same GPU"),
+    "_fresh2083": ("fresh", 2083, "fresh, on a twenty-third GPU"),
+    "_fresh2083_rotate": ("fresh", 2083, "the same GEMMs rotated, on the same GPU"),
+    "_fresh2083_order": ("fresh", 2083, "the same GEMMs in another order (9083), on a twenty-fourth GPU"),
+    "_fresh2083_order9183_rotate": ("fresh", 2083, "the same GEMMs in a third order (9183), rotated, on that GPU"),
+    "_fresh2083_order9283": ("fresh", 2083, "the same GEMMs in a fourth order (9283), on that GPU"),
+    "_fresh2083_order9383": ("fresh", 2083, "the same GEMMs in a fifth order (9383), on that GPU"),
 }
 #: the first fresh session (the clock and repeat tables); FRESH_SESSIONS all that are in no fit, have the fixed family
 #: mix, both timings, and were measured after the formula fits and the one-row-per-measurement correction (2071 to
-#: 2081 after the shipped one), each in its seed's own order (the repeats and other orders are not sessions of the
-#: score: they measure its GEMMs again), pooled the held-out score of record (error bars, expected error, floors)
+#: 2083 after the shipped one), each in its seed's own order (the repeats, other orders and rotated sessions are not
+#: sessions of the score: they measure its GEMMs again), pooled the held-out score of record (error bars, expected
+#: error, floors)
 FRESH = "_fresh2037"
-FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2082)))
+FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2084)))
 #: the fresh sessions measured after the shipped correction was committed (f3873d0, 2026-12-02 01:20:38 UTC; the
 #: strictly later score)
-AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2071, 2082))
+AFTER_SHIPPED = tuple(f"_fresh{seed}" for seed in range(2071, 2084))
 #: the GPU each fresh session ran on (the UUID in its log_gemm_layouts_<suffix>.txt; a test reads them)
 FRESH_GPUS = {
     "_fresh2037": "GPU-f714bcf3",
@@ -167,6 +184,8 @@ FRESH_GPUS = {
     "_fresh2079": "GPU-8c6816c5",
     "_fresh2080": "GPU-84398e68",
     "_fresh2081": "GPU-84398e68",
+    "_fresh2082": "GPU-bb3c866f",
+    "_fresh2083": "GPU-497fe2ad",
 }
 #: FRESH measured again, in the same order, right after on the same GPU: the repeatability of the held-out
 #: score's own GEMMs
@@ -188,6 +207,21 @@ REPEATS: tuple[tuple[str, str, str], ...] = (
     ("_fresh2080", "_fresh2080_order", f"same GPU, {OTHER_ORDER}"),
     ("_fresh2079", "_fresh2079_order_repeat", f"another GPU, {OTHER_ORDER}"),
     ("_fresh2079_order", "_fresh2079_repeat", f"another GPU, {OTHER_ORDER}"),
+)
+#: the sessions measured with ``gemm_layouts --rotate`` (shape g of the run order starts at the (g mod 5)-th of its
+#: five GEMMs, so each kind runs first after another shape for a fifth of the shapes; in every other session a
+#: shape's ``rr`` GEMM runs first): in no fit and not in the score of record, scored by place (:func:`score_places`)
+ROTATED = ("_fresh2082_rotate", "_fresh2083_rotate", "_fresh2083_order9183_rotate")
+#: seed 2083's GEMMs in six orders (its own, rotated, and ``--order-seed`` 9083, 9183 rotated, 9283, 9383; the
+#: first two on one GPU, the others on another): each GEMM's median over them is its time settled over orders
+#: (:func:`score_many_orders`)
+MANY_ORDERS = (
+    "_fresh2083",
+    "_fresh2083_rotate",
+    "_fresh2083_order",
+    "_fresh2083_order9183_rotate",
+    "_fresh2083_order9283",
+    "_fresh2083_order9383",
 )
 CLOCKS = DATA / "h200_gpu_clocks_fresh2037_2026-12-01.csv.gz"
 #: SM clock bins of the clock table, MHz (the H200's maximum is 1980)
@@ -490,6 +524,109 @@ def score_orders() -> dict[str, Any] | None:
     return out
 
 
+def places(rs: Iterable[dict[str, Any]]) -> np.ndarray:
+    """Each record's place among its shape's GEMMs (1 for the first measured), in the order of ``rs`` (a session's
+    records are in the order it measured them; a shape's GEMMs share a ``group``)."""
+    seen: dict[Any, int] = defaultdict(int)
+    out = []
+    for r in rs:
+        seen[r["group"]] += 1
+        out.append(seen[r["group"]])
+    return np.array(out, dtype=int)
+
+
+def _bias(pred: np.ndarray, meas: np.ndarray) -> float:
+    """Median of predicted / measured − 1, in % (NaN for no GEMMs)."""
+    return float(np.median(pred / meas - 1) * 100) if len(meas) else float("nan")
+
+
+@functools.cache
+def score_places(sessions: tuple[str, ...] = ROTATED) -> dict[str, Any] | None:
+    """The tile model on the rotated sessions pooled, per timing and kind, by each GEMM's place among its shape's
+    five (:func:`places`): ``1`` … ``5``, ``"first"`` (place 1: the first GEMM after another shape) and
+    ``"later"`` (places 2 to 5); MdAPE / p90 with the median ``bias``. ``None`` if a session is missing."""
+    out: dict[str, Any] = {}
+    for timing in ("kernel", "event"):
+        pooled: dict[tuple[str, Any], list[np.ndarray]] = defaultdict(list)
+        for sfx in sessions:
+            recs = records(timing, sfx)
+            if recs is None:
+                return None
+            rs = list(recs)
+            place = places(rs)
+            meas = np.array([r["time_s"] for r in rs])
+            pred = session_predictions(sfx, "tiles", "tiles", timing)
+            for k, sel in kind_masks(rs):
+                for key, m in (*((q, place == q) for q in range(1, 6)), ("first", place == 1), ("later", place > 1)):
+                    pooled[k, key].append(np.stack([pred[sel & m], meas[sel & m]]))
+        for (k, key), parts in pooled.items():
+            pred, meas = np.concatenate(parts, axis=1)
+            out.setdefault(timing, {}).setdefault(k, {})[key] = {**ape_stats(pred, meas), "bias": _bias(pred, meas)}
+    return out
+
+
+def leave_one_out_median(times: np.ndarray) -> np.ndarray:
+    """For a (sessions, GEMMs) array of times, each entry's median over the other sessions (same shape)."""
+    n = times.shape[0]
+    if n < 3:
+        raise ValueError(f"a leave-one-out median needs at least 3 sessions, got {n}")
+    return np.stack([np.median(np.delete(times, j, axis=0), axis=0) for j in range(n)])
+
+
+def main_kernels(suffix: str) -> dict[str, str]:
+    """Each GEMM's main kernel class in ``suffix``'s kernel session, by id: ``"nvjet sm90"``, ``"cutlass sm75"`` …"""
+    rs = records("kernel", suffix) or ()
+    return {r["id"]: f"{r.get('main_kernel_family')} sm{r.get('main_kernel_sm')}" for r in rs}
+
+
+#: the kernel classes :func:`score_many_orders` breaks the bf16 GEMMs down by (the others, the gemv kernels of
+#: M = 1 and the odd xmma one, are in no row of their own)
+KERNEL_CLASSES = ("nvjet sm90", "cutlass sm80", "cutlass sm75")
+
+
+@functools.cache
+def score_many_orders(sessions: tuple[str, ...] = MANY_ORDERS) -> dict[str, Any] | None:
+    """One seed's GEMMs measured in several orders (:data:`MANY_ORDERS`), per timing and kind, over all of its GEMMs
+    (``"all"``) and those of the families no fit saw (``"other"``, not ``llm``): ``floor``, each session against the
+    GEMM's median over the other sessions (a single measurement's spread about the settled time; the median of the
+    others has a spread of its own, so this is an upper bound); ``tiles``, the tile model against each session (what
+    one session scores it at); ``settled``, the tile model against the median over all the sessions. ``by_kernel``:
+    the ``settled`` and ``floor`` stats of the bf16 kinds' non-``llm`` GEMMs per main kernel class (the first
+    session's, :data:`KERNEL_CLASSES`). Every session must hold the same GEMMs; ``None`` if one is missing."""
+    out: dict[str, Any] = {"sessions": len(sessions)}
+    for timing in ("kernel", "event"):
+        got = [records(timing, s) for s in sessions]
+        if any(g is None for g in got):
+            return None
+        by_id = [{r["id"]: r for r in g} for g in got]  # type: ignore[union-attr]
+        ids = [i for i in by_id[0] if all(i in b for b in by_id[1:])]
+        if len(ids) < 0.9 * len(by_id[0]):
+            raise ValueError(f"the sessions {sessions} do not measure the same GEMMs ({len(ids)} in common)")
+        base = [by_id[0][i] for i in ids]
+        times = np.array([[b[i]["time_s"] for i in ids] for b in by_id])
+        pred = predict(base, "tiles", timing)
+        loo, settled = leave_one_out_median(times), np.median(times, axis=0)
+        other = np.array([r["family"] != "llm" for r in base])
+        kernel = np.array([main_kernels(sessions[0]).get(i, "") for i in ids])
+        res: dict[str, Any] = {}
+        for k, sel in kind_masks(base):
+            for part, m in (("all", sel), ("other", sel & other)):
+                res.setdefault(k, {})[part] = {
+                    "floor": ape_stats(loo[:, m].ravel(), times[:, m].ravel()),
+                    "tiles": ape_stats(np.broadcast_to(pred[m], times[:, m].shape).ravel(), times[:, m].ravel()),
+                    "settled": {**ape_stats(pred[m], settled[m]), "bias": _bias(pred[m], settled[m])},
+                }
+            if k.startswith("bf16"):
+                for c in KERNEL_CLASSES:
+                    m = sel & other & (kernel == c)
+                    res[k].setdefault("by_kernel", {})[c] = {
+                        "floor": ape_stats(loo[:, m].ravel(), times[:, m].ravel()),
+                        "settled": ape_stats(pred[m], settled[m]),
+                    }
+        out[timing] = res
+    return out
+
+
 def clock_log(path: Path = CLOCKS) -> dict[str, np.ndarray] | None:
     """The sweep's ``nvidia-smi`` log: unix time, SM clock (MHz), power (W) and the active clock-event reasons
     (bit mask) per 100 ms sample; ``None`` if the session has none."""
@@ -600,6 +737,8 @@ def evaluate() -> dict[str, Any]:
         "clocks": score_clocks(),
         "repeat": {f"{a}|{b}|{where}": score_repeat(a, b) for a, b, where in REPEATS},
         "orders": score_orders(),
+        "places": score_places(),
+        "many_orders": score_many_orders(),
         "other_day": score_other_day(),
     }
     for suffix in SESSIONS:
@@ -683,6 +822,114 @@ def orders_markdown(od: dict[str, Any]) -> list[str]:
         f"{rr['lookup']['p90'] / rr['floor_llm']['p90']:.2f} of the same GEMMs' other-order p90. The tile model, on "
         f"the non-`llm` GEMMs of the same sessions ({_c(rr['tiles_other'])}), is below the other-order difference "
         "and above that single-session floor: on shapes it has not seen, part of its tail is its own.",
+    ]
+    return lines
+
+
+def _p(st: dict[str, float]) -> str:
+    """MdAPE / p90 with one decimal each (where the target's 12 % is close)."""
+    return f"{st['mdape']:.1f} / {st['p90']:.1f}" if st.get("n") else "–"
+
+
+def places_markdown(pl: dict[str, Any]) -> list[str]:
+    """The table and text of :func:`score_places`: the tile model on the rotated sessions by place."""
+    seeds = _and(sorted({str(SESSIONS[s][1]) for s in ROTATED}))
+    lines = [
+        "",
+        f"**By place, on the rotated sessions** ({len(ROTATED)} sessions of seeds {seeds}, `gemm_layouts --rotate`: "
+        "shape g of the run order starts at the (g mod 5)-th of its five GEMMs, so each kind runs first after "
+        "another shape for a fifth of the shapes; in no fit and not in the score of record). The tile model by "
+        "each GEMM's place among its shape's five, read from the files' order (MdAPE / p90 %, median bias):\n",
+        "| GEMM | timing | 1st (after another shape) | 2nd–5th | 2nd | 3rd | 4th | 5th |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for k in (*KINDS, "all"):
+        for timing in ("event", "kernel"):
+            got = pl[timing][k]
+            cells = [f"{_p(got['first'])} ({got['first']['bias']:+.1f})", f"{_p(got['later'])}"]
+            cells += [_p(got[q]) for q in range(2, 6)]
+            lines.append(f"| {k} | {timing} | " + " | ".join(cells) + " |")
+    ev = pl["event"]
+    rr = ev[KINDS[0]]["later"]
+    worse = [k for k in KINDS if ev[k]["first"]["p90"] > ev[k]["later"]["p90"]]
+    meets = rr["p90"] <= TARGET[1]
+    lines += [
+        "",
+        f"By event time the first GEMM after another shape is wider at place 1 than at places 2–5 for {len(worse)} "
+        f"of the {len(KINDS)} kinds "
+        f"(all GEMMs: {ev['all']['first']['p90']:.1f} % p90 first, {ev['all']['later']['p90']:.1f} % at places "
+        "2–5), with its median bias within "
+        f"{max(abs(ev[k]['first']['bias']) for k in KINDS):.1f} %: the place widens the spread and moves no median. "
+        "Decided before these sessions were measured: if bf16 `rr` at places 2–5 met the 12 % p90, its miss in "
+        f"the score of record would be the sweep's. It is at {_p(rr)}, so it "
+        + ("**meets** it: the miss is the sweep's." if meets else "**does not**: part of the miss is the model's.")
+        + " By kernel time the place changes little (the profiled calls never settle, above).",
+    ]
+    return lines
+
+
+def many_orders_markdown(mo: dict[str, Any]) -> list[str]:
+    """The tables and text of :func:`score_many_orders`: one seed's GEMMs in several orders."""
+    n = mo["sessions"]
+    lines = [
+        "",
+        f"**One seed in {n} orders** (seed {SESSIONS[MANY_ORDERS[0]][1]}: its own order, rotated, and four "
+        "`--order-seed` orders, one of them rotated; on two GPUs; in no fit). Each GEMM's median over the "
+        f"{n} sessions is its time settled over orders. `floor`: each session against the median of the other "
+        f"{n - 1} (one measurement's scatter about the settled time, an upper bound: the median of {n - 1} scatters "
+        "too); `tiles, one session`: the tile model against each session; `tiles, settled`: against the median of "
+        f"all {n} (MdAPE / p90 %):\n",
+        "| GEMM | timing | floor | tiles, one session | tiles, settled | floor, non-`llm` | tiles, one session, "
+        "non-`llm` | tiles, settled, non-`llm` |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for k in (*KINDS, "all"):
+        for timing in ("event", "kernel"):
+            a, o = mo[timing][k]["all"], mo[timing][k]["other"]
+            cells = [_p(a["floor"]), _p(a["tiles"]), _p(a["settled"]), _p(o["floor"]), _p(o["tiles"]), _p(o["settled"])]
+            lines.append(f"| {k} | {timing} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The bf16 GEMMs no fit saw, by the main kernel cuBLAS ran (its first session's; MdAPE / p90 %):\n",
+        "| GEMM | kernel | GEMMs | event: floor | event: tiles, settled | kernel: floor | kernel: tiles, settled |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in KINDS[:3]:
+        for c in KERNEL_CLASSES:
+            e, q = mo["event"][k]["by_kernel"][c], mo["kernel"][k]["by_kernel"][c]
+            lines.append(
+                f"| {k} | {c} | {e['settled']['n']} | {_p(e['floor'])} | {_p(e['settled'])} | {_p(q['floor'])} | "
+                f"{_p(q['settled'])} |"
+            )
+    ev, kn = mo["event"], mo["kernel"]
+    rr = ev[KINDS[0]]["all"]
+    settled_ev = max(ev[k]["all"]["settled"]["p90"] for k in KINDS)
+    settled_kn = max(kn[k]["all"]["settled"]["p90"] for k in KINDS)
+    other_ev = max(ev[k]["other"]["settled"]["p90"] for k in KINDS)
+    bf16_kn = [kn[k]["other"]["settled"]["p90"] for k in KINDS[:3]]
+    floor_kn = [kn[k]["all"]["floor"]["p90"] for k in KINDS]
+    nv = [ev[k]["by_kernel"]["nvjet sm90"]["settled"]["p90"] for k in KINDS[:3]]
+    cu = [ev[k]["by_kernel"][c]["settled"]["p90"] for k in KINDS[:3] for c in KERNEL_CLASSES[1:]]
+    cu_floor = [ev[k]["by_kernel"][c]["floor"]["p90"] for k in KINDS[:3] for c in KERNEL_CLASSES[1:]]
+
+    def verdict(x: float) -> str:
+        return "within" if x <= TARGET[1] else "above"
+
+    lines += [
+        "",
+        f"Against the settled time the tile model is at most {settled_ev:.1f} % p90 by event time and "
+        f"{settled_kn:.1f} % by kernel time over all of a kind's GEMMs ({verdict(max(settled_ev, settled_kn))} the "
+        f"{TARGET[1]:.0f} % target); on the shapes no fit saw, at most {other_ev:.1f} % by event time and "
+        f"{min(bf16_kn):.1f}–{max(bf16_kn):.1f} % for bf16 by kernel time. One session scatters about the settled "
+        f"time by {min(floor_kn):.1f}–{max(floor_kn):.1f} % p90 by kernel time (above the target by itself) and by "
+        f"{rr['floor']['p90']:.1f} % for bf16 `rr` by event time. The two add: the model against one session is at "
+        f"{_p(rr['tiles'])} for bf16 `rr` by event time, against {_p(rr['settled'])} settled. The settled error "
+        "is the fallback kernels': on the bf16 GEMMs no fit saw that ran NVIDIA's sm90 kernels it is "
+        f"{min(nv):.1f}–{max(nv):.1f} % p90 by event time, on those that fell back to CUTLASS sm75 / sm80 kernels "
+        f"{min(cu):.1f}–{max(cu):.1f} %, and one session of those scatters by {min(cu_floor):.1f}–"
+        f"{max(cu_floor):.1f} % about their settled time. A median of {n} scatters about half as much as one "
+        f"session (1.25 / √{n} = {1.25 / n**0.5:.2f} for normal errors), so on the fallback kernels part of the "
+        "settled error is the median's own; the rest is the model's, on shapes it has not seen.",
     ]
     return lines
 
@@ -780,6 +1027,10 @@ def markdown(rep: dict[str, Any]) -> str:
     od_ = rep.get("orders")
     if od_:
         lines += orders_markdown(od_)
+    if rep.get("places"):
+        lines += places_markdown(rep["places"])
+    if rep.get("many_orders"):
+        lines += many_orders_markdown(rep["many_orders"])
     ck = rep.get("clocks")
     if ck and "kernel" in ck:
         pc = ck["sm_mhz_pct"]
