@@ -855,8 +855,8 @@ def places_markdown(pl: dict[str, Any]) -> list[str]:
     meets = rr["p90"] <= TARGET[1]
     lines += [
         "",
-        f"By event time the first GEMM after another shape is wider at place 1 than at places 2–5 for {len(worse)} "
-        f"of the {len(KINDS)} kinds "
+        f"By event time a kind's spread is wider at place 1 (the first GEMM after another shape) than at places 2–5 "
+        f"for {len(worse)} of the {len(KINDS)} kinds "
         f"(all GEMMs: {ev['all']['first']['p90']:.1f} % p90 first, {ev['all']['later']['p90']:.1f} % at places "
         "2–5), with its median bias within "
         f"{max(abs(ev[k]['first']['bias']) for k in KINDS):.1f} %: the place widens the spread and moves no median. "
@@ -921,7 +921,8 @@ def many_orders_markdown(mo: dict[str, Any]) -> list[str]:
         f"{settled_kn:.1f} % by kernel time over all of a kind's GEMMs ({verdict(max(settled_ev, settled_kn))} the "
         f"{TARGET[1]:.0f} % target); on the shapes no fit saw, at most {other_ev:.1f} % by event time and "
         f"{min(bf16_kn):.1f}–{max(bf16_kn):.1f} % for bf16 by kernel time. One session scatters about the settled "
-        f"time by {min(floor_kn):.1f}–{max(floor_kn):.1f} % p90 by kernel time (above the target by itself) and by "
+        f"time by {min(floor_kn):.1f}–{max(floor_kn):.1f} % p90 by kernel time ({verdict(min(floor_kn))} the target "
+        "by itself) and by "
         f"{rr['floor']['p90']:.1f} % for bf16 `rr` by event time. The two add: the model against one session is at "
         f"{_p(rr['tiles'])} for bf16 `rr` by event time, against {_p(rr['settled'])} settled. The settled error "
         "is the fallback kernels': on the bf16 GEMMs no fit saw that ran NVIDIA's sm90 kernels it is "
