@@ -453,17 +453,30 @@ def _load_before(suffix: str, timing: str, rs: list[dict[str, Any]]) -> np.ndarr
     return np.where(idx >= LOAD_ITEMS, cum[idx] - cum[np.maximum(idx - LOAD_ITEMS, 0)], np.nan)
 
 
+def places(rs: Iterable[dict[str, Any]]) -> np.ndarray:
+    """Each record's place among its shape's GEMMs (1 for the first measured), in the order of ``rs`` (a session's
+    records are in the order it measured them; a shape's GEMMs share a ``group``)."""
+    seen: dict[Any, int] = defaultdict(int)
+    out = []
+    for r in rs:
+        seen[r["group"]] += 1
+        out.append(seen[r["group"]])
+    return np.array(out, dtype=int)
+
+
+def _bias(pred: np.ndarray, meas: np.ndarray) -> float:
+    """Median of predicted / measured − 1, in % (NaN for no GEMMs)."""
+    return float(np.median(pred / meas - 1) * 100) if len(meas) else float("nan")
+
+
 def positions(suffix: str = FRESH) -> dict[str, int]:
     """Where each kind runs among its shape's five GEMMs in the sweep (1 to 5, the commonest position in ``suffix``'s
     event session): the sweep runs a shape's GEMMs one after another, in the same order in every seed (a session
     measured with ``gemm_layouts --rotate`` starts each shape elsewhere: no place is commoner there)."""
-    seen: dict[int, list[str]] = defaultdict(list)
-    for r in records("event", suffix) or ():
-        seen[r["group"]].append(kind_of(r))
+    rs = records("event", suffix) or ()
     counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    for kinds in seen.values():
-        for i, k in enumerate(kinds, 1):
-            counts[k][i] += 1
+    for r, i in zip(rs, places(rs).tolist(), strict=True):
+        counts[kind_of(r)][i] += 1
     return {k: max(c, key=lambda i: c[i]) for k, c in counts.items()}
 
 
@@ -522,22 +535,6 @@ def score_orders() -> dict[str, Any] | None:
             stats = ape_stats(np.concatenate(pm_["pred"]), np.concatenate(pm_["meas"]))
             out.setdefault(timing, {}).setdefault(order, {}).setdefault(k, {})[name] = stats
     return out
-
-
-def places(rs: Iterable[dict[str, Any]]) -> np.ndarray:
-    """Each record's place among its shape's GEMMs (1 for the first measured), in the order of ``rs`` (a session's
-    records are in the order it measured them; a shape's GEMMs share a ``group``)."""
-    seen: dict[Any, int] = defaultdict(int)
-    out = []
-    for r in rs:
-        seen[r["group"]] += 1
-        out.append(seen[r["group"]])
-    return np.array(out, dtype=int)
-
-
-def _bias(pred: np.ndarray, meas: np.ndarray) -> float:
-    """Median of predicted / measured − 1, in % (NaN for no GEMMs)."""
-    return float(np.median(pred / meas - 1) * 100) if len(meas) else float("nan")
 
 
 @functools.cache
@@ -607,7 +604,8 @@ def score_many_orders(sessions: tuple[str, ...] = MANY_ORDERS) -> dict[str, Any]
         pred = predict(base, "tiles", timing)
         loo, settled = leave_one_out_median(times), np.median(times, axis=0)
         other = np.array([r["family"] != "llm" for r in base])
-        kernel = np.array([main_kernels(sessions[0]).get(i, "") for i in ids])
+        first_kernels = main_kernels(sessions[0])
+        kernel = np.array([first_kernels.get(i, "") for i in ids])
         res: dict[str, Any] = {}
         for k, sel in kind_masks(base):
             for part, m in (("all", sel), ("other", sel & other)):
@@ -706,7 +704,7 @@ def score_other_day(path: Path = OTHER_DAY) -> dict[str, Any] | None:
         row = {}
         for name, m in models.items():
             pred = pm.gemm_time_s(M, K, N, key[0], "H200", key[1], layout=key[2], timing="event", model=m)
-            row[name] = ape_stats(pred, meas) | {"bias": float(np.median(pred / meas) - 1) * 100}
+            row[name] = ape_stats(pred, meas) | {"bias": _bias(pred, meas)}
         out[f"{key[0]}{'/' + key[1] if key[1] else ''} {key[2]}"] = row
     return out
 
