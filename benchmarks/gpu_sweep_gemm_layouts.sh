@@ -8,6 +8,8 @@
 #   SEED=2026 SUFFIX=_fresh bash benchmarks/gpu_sweep_gemm_layouts.sh   # a fresh draw, same mix
 #   SEED=2026 ORDER_SEED=9026 SUFFIX=_fresh_order bash benchmarks/gpu_sweep_gemm_layouts.sh   # same shapes, other order
 #   SEED=2082 ROTATE=1 SUFFIX=_fresh2082_rotate bash benchmarks/gpu_sweep_gemm_layouts.sh  # each shape starts elsewhere
+#   SEED=2084 WARMUP_MS=25 REP_MS=100 TIME_ONLY=1 TIME_BUDGET_S=330 SUFFIX=_fresh2084_defaults \
+#     bash benchmarks/gpu_sweep_gemm_layouts.sh      # do_bench at its own defaults, event times only
 #   FAMILY_MIX=random=2000,odd=800,llm=0,small_m=0,square=0 SEED=3001 SUFFIX=_fit3001 \
 #     bash benchmarks/gpu_sweep_gemm_layouts.sh                          # another mix (fit data)
 #
@@ -25,6 +27,9 @@ ROTATE=${ROTATE:-}                        # non-empty: --rotate (each shape's fi
 SUFFIX=${SUFFIX:-}
 FAMILY_MIX=${FAMILY_MIX:-}                # shapes per family, e.g. random=2000,llm=0 (default: the fixed mix)
 DEADLINE_S=${DEADLINE_S:-560}
+WARMUP_MS=${WARMUP_MS:-}                  # the time phase's do_bench warmup / rep, ms (default: the sweep's 1 / 10)
+REP_MS=${REP_MS:-}
+TIME_ONLY=${TIME_ONLY:-}                  # non-empty: no kernels phase (the time phase may use its share)
 TIME_BUDGET_S=${TIME_BUDGET_S:-215}       # the time phase then ends within ~240 s
 KERNELS_BUDGET_S=${KERNELS_BUDGET_S:-160} # the kernels phase then ends within ~180 s
 mkdir -p "$OUT/data"
@@ -53,17 +58,24 @@ run() {
 }
 
 run plan --dry-run
-# time phase: keep ~180 s for the kernels phase, ~25 s for startup and the last item
-budget=$(min "$TIME_BUDGET_S" $(( DEADLINE_S - SECONDS - 180 - 25 )))
+# time phase: keep ~180 s for the kernels phase (none with TIME_ONLY), ~25 s for startup and the last item
+KEEP_S=180
+if [ -n "$TIME_ONLY" ]; then KEEP_S=0; fi
+TIME_OPTS=()
+if [ -n "$WARMUP_MS" ]; then TIME_OPTS+=(--warmup-ms "$WARMUP_MS"); fi
+if [ -n "$REP_MS" ]; then TIME_OPTS+=(--rep-ms "$REP_MS"); fi
+budget=$(min "$TIME_BUDGET_S" $(( DEADLINE_S - SECONDS - KEEP_S - 25 )))
 if [ "$budget" -gt 5 ]; then
-  run time --budget-s "$budget"
+  run time --budget-s "$budget" "${TIME_OPTS[@]}"
 else
   echo "no time left for the time phase (DEADLINE_S=$DEADLINE_S)" | tee -a "$LOG"
 fi
 # kernels phase: the items the time phase measured (same ids), in the same order
 budget=$(min "$KERNELS_BUDGET_S" $(( DEADLINE_S - SECONDS - 30 )))
 TIME_FILE="$OUT/data/gemm_layouts_time$SUFFIX.json"
-if [ "$budget" -gt 5 ]; then
+if [ -n "$TIME_ONLY" ]; then
+  echo "TIME_ONLY: no kernels phase" | tee -a "$LOG"
+elif [ "$budget" -gt 5 ]; then
   if [ -f "$TIME_FILE" ]; then
     run kernels --budget-s "$budget" --only-ids-from "$TIME_FILE"
   else

@@ -524,6 +524,66 @@ def test_run_time_stops_starting_items_after_the_budget(tmp_path, monkeypatch):
     assert summary["truncated"] and summary["records"] == 0
 
 
+def test_rep_stats_by_hand():
+    from perfmodel.bench._device import rep_stats
+
+    # sorted 1, 2, 3, 10: the 20th percentile sits 0.6 of the way from 1 to 2, the 80th 0.4 from 3 to 10
+    got = rep_stats([3.0, 1.0, 2.0, 10.0])
+    assert got == pytest.approx({"time_s": 2.5, "time_s_p20": 1.6, "time_s_p80": 5.8, "time_s_mean": 4.0, "reps": 4})
+    with pytest.raises(ValueError, match="no runs"):
+        rep_stats([])
+
+
+def test_bench_keeps_every_timed_run_of_do_bench(monkeypatch):
+    import types
+
+    from perfmodel.bench import _device
+
+    seen = {}
+
+    def fake_do_bench(fn, **kw):
+        seen.update(kw)
+        fn()
+        return [1.0, 4.0, 2.0]  # ms, one per timed run
+
+    monkeypatch.setitem(sys.modules, "triton.testing", types.SimpleNamespace(do_bench=fake_do_bench))
+    got = _device.bench(lambda: None, warmup_ms=25.0, rep_ms=100.0)
+    assert seen == {"warmup": 25.0, "rep": 100.0, "return_mode": "all"}
+    assert got["time_s"] == pytest.approx(2e-3) and got["time_s_mean"] == pytest.approx(7e-3 / 3)
+    assert got["reps"] == 3 and got["time_s_p20"] == pytest.approx(1.4e-3)
+
+
+def test_time_phase_takes_do_bench_settings(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    calls = []
+
+    def fake_bench(fn, *, warmup_ms, rep_ms):
+        calls.append((warmup_ms, rep_ms))
+        return {"time_s": 1e-5, "time_s_p20": 1e-5, "time_s_p80": 1e-5}
+
+    monkeypatch.setattr(G, "bench", fake_bench)
+    items = G._shape_items(G._Shape(GemmSpec(M=8, K=8, N=8, family="square")), 0)
+    summary = G.run_time(DatasetWriter(tmp_path / "t.json", {}), items, device="cpu", warmup_ms=25, rep_ms=100)
+    assert calls and set(calls) == {(25, 100)}  # an 8x8x8 GEMM is far under 25 ms: the settings as given
+    assert (summary["warmup_ms"], summary["rep_ms"]) == (25, 100)
+    args = G.build_parser().parse_args(["time", "--warmup-ms", "25", "--rep-ms", "100"])
+    assert (args.warmup_ms, args.rep_ms) == (25.0, 100.0)
+    assert (G.build_parser().parse_args(["time"]).warmup_ms, G.WARMUP_MS) == (1.0, 1.0)
+    for bad in ("0", "-1", "nan", "soon"):
+        with pytest.raises(SystemExit):
+            G.build_parser().parse_args(["time", "--rep-ms", bad])
+        assert "above 0" in capsys.readouterr().err
+    items = G.plan_items(seed=0, quick=True)[0]
+    default = G.plan_summary(items, {}, seed=0, family_mix=G.FAMILY_MIX)
+    slow = G.plan_summary(items, {}, seed=0, family_mix=G.FAMILY_MIX, warmup_ms=25, rep_ms=100)
+    assert "do_bench warmup 25 ms, rep 100 ms" in slow and "do_bench warmup" not in default
+
+    slow_s = G.estimate_time_phase_s(items, warmup_ms=25, rep_ms=100)
+    assert f"estimated: time phase {slow_s:.0f} s" in slow
+    # 50 items, each with >= 100 ms of timed runs against >= 10 ms (the warm-up runs of a tiny GEMM cost ~0)
+    assert slow_s - G.estimate_time_phase_s(items) >= 50 * 0.09 * 0.95
+
+
 def test_operands_have_the_named_layouts():
     torch = pytest.importorskip("torch")
     r = G._operand(torch, 3, 5, "r", torch.bfloat16, "cpu")

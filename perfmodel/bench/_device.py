@@ -5,6 +5,7 @@ torch and triton are imported inside the functions: importing this module touche
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from itertools import pairwise
@@ -12,7 +13,7 @@ from typing import Any
 
 from ..errors import PerfModelError
 
-__all__ = ["NoGPUError", "bench", "kernel_times_s", "require_cuda"]
+__all__ = ["NoGPUError", "bench", "kernel_times_s", "quantile", "rep_stats", "require_cuda"]
 
 
 class NoGPUError(PerfModelError, RuntimeError):
@@ -37,13 +38,41 @@ def require_cuda() -> Any:
     return torch
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0…1) with linear interpolation between order statistics (numpy's default, and
+    ``triton.testing``'s own ``quantiles``)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("quantile of an empty sequence")
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def rep_stats(times_s: Sequence[float]) -> dict[str, float]:
+    """One ``do_bench`` call's timed runs (seconds) summarised: ``time_s`` their median (what the layout sweep
+    records), ``time_s_p20`` / ``time_s_p80``, ``time_s_mean`` (what ``triton.testing.do_bench(fn)`` returns at
+    its default ``return_mode="mean"``) and ``reps``, how many runs were timed."""
+    if not times_s:
+        raise ValueError("do_bench timed no runs")
+    return {
+        "time_s": statistics.median(times_s),
+        "time_s_p20": quantile(times_s, 0.2),
+        "time_s_p80": quantile(times_s, 0.8),
+        "time_s_mean": statistics.fmean(times_s),
+        "reps": len(times_s),
+    }
+
+
 def bench(fn: Callable[[], Any], *, warmup_ms: float, rep_ms: float) -> dict[str, float]:
     """Time ``fn`` with ``triton.testing.do_bench`` (CUDA events, the L2 flushed before every timed
-    run): median and 20th/80th percentiles, seconds."""
+    run, ``warmup_ms`` / ``rep_ms`` its ``warmup`` / ``rep``; its defaults are 25 and 100): :func:`rep_stats` of
+    the timed runs, seconds."""
     from triton.testing import do_bench
 
-    p20, p50, p80 = do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.2, 0.5, 0.8], return_mode="median")
-    return {"time_s": p50 * 1e-3, "time_s_p20": p20 * 1e-3, "time_s_p80": p80 * 1e-3}
+    times_ms = do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+    return rep_stats([t * 1e-3 for t in times_ms])
 
 
 def kernel_times_s(prof: Any) -> list[tuple[str, float, float]]:

@@ -8,28 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import math
 import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ._decoder import DecoderConfig
+from ._device import quantile
 
 Log = Callable[[str], None]
 
 # ---- statistics and bandwidth (pure) -------------------------------------------------------------
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0…1) with linear interpolation between order statistics (numpy's default)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("quantile of an empty sequence")
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def time_stats(times_s: Sequence[float], prefix: str = "time_s") -> dict[str, float]:

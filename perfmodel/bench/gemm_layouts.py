@@ -1,7 +1,7 @@
 """GEMM operand-layout and cuBLAS-kernel sweep: the same (M, K, N) in layouts rr, rc and cr.
 
 ``python -m perfmodel.bench.gemm_layouts {plan,time,kernels,summary} --out DIR [--seed S] [--budget-s B]
-[--family-mix llm=60,...] [--quick] [--dry-run]``
+[--family-mix llm=60,...] [--warmup-ms W --rep-ms R] [--quick] [--dry-run]``
 
 Why: the same bf16 shape runs up to 1.6x slower with B row-major (``x @ W``, ``rr``, the grad_input
 GEMM) than with B column-major (``x @ W.T``, ``rc``, forward), and with A column-major (``cr``, the
@@ -25,9 +25,11 @@ Three phases, each its own process, writing ``perfmodel.bench/1`` datasets (``Da
 
 * ``plan`` (pure Python): the items, their counts and the estimated phase times; ``--out`` also writes
   the item list to ``gemm_layouts_plan.json``.
-* ``time``: ``triton.testing.do_bench`` median (+ p20/p80), ``timing: "event"``, L2 flushed before
-  every timed run, in a process that never starts a profiler (once torch.profiler or Proton has
-  attached, the event times of small kernels inflate by 10 µs and more). -> ``gemm_layouts_time.json``
+* ``time``: ``triton.testing.do_bench`` median (+ p20/p80, the mean — what ``do_bench(fn)`` returns — and the
+  number of timed runs), ``timing: "event"``, L2 flushed before every timed run, with the sweep's warm-up and
+  timing window (``--warmup-ms`` 1, ``--rep-ms`` 10; do_bench's own defaults are 25 and 100), in a process
+  that never starts a profiler (once torch.profiler or Proton has attached, the event times of small kernels
+  inflate by 10 µs and more). -> ``gemm_layouts_time.json``
 * ``kernels``: the same items (same ``id``) under ``torch.profiler`` (CUDA activity), ``calls`` calls
   each after warm-up, the L2 flushed before each call (as do_bench does): kernel names, each kernel's
   median duration, kernels per call, their sum (``time_s``, ``timing: "kernel"``).
@@ -485,10 +487,12 @@ def plan_summary(
     kernels_budget_s: float = KERNELS_BUDGET_S,
     order_seed: int | None = None,
     rotate: bool = False,
+    warmup_ms: float = WARMUP_MS,
+    rep_ms: float = REP_MS,
 ) -> str:
     """The plan as text: the constants, counts per family/layout/format, estimated phase times (``order_seed``:
     the run order's seed where it is not ``seed``; ``rotate``: each shape's five items rotated, see
-    :func:`plan_items`)."""
+    :func:`plan_items`; ``warmup_ms`` / ``rep_ms``: the time phase's do_bench settings)."""
     shapes = Counter(i.spec.family for i in items if i.fmt is BF16 and i.spec.layout == "rr")
     order = "" if order_seed is None or order_seed == seed else f", run order of seed {order_seed}"
     order += ", each shape's five GEMMs rotated (shape g first runs its (g mod 5)-th)" if rotate else ""
@@ -523,7 +527,11 @@ def plan_summary(
     lines.append(f"  bf16 cr items with M not a multiple of 8: {cr_m_unaligned}")
     rounded = sum(1 for i in items if (i.requested.K, i.requested.N) != (i.spec.K, i.spec.N))
     lines.append(f"  fp8 items with K or N rounded up: {rounded}")
-    t = estimate_time_phase_s(items)
+    t = estimate_time_phase_s(items, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    if (warmup_ms, rep_ms) != (WARMUP_MS, REP_MS):
+        lines.append(
+            f"  time phase: do_bench warmup {warmup_ms:g} ms, rep {rep_ms:g} ms (the sweep's {WARMUP_MS:g}, {REP_MS:g})"
+        )
     k = estimate_kernels_phase_s(items)
     lines.append(
         f"estimated: time phase {t:.0f} s (budget {time_budget_s:.0f} s, must end < 240 s), "
@@ -1117,6 +1125,17 @@ def _family_mix(text: str) -> dict[str, int]:
     return mix
 
 
+def _positive_ms(text: str) -> float:
+    """A do_bench time setting in ms: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a time in ms (a number above 0), got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a time in ms above 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m perfmodel.bench.gemm_layouts", description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -1154,6 +1173,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--quick", action="store_true", help=f"{QUICK_SHAPES_PER_FAMILY} small shapes per family (smoke test)"
+    )
+    p.add_argument(
+        "--warmup-ms",
+        type=_positive_ms,
+        default=WARMUP_MS,
+        help=f"time: do_bench's warmup, ms (default {WARMUP_MS:g}, the sweep's; do_bench's own default is 25)",
+    )
+    p.add_argument(
+        "--rep-ms",
+        type=_positive_ms,
+        default=REP_MS,
+        help=f"time: do_bench's rep, ms (default {REP_MS:g}, the sweep's; do_bench's own default is 100)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan and the estimated time; no torch, no GPU")
     p.add_argument("--suffix", default="", help="added to the output file names, e.g. _fresh")
@@ -1213,6 +1244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         family_mix=mix,
         time_budget_s=args.budget_s if args.budget_s is not None and args.phase == "time" else TIME_BUDGET_S,
         kernels_budget_s=args.budget_s if args.budget_s is not None and args.phase == "kernels" else KERNELS_BUDGET_S,
+        warmup_ms=args.warmup_ms,
+        rep_ms=args.rep_ms,
     )
     if args.phase == "plan" or args.dry_run:
         print(text)
@@ -1244,7 +1277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         w.meta["sections"] = {"gemm_layouts_time": section}
         section["accuracy_rel_error"] = _check_accuracy(torch)
         _warm_gpu(torch, 0.0 if args.quick else GPU_WARM_S)
-        section.update(run_time(w, items, budget_s=TIME_BUDGET_S if args.budget_s is None else args.budget_s, log=_log))
+        budget = TIME_BUDGET_S if args.budget_s is None else args.budget_s
+        section.update(run_time(w, items, budget_s=budget, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms, log=_log))
     else:
         if args.only_ids_from is not None:
             keep = {r.get("id") for r in _load(args.only_ids_from)}
