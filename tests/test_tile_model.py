@@ -375,7 +375,9 @@ def test_corrections_reproduce_from_the_shipped_formula():
         for key in subsets[timing]:
             trees = want[field][key]
             g = got[key].to_dict()
-            assert g["base"] == trees["base"], (field, key)
+            # the base (the rows' median log residual) to 1e-12: numpy 2.4.6 on an AMD EPYC gives bf16@cr's one ulp
+            # apart (-0.013049762585839493 against ...494); the splits stay exact
+            assert g["base"] == pytest.approx(trees["base"], rel=0, abs=1e-12), (field, key)
             assert g["feature"] == trees["feature"][:prefix], (field, key)
             assert g["threshold"] == trees["threshold"][:prefix], (field, key)
             assert np.allclose(g["value"], trees["value"][:prefix], rtol=0, atol=1e-7), (field, key)

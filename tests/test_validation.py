@@ -28,6 +28,11 @@ def report(validate):
 # Refitted numbers are therefore compared with a tolerance far above that and far below any change of
 # the model that matters: 1e-4 relative for parameters, one unit of the last printed digit in the docs.
 REL = 1e-4
+#: parameters along a flat direction of their fit, with the tolerance they need: on an AMD EPYC machine with numpy
+#: 2.4.6 / scipy 1.17.1 (OPENBLAS_CORETYPE=Haswell or not) the refit's bf16@fallback wave_quantization lands 1.2e-4
+#: from the shipped 0.004836 while that group's other parameters move by at most 1.5e-5 and its held-out residuals
+#: (MdAPE, p90, max) by at most 2e-5 relative: the fit's error does not see it
+FLAT = {"calibration.gemm.bf16@fallback.wave_quantization": 1e-3}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -42,7 +47,7 @@ def assert_close(got, want, path="calibration"):
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_close(g, w, f"{path}[{i}]")
     elif isinstance(want, float) and not isinstance(want, bool):
-        assert got == pytest.approx(want, rel=REL, abs=1e-12), path
+        assert got == pytest.approx(want, rel=FLAT.get(path, REL), abs=1e-12), path
     else:
         assert got == want, path
 
