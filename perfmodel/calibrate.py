@@ -21,7 +21,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -562,22 +562,36 @@ def _fit_casts(records: Sequence[Mapping[str, Any]], model: CalibratedModel) -> 
     return out
 
 
-def _fit_step_gemm(records: Sequence[Mapping[str, Any]], model: CalibratedModel, spec: GPUSpec) -> dict[str, float]:
-    """Per GEMM group: median of measured / predicted GEMM kernel time in Linear steps whose three
-    GEMMs all fall in that one group (bf16; tensorwise e4m3/e5m2; rowwise). Mixed recipes are skipped."""
+def _step_gemm_ratio(r: Mapping[str, Any], model: CalibratedModel, spec: GPUSpec) -> tuple[str, float] | None:
+    """One Linear step record's GEMM group and measured / predicted GEMM kernel time, or ``None`` where its
+    three GEMMs are not all in one group (mixed recipes), it names no recipe or has no kernels."""
     from .float8 import linear_time
     from .recipes import RECIPES
 
+    rec = RECIPES.get(r.get("recipe", ""))
+    if rec is None or not r.get("kernels"):
+        return None
+    pred = linear_time(r["M"], r["K"], r["N"], rec, spec, model=model)
+    groups = {_key(get_format(g.dtype.replace("e5m2", "e4m3")), g.scaling) for g in pred.gemms}
+    measured = sum(k["time_s"] for k in r["kernels"] if is_gemm_kernel(k["name"]))
+    return (groups.pop(), measured / pred.gemm_s) if len(groups) == 1 and measured > 0 else None
+
+
+def _fit_step_gemm(
+    records: Sequence[Mapping[str, Any]],
+    model: CalibratedModel,
+    spec: GPUSpec,
+    ratio: Callable[[Mapping[str, Any], CalibratedModel, GPUSpec], tuple[str, float] | None] = _step_gemm_ratio,
+) -> dict[str, float]:
+    """Per GEMM group: median of measured / predicted GEMM kernel time in Linear steps whose three
+    GEMMs all fall in that one group (bf16; tensorwise e4m3/e5m2; rowwise). Mixed recipes are skipped.
+    ``ratio`` gives one record's (:func:`_step_gemm_ratio`; a caller that refits on many subsets of the same
+    records with the same model can pass its own precomputed values)."""
     ratios: dict[str, list[float]] = {}
     for r in records:
-        rec = RECIPES.get(r.get("recipe", ""))
-        if rec is None or not r.get("kernels"):
-            continue
-        pred = linear_time(r["M"], r["K"], r["N"], rec, spec, model=model)
-        groups = {_key(get_format(g.dtype.replace("e5m2", "e4m3")), g.scaling) for g in pred.gemms}
-        measured = sum(k["time_s"] for k in r["kernels"] if is_gemm_kernel(k["name"]))
-        if len(groups) == 1 and measured > 0:
-            ratios.setdefault(groups.pop(), []).append(measured / pred.gemm_s)
+        got = ratio(r, model, spec)
+        if got is not None:
+            ratios.setdefault(got[0], []).append(got[1])
     return {k: float(np.median(v)) for k, v in sorted(ratios.items()) if len(v) >= 3}
 
 

@@ -299,18 +299,36 @@ def _kinds_of(records: Sequence[Mapping[str, Any]], *, single_row: bool = False)
 _FIELDS = ("id", "M", "K", "N", "dtype", "scaling", "layout", "time_s")
 
 
+def _file_key(p: str | Path) -> tuple[str, int, int]:
+    """A file's cache key: its resolved path, modification time and size (a missing file: read_data_json's named
+    error when it is read)."""
+    path = Path(p)
+    st = path.stat() if path.is_file() else None
+    return str(path.resolve()), st.st_mtime_ns if st else 0, st.st_size if st else -1
+
+
+def session_records(path: str | Path) -> tuple[Mapping[str, Any], ...]:
+    """Every record of one sweep file (``perfmodel.bench/1`` JSON, optionally gzipped), decoded once per process
+    while the file is unchanged: the fit and ``benchmarks/validate_tiles.py`` (and the tests, which run both) read
+    the same sessions. The records are shared: do not change them."""
+    return _file_records(*_file_key(path))
+
+
+@functools.lru_cache(maxsize=256)  # every layout-sweep file of both timings (176 now)
+def _file_records(path: str, _mtime_ns: int, _size: int) -> tuple[Mapping[str, Any], ...]:
+    return tuple(read_data_json(path).get("records", []))
+
+
 def _gemm_records(paths: Iterable[str | Path]) -> Iterable[Mapping[str, Any]]:
     """The timed GEMM records of the files in ``paths`` (each file read once per process while it is unchanged:
     the fit reads the same sessions for its formula, its corrections and its measured range)."""
     for p in paths:
-        path = Path(p)
-        st = path.stat() if path.is_file() else None  # a missing file: read_data_json's named error
-        yield from _file_gemms(str(path.resolve()), st.st_mtime_ns if st else 0, st.st_size if st else -1)
+        yield from _file_gemms(*_file_key(p))
 
 
-@functools.lru_cache(maxsize=128)  # every fit file of both timings (91 now)
+@functools.lru_cache(maxsize=256)
 def _file_gemms(path: str, _mtime_ns: int, _size: int) -> tuple[Mapping[str, Any], ...]:
-    records = read_data_json(path).get("records", [])
+    records = _file_records(path, _mtime_ns, _size)
     return tuple({k: r.get(k) for k in _FIELDS} for r in records if r.get("op") == "gemm" and r.get("time_s"))
 
 
