@@ -37,6 +37,7 @@ from perfmodel.calibrate import (  # noqa: E402
     Calibrator,
     _fit_casts,
     _fit_step_gemm,
+    _step_gemm_ratio,
     ape_stats,
     is_dynamic,
     is_heldout,
@@ -60,9 +61,9 @@ PUBLISHED = ROOT / "benchmarks" / "published"  # other projects' numbers: scored
 LAYOUT_SWEEP = ROOT / "benchmarks" / "data" / "h200_2026-12-01"  # measured after the fit; never fitted on
 #: the layout-sweep sessions the tile model's error bars come from, pooled: benchmarks/validate_tiles.py's
 #: FRESH_SESSIONS (a test holds the two equal), each in no fit and measured after the formula fits
-TILES_FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2084)))
+TILES_FRESH_SESSIONS = ("_fresh2037", *(f"_fresh{seed}" for seed in range(2071, 2087)))
 #: how many distinct GPUs those sessions ran on (benchmarks/validate_tiles.py's FRESH_GPUS; a test holds it)
-TILES_FRESH_GPUS = 8
+TILES_FRESH_GPUS = 10
 
 
 @functools.cache
@@ -177,12 +178,16 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
             r["step_kernel_time_s"]
         )
     base = dataclasses.replace(cal.model_, casts={}, step_gemm_factors={})
+    # each record's in-step GEMM ratio under ``base``, priced once (every fold refits on the others with that model)
+    step_ratio = {id(r): _step_gemm_ratio(r, base, ours) for r in lin_recs}
     pairs: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     linear_times: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for (compile_, shape), times in sorted(by_shape.items()):
         rest = [r for r in lin_recs if (r["M"], r["K"], r["N"]) != shape]
         loo = dataclasses.replace(
-            base, casts=_fit_casts(rest, base), step_gemm_factors=_fit_step_gemm(rest, base, ours)
+            base,
+            casts=_fit_casts(rest, base),
+            step_gemm_factors=_fit_step_gemm(rest, base, ours, lambda r, *_: step_ratio[id(r)]),
         )
         specs = {"perfmodel calibrated": (dataclasses.replace(ours, calibration=loo), None), **baselines(ours)}
         if compile_ == "static":  # Linear times (bf16 and every recipe): the linear_time error bars

@@ -15,9 +15,9 @@ The table (``perfmodel/calibrations/error_bars.json``) is written by ``python be
   in bf16 ``rr``/``rc``/``cr`` and fp8 ``rc``, measured after the fit; ``benchmarks/data/h200_2026-12-01``),
   per family and timing;
 * ``roofline``, GEMM time: the constant-fraction roofline on the same GEMMs;
-* ``measured`` with ``model="tiles"``: the H200 tile model on the layout sweep's seed-2037 and 2071 to 2083
-  sessions pooled (in no fit, each measured after its formula fits were committed, 2071 to 2083 after its
-  learned correction too; eight GPUs), per family and timing;
+* ``measured`` with ``model="tiles"``: the H200 tile model on the layout sweep's seed-2037 and 2071 to 2086
+  sessions pooled (in no fit, each measured after its formula fits were committed, 2071 to 2086 after its
+  learned correction too; ten GPUs), per family and timing;
 * ``estimated``, GEMM time: the estimated models on published GEMM throughput of GB200, B200, MI300X,
   A100 (``benchmarks/published/gemm_throughput.json``; 21 shapes, one bar for all families);
 * ``measured``, Linear time and speedup: held-out H200 Linear layers (leave one shape out; fwd+bwd,

@@ -78,7 +78,8 @@ def gemm_time_s(
     ``timing``: ``"kernel"`` (the GPU kernel time a profiler and a training step see; the default) or
     ``"event"`` (what timing one call with CUDA events or ``triton.testing.do_bench`` shows: the kernel
     plus the launch gap, :data:`EVENT_OVERHEAD_S` where the model has no measured one; the tile model has
-    its own fit on event times, :mod:`perfmodel.tile_model`).
+    its own fit on event times, :mod:`perfmodel.tile_model`, checked against ``do_bench(fn)`` at its defaults:
+    ``docs/validation.md``).
 
     >>> round(gemm_time_s(8192, 8192, 8192, "bf16", "H100-2.4TB", model="original") * 1e3, 3)
     1.853

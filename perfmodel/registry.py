@@ -84,10 +84,11 @@ EXPECTED_ERRORS: dict[str, ExpectedError] = {
 #: The tile model's expected error (docs/validation.md, "The tile model"; tests/test_tile_model.py checks it against
 #: the fresh session's scores that benchmarks/validate_tiles.py recomputes).
 TILES_EXPECTED_ERROR = ExpectedError(
-    gemm_time_pct=3.9,
+    gemm_time_pct=4.0,
     basis="H200 only, kernel time; layout sweep seeds 2037, 2071, 2072, 2073, 2074, 2075, 2076, 2077, 2078, 2079, "
-    "2080, 2081, 2082, 2083 (in no fit, measured after the formula fits, 2071 to 2083 after the shipped correction "
-    "too; on 8 GPUs), worst format and layout (bf16 cr; 3.3 % over all 66150 GEMMs, 2.5 % by event time)",
+    "2080, 2081, 2082, 2083, 2084, 2085, 2086 (in no fit, measured after the formula fits, 2071 to 2086 after the "
+    "shipped correction too; on 10 GPUs), worst format and layout (bf16 cr; 3.3 % over all 80325 GEMMs, 2.5 % by "
+    "event time)",
 )
 
 _SHIPPED: dict[str, ShippedCalibration] = {arch: ShippedCalibration(name) for arch, name in MEASURED.items()}
