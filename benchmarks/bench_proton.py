@@ -1,4 +1,4 @@
-"""Time ``perfmodel.proton.read(...).perfdata()`` on a deterministic 100 000-kernel profile,
+"""Time ``perfmodel.measured.proton.read(...).perfdata()`` on a deterministic 100 000-kernel profile,
 and, where ``triton.profiler.viewer`` and llnl-hatchet import, the official viewer on the same
 work (the seed's ``viewer.read`` + ``gf.filter(... IS LEAF)`` + sums).
 
@@ -77,7 +77,7 @@ def best_of(fn: Any, repeat: int) -> tuple[float, Any]:
 
 
 def ours(path: Path) -> tuple[float, float, float]:
-    from perfmodel import proton
+    from perfmodel.measured import proton
 
     pd = proton.read(path).perfdata(r".*matmul.*", gpu="H200")  # gpu= : time the reader, not the table
     return pd.time_s * 1e9, pd.flops, pd.bytes
@@ -109,7 +109,7 @@ def main() -> int:
             deep.write_text(deep_profile_text(args.deep_levels))
             t_deep, totals = best_of(lambda: ours(deep), args.repeat)
             print(
-                f"perfmodel.proton: 1 kernel under {args.deep_levels} nested scopes "
+                f"perfmodel.measured.proton: 1 kernel under {args.deep_levels} nested scopes "
                 f"({deep.stat().st_size / 1e6:.1f} MB): read+perfdata best of {args.repeat}: {t_deep:.3f} s"
             )
         path = Path(tmp) / "big.hatchet"
@@ -117,7 +117,7 @@ def main() -> int:
         mb = path.stat().st_size / 1e6
         t_ours, totals = best_of(lambda: ours(path), args.repeat)
         print(
-            f"perfmodel.proton: {args.kernels} kernels ({mb:.1f} MB): read+perfdata best of "
+            f"perfmodel.measured.proton: {args.kernels} kernels ({mb:.1f} MB): read+perfdata best of "
             f"{args.repeat}: {t_ours:.3f} s  [time {totals[0]:.0f} ns, flops {totals[1]:.4g}, "
             f"bytes {totals[2]:.4g}]"
         )

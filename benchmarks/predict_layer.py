@@ -25,10 +25,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import calibrate_layer as cl  # noqa: E402
-from perfmodel._step_params import SHIPPED_LAYER_FILE, load_layer_params  # noqa: E402
 from perfmodel.bench import layer as L  # noqa: E402
+from perfmodel.calibrate import layer as cl  # noqa: E402
 from perfmodel.step import best_convert  # noqa: E402
+from perfmodel.step.params import SHIPPED_LAYER_FILE, load_layer_params  # noqa: E402
 
 RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
 

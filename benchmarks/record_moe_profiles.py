@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfmodel.bench.fixtures import triton_matmul  # noqa: E402
-from perfmodel.moe import profile_path  # noqa: E402
+from perfmodel.measured.moe_bench import profile_path  # noqa: E402
 
 BATCHES = range(256, 4097, 256)
 DIM1, DIM2, N_TOT, N_ACT = 5120, 8192, 128, 4

@@ -44,11 +44,11 @@ from perfmodel.calibrate import (  # noqa: E402
     load_dataset,
     read_data_json,
 )
-from perfmodel.calibrate_tiles import SWEEP_DATES, sweep_path  # noqa: E402
-from perfmodel.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
-from perfmodel.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
-from perfmodel.hardware import GPUS, Efficiency  # noqa: E402
-from perfmodel.tile_model import fallback_mask  # noqa: E402
+from perfmodel.calibrate.tiles import SWEEP_DATES, sweep_path  # noqa: E402
+from perfmodel.models.errorbars import SCHEMA as ERRORBARS_SCHEMA  # noqa: E402
+from perfmodel.models.errorbars import SHAPE_FAMILIES, shape_family  # noqa: E402
+from perfmodel.models.tiles import fallback_mask  # noqa: E402
+from perfmodel.specs.gpu import GPUS, Efficiency  # noqa: E402
 
 DATA = ROOT / "perfmodel" / "calibrations" / "data"
 FRESH = DATA / "fresh"  # measured after the fit; never fitted on
@@ -411,13 +411,13 @@ def markdown_published(pub: dict[str, Any], gemm: dict[str, Any]) -> str:
     out.append(f"| all | | | {gemm['_all']['n']} | MdAPE {gemm['_all']['mdape']:.1f} | |")
     out += [
         "",
-        "**What each estimate is built from** (`perfmodel/calibrations/estimates.py`; published GEMM and "
+        "**What each estimate is built from** (`perfmodel/models/estimated.py`; published GEMM and "
         "bandwidth figures only, each with its source):",
         "",
         "| architecture | written against | figures | assumptions |",
         "|---|---|---|---|",
     ]
-    from perfmodel.calibrations.estimates import ESTIMATES
+    from perfmodel.models.estimated import ESTIMATES
 
     for est in ESTIMATES.values():
         out.append(
@@ -512,7 +512,7 @@ def score_fresh_sweep() -> dict[str, Any]:
 
 def score_fallback(kern: list[dict[str, Any]]) -> dict[str, Any]:
     """The sweep's bf16 GEMMs on cuBLAS's fallback kernels (misaligned leading dimensions and more than one row, or
-    K < 8: :func:`perfmodel.calibrated_model.fallback_kernels`), priced by the shipped model (its ``bf16@fallback``
+    K < 8: :func:`perfmodel.models.calibrated.fallback_kernels`), priced by the shipped model (its ``bf16@fallback``
     group) and by the same model without that group (the main group's per-alignment factors): MdAPE / p90 of
     kernel time."""
     spec = pm.get_gpu("H200")

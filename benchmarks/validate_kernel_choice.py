@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perfmodel as pm  # noqa: E402
-from perfmodel.kernel_choice import alternative, kernel_class, kernel_class_of  # noqa: E402
-from perfmodel.registry import tile_model  # noqa: E402
+from perfmodel.models.kernel_choice import alternative, kernel_class, kernel_class_of  # noqa: E402
+from perfmodel.models.registry import tile_model  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
@@ -51,7 +51,8 @@ def all_sessions() -> tuple[str, ...]:
 
 
 def measured_class(r: dict[str, Any]) -> str:
-    """The class of the kernel cuBLAS ran for a profiled record: :func:`perfmodel.kernel_choice.kernel_class_of` of its
+    """The class of the kernel cuBLAS ran for a profiled record: :func:`~perfmodel.models.kernel_choice.kernel_class_of`
+    of its
     main kernel's name (``"other"`` for none of the classes)."""
     return kernel_class_of(r.get("main_kernel") or "") or "other"
 
@@ -104,7 +105,8 @@ def evaluate(sessions: tuple[str, ...] | None = None) -> dict[str, Any]:
 
 
 def constants(rep: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """:data:`perfmodel.kernel_choice.KERNEL_RULE_AGREEMENT` and ``SPLIT_K_AGREEMENT`` as this data gives them (bf16:
+    """:data:`~perfmodel.models.kernel_choice.KERNEL_RULE_AGREEMENT` and ``SPLIT_K_AGREEMENT`` as this data gives them
+    (bf16:
     every fp8 GEMM runs a Hopper kernel, and rowwise fp8 never splits K)."""
     a = rep["kinds"]["bf16"]
     return _rule_counts(a), {"gemms": a["split_gemms"], "right": a["split_right"], "never": a["split_never"]}
@@ -116,7 +118,7 @@ def _rule_counts(row: dict[str, Any]) -> dict[str, int]:
 
 
 def held_out(rep: dict[str, Any]) -> dict[str, int] | None:
-    """:data:`perfmodel.kernel_choice.KERNEL_RULE_HELD_OUT` as this data gives it: the bf16 GEMMs of the sessions
+    """:data:`perfmodel.models.kernel_choice.KERNEL_RULE_HELD_OUT` as this data gives it: the bf16 GEMMs of the sessions
     measured after the rule was read (not in :data:`RULE_SEEN`); ``None`` without any."""
     a = rep["kinds"].get("bf16, held out")
     return None if a is None else _rule_counts(a)

@@ -6,7 +6,7 @@
 Every number comes from ``benchmarks/data/h200_2026-12-01/`` (:data:`LAYER_FILES`, the repeats of
 :data:`REPEAT_FILES`, the dim-5120 predictions committed before it was measured, and the one-GPU FSDP steps)
 and the step model: for each layer size (dim 2048, 4096, 5120, 8192) the layer parameters are refitted on the
-others (``perfmodel.calibrate_layer.fit(..., exclude_dims=(dim,))``) and the held-out size is predicted.
+others (``perfmodel.calibrate.layer.fit(..., exclude_dims=(dim,))``) and the held-out size is predicted.
 Measured step time is the CUDA-event median of 30-50 back-to-back steps (``step_time_s``); kernel time is the
 profiled per-step kernel sum (``step_kernel_time_s``). ``tests/test_validation_step.py`` checks that the docs
 are what this script gives.
@@ -26,10 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import calibrate_layer as cl  # noqa: E402
-from perfmodel._step_params import load_layer_params  # noqa: E402
+from perfmodel.calibrate import layer as cl  # noqa: E402
 from perfmodel.presets import LayerShape  # noqa: E402
 from perfmodel.step import best_convert, layer_time  # noqa: E402
+from perfmodel.step.params import load_layer_params  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 #: the layer sweep the model is fitted and scored on: every one of the 164 configs of the sweep measured with no

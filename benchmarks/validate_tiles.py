@@ -1,10 +1,10 @@
-"""The tile model (``model="tiles"``, :mod:`perfmodel.tile_model`) against the H200 layout sweeps, next to
+"""The tile model (``model="tiles"``, :mod:`perfmodel.models.tiles`) against the H200 layout sweeps, next to
 the default calibrated model on the same GEMMs.
 
 Three kinds of session, kept apart:
 
 * **fit**: seed 0, measured twice (``h200_gemm_layouts_kernels{,_repeat}_2026-12-01.json.gz``) — what
-  :mod:`perfmodel.calibrate_tiles` fits on (the geometric mean of the two sessions per GEMM);
+  :mod:`perfmodel.calibrate.tiles` fits on (the geometric mean of the two sessions per GEMM);
 * **seen**: seed 2026, measured twice (``*_fresh``, ``*_fresh_repeat``) — the research that found the
   formula looked at these, so they are not a held-out score;
 * **seen, later**: seed 2027 (``*_fresh2027``), measured after the kernel fit was committed (its first
@@ -79,7 +79,7 @@ sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
 from perfmodel.calibrate import ape_stats, read_data_json  # noqa: E402
-from perfmodel.calibrate_tiles import CORRECTION_SUFFIXES, session_records, sweep_path  # noqa: E402
+from perfmodel.calibrate.tiles import CORRECTION_SUFFIXES, session_records, sweep_path  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 DOC = ROOT / "docs" / "validation.md"
@@ -253,7 +253,7 @@ def formula_alone() -> Any:
     """The shipped tile model without its learned corrections: the tile formula alone (both timings' fits)."""
     import dataclasses
 
-    from perfmodel.registry import tile_model
+    from perfmodel.models.registry import tile_model
 
     return dataclasses.replace(tile_model(), corrections={}, event_corrections={})
 
@@ -398,7 +398,7 @@ def score_floor(suffix: str | tuple[str, ...] = FRESH, timing: str = "kernel") -
     """Two floors on ``suffix``'s session (or several pooled), on its ``llm`` GEMMs (the same ids in every seed):
     ``floor``, against the geometric mean of the two seed-0 sessions, which measured them in another order (one
     other order against this one); ``lookup``, against the median of the same GEMM over every session the learned
-    correction is fitted on (:data:`perfmodel.calibrate_tiles.CORRECTION_SUFFIXES`: other orders,
+    correction is fitted on (:data:`perfmodel.calibrate.tiles.CORRECTION_SUFFIXES`: other orders,
     several GPUs) — the best a prediction from the shape alone could do with all we measured; and for kernel time
     ``told``, the GEMM's event time measured in the same session times its median kernel / event ratio over those
     sessions (:func:`fit_kernel_event_ratios`) — told all of that, what is left is the kernel measurement's own

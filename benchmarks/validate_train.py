@@ -1,7 +1,7 @@
 """Validation of the cluster model (perfmodel.train) against our one-GPU FSDP2 steps and published multi-GPU runs.
 
 * **Our measurements** (``benchmarks/data/h200_2026-12-01/h200_train_fsdp_1gpu_2026-12-01.json``): the bf16
-  steps fit the optimizer/FSDP overhead (:mod:`perfmodel.calibrate_train`); the float8 steps are held out.
+  steps fit the optimizer/FSDP overhead (:mod:`perfmodel.calibrate.train`); the float8 steps are held out.
 * **Published runs** (``benchmarks/published/float8_training_runs.json``, validation only: nothing is fitted
   or tuned on them): every run marked expressible is predicted with its published settings; what is
   assumed where the source is silent is listed per run.
@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfmodel import train  # noqa: E402
-from perfmodel._train_compute import shipped_train_params  # noqa: E402
-from perfmodel.calibrate_train import predict_record  # noqa: E402
+from perfmodel.calibrate.train import predict_record  # noqa: E402
 from perfmodel.errors import PerfModelError  # noqa: E402
 from perfmodel.presets import get_preset  # noqa: E402
+from perfmodel.train.compute import shipped_train_params  # noqa: E402
 
 ONE_GPU = ROOT / "benchmarks" / "data" / "h200_2026-12-01" / "h200_train_fsdp_1gpu_2026-12-01.json"
 PUBLISHED = ROOT / "benchmarks" / "published" / "float8_training_runs.json"

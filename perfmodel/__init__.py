@@ -8,7 +8,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errorbars import ErrorBar
 from .errors import (
     CalibrationError,
     FileRefusedError,
@@ -31,39 +30,60 @@ from .errors import (
 )
 from .formats import FORMATS, Format, get_format
 from .gemm import gemm_bytes, gemm_error_bar, gemm_flops, gemm_perfdata, gemm_time_s
-from .hardware import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
-from .kernel_choice import GemmKernel, gemm_kernel, kernel_class
+from .models.base import ExpectedError, Provenance
+from .models.errorbars import ErrorBar
+from .models.kernel_choice import GemmKernel, gemm_kernel, kernel_class
+from .models.registry import provenance, time_model
 from .perfdata import PerfData
-from .registry import provenance, time_model
-from .timemodel import ExpectedError, Provenance
+from .specs.gpu import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
 
 # Submodules reached as attributes (pm.float8.speedup, pm.proton.read) load on first use.
-_LAZY = (
-    "float8",
-    "proton",
-    "plot",
-    "calibrate",
-    "recipes",
-    "presets",
-    "report",
-    "step",
-    "moe",
-    "bench",
-    "compat",
-    "registry",
-    "timemodel",
-    "calibrated_model",
-    "errorbars",
-    "network",
-    "train",
-)
+_LAZY = {
+    "float8": "float8",
+    "proton": "measured.proton",
+    "plot": "measured.plot",
+    "moe": "measured.moe_bench",
+    "calibrate": "calibrate",
+    "presets": "presets",
+    "report": "report",
+    "step": "step",
+    "train": "train",
+    "bench": "bench",
+    "compat": "compat",
+    "specs": "specs",
+    "models": "models",
+    "measured": "measured",
+    "counting": "counting",
+}
+#: module names of the flat layout (before 2026-12-03) -> their home now; reached as ``pm.<old>`` they still
+#: work, with a DeprecationWarning that names the new path.
+_MOVED = {
+    "registry": "models.registry",
+    "timemodel": "models.base",
+    "calibrated_model": "models.calibrated",
+    "errorbars": "models.errorbars",
+    "network": "models.collectives",
+    "recipes": "float8.recipes",
+    "hardware": "specs.gpu",
+    "kernel_choice": "models.kernel_choice",
+    "tile_model": "models.tiles",
+}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
+    import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{_LAZY[name]}")
+    if name in _MOVED:
+        import warnings
+
+        warnings.warn(
+            f"perfmodel.{name} moved to perfmodel.{_MOVED[name]}; the old name goes in a later release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(f"{__name__}.{_MOVED[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -39,6 +39,7 @@ from typing import Any
 from .errors import FileRefusedError
 
 __all__ = [
+    "CALIBRATIONS",
     "DATA_MAX_BYTES",
     "ECHO_CHARS",
     "MAX_FILE_BYTES_ENV",
@@ -55,6 +56,9 @@ __all__ = [
     "short_repr",
     "write_atomic",
 ]
+
+#: the folder of the calibration files shipped with perfmodel (JSON data, read on first use)
+CALIBRATIONS = Path(__file__).resolve().parent / "calibrations"
 
 #: Default size limit of a Proton profile, bytes (1 GiB: ~5 million kernel nodes; a 100 000-kernel
 #: profile is ~21 MB). Parsing needs several times the file size in memory.

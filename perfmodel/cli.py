@@ -14,7 +14,7 @@ Subcommands::
                     [--network NAME] [--json]
     perfmodel models [--json]
 
-plus subcommands other modules register (``roofline`` from :mod:`perfmodel.moe`, ``calibrate``
+plus subcommands other modules register (``roofline`` from :mod:`perfmodel.measured.moe_bench`, ``calibrate``
 from :mod:`perfmodel.calibrate`). Units at this edge: µs, ms, TFLOP/s, TB/s, GB.
 
 Exit status: 0 ok; 2 a usage or input error (argparse's ``usage: ...`` or ``perfmodel: error: <message>``
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import math
 import sys
@@ -79,7 +78,7 @@ def _list(flag: str, text: str | None, example: str) -> list[str] | None:
 
 def _gpu(args: argparse.Namespace) -> Any:
     """``--gpu``, with ``--calibration FILE`` attached (``dataclasses.replace(gpu, calibration=...)``)."""
-    from .hardware import get_gpu
+    from .specs.gpu import get_gpu
 
     spec = get_gpu(args.gpu)
     if args.calibration is None:
@@ -89,7 +88,7 @@ def _gpu(args: argparse.Namespace) -> Any:
             f"--calibration uses your fit, --time-model {args.time_model} ignores it: pass one of them "
             "(or --time-model calibrated)"
         )
-    from .calibrated_model import load_calibration  # only here: the CLI's import stays light
+    from .models.calibrated import load_calibration  # only here: the CLI's import stays light
 
     return dataclasses.replace(spec, calibration=load_calibration(args.calibration))
 
@@ -130,8 +129,8 @@ def _error_bar_line(bar: Any, where: str) -> str:
 
 
 def _cmd_gpus(args: argparse.Namespace) -> int:
-    from .hardware import GPUS
-    from .registry import provenance
+    from .models.registry import provenance
+    from .specs.gpu import GPUS
 
     def tflops(gpu, fmt):
         return gpu.peak_flops_per_s(fmt) * 1e-12 if gpu.supports(fmt) else None
@@ -271,7 +270,7 @@ def _gemm_kernel_record(args: argparse.Namespace, pd: Any) -> dict[str, Any] | N
     time of the nearest aligned shape under the same model; ``None`` off Hopper GPUs and for formats the rule does not
     cover (not measured)."""
     from .gemm import gemm_time_s
-    from .kernel_choice import FORMATS, gemm_kernel
+    from .models.kernel_choice import FORMATS, gemm_kernel
 
     if pd.gpu.arch != "90" or pd.dtype.name not in FORMATS:
         return None
@@ -403,7 +402,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------
 def _cmd_break_even(args: argparse.Namespace) -> int:
     from . import float8
-    from .registry import provenance
+    from .models.registry import provenance
     from .report import parse_shape
 
     spec = _gpu(args)
@@ -568,42 +567,6 @@ def _add_time_model(p: argparse.ArgumentParser, *flags: str) -> None:
     )
 
 
-def _register_optional(subparsers: Any, module: str, hook: str) -> None:
-    """Call ``perfmodel.<module>.<hook>(subparsers)`` when that module exists and has the hook.
-
-    Skipped silently only when the module does not exist or lacks the hook. If the module exists
-    but fails to import, the other subcommands keep working and its subcommand reports the error.
-    """
-    name = f"perfmodel.{module}"
-    try:
-        mod = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return  # not written yet / not installed: nothing to register
-        _broken(subparsers, module, exc)
-        return
-    except ImportError as exc:
-        _broken(subparsers, module, exc)
-        return
-    register = getattr(mod, hook, None)
-    if register is None:
-        return
-    register(subparsers)
-
-
-def _broken(subparsers: Any, module: str, exc: BaseException) -> None:
-    command = {"moe": "roofline", "calibrate": "calibrate"}[module]
-    p = subparsers.add_parser(command, help=f"(unavailable: perfmodel.{module} failed to import)", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-
-    def fail(args: argparse.Namespace) -> int:
-        raise PerfModelError(
-            f"`perfmodel {command}` is unavailable: importing perfmodel.{module} failed: {type(exc).__name__}: {exc}"
-        )
-
-    p.set_defaults(func=fail)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (including the optional ones that are present)."""
     parser = argparse.ArgumentParser(
@@ -711,16 +674,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--async-tp", action="store_true", help="async TP (overlaps TP collectives with GEMMs)")
     p.add_argument("--ac", default="selective", help="activation checkpointing: none | selective | full")
     p.add_argument("--layers", type=_positive_int, default=None, help="override the preset's layer count")
-    p.add_argument("--network", default=None, help="inter-node network (see perfmodel.network; default per GPU)")
+    p.add_argument(
+        "--network", default=None, help="inter-node network (see perfmodel.models.collectives; default per GPU)"
+    )
     _add_time_model(p)
     _add_calibration(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_train)
 
-    # -- subcommands owned by other modules --------------------------------------------------
-    _register_optional(sub, "moe", "add_roofline_cli")  # `perfmodel roofline`
-    # `perfmodel calibrate`: perfmodel.calibrate.add_calibrate_cli(subparsers), once that module exists.
-    _register_optional(sub, "calibrate", "add_calibrate_cli")
+    # -- subcommands owned by their modules: `perfmodel roofline`, `perfmodel calibrate` -------------
+    from .calibrate import add_calibrate_cli
+    from .measured.moe_bench import add_roofline_cli
+
+    add_roofline_cli(sub)
+    add_calibrate_cli(sub)
     return parser
 
 

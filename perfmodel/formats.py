@@ -29,7 +29,7 @@ class Format:
     """A number format.
 
     Attributes:
-        name: registry name, also the field name of the format in :class:`perfmodel.hardware.Peaks`.
+        name: registry name, also the field name of the format in :class:`perfmodel.specs.gpu.Peaks`.
         bits: bits of one stored element (tf32: 32, stored as fp32).
         kind: ``"float"`` or ``"int"``.
         exponent_bits, mantissa_bits: layout of one element (int8: 0, 7).

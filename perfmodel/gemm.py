@@ -1,30 +1,36 @@
 """GEMM cost of ``C[M, N] = A[M, K] @ B[K, N]``: FLOPs, bytes, and predicted time on a GPU.
 
-The public home of the GEMM formulas. FLOPs and bytes are counted in :mod:`perfmodel._counting`
+The public home of the GEMM formulas. FLOPs and bytes are counted in :mod:`perfmodel.counting`
 (1 FMA = 2 FLOP; bytes per kernel: operands read once, output written once, plus scales); time
-comes from the GPU's time model, chosen by :mod:`perfmodel.registry` (a calibration measured on
+comes from the GPU's time model, chosen by :mod:`perfmodel.models.registry` (a calibration measured on
 that GPU, transferred from another GPU of its architecture, an estimate, or the roofline — each
-answer with its :class:`~perfmodel.timemodel.Provenance`); ``model=`` overrides it for one call.
-The time models themselves are in :mod:`perfmodel.timemodel` (roofline, the original 2024 model)
-and :mod:`perfmodel.calibrated_model` (the shape-aware calibrated model).
+answer with its :class:`~perfmodel.models.base.Provenance`); ``model=`` overrides it for one call.
+The time models themselves are in :mod:`perfmodel.models.base` (roofline, the original 2024 model)
+and :mod:`perfmodel.models.calibrated` (the shape-aware calibrated model).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ._backend import check_shapes
-from ._counting import FP8_GEMM_ALIGN, SCALINGS, Scaling, fp8_aligned, gemm_bytes, gemm_flops, resolve_scaling
-from .calibrated_model import LAYOUTS
-from .errorbars import ErrorBar, mark_outside, shape_family
-from .errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError, choices_message
+from .counting import (
+    LAYOUTS,
+    SCALINGS,
+    Scaling,
+    check_fp8_alignment,
+    check_layout,
+    gemm_bytes,
+    gemm_flops,
+    resolve_scaling,
+)
+from .errors import PerfModelError, choices_message
 from .formats import FormatLike, get_format
-from .hardware import GPULike, get_gpu
+from .models.base import EVENT_OVERHEAD_S, ORIGINAL, ROOFLINE, TIMINGS, Roofline, TimeModel, gemm_kernel_time_s
+from .models.errorbars import ErrorBar, mark_outside, shape_family
+from .models.registry import ModelLike, gpu_error_bar, provenance, time_model
 from .perfdata import PerfData
-from .registry import ModelLike, gpu_error_bar, provenance, time_model
-from .timemodel import EVENT_OVERHEAD_S, ORIGINAL, ROOFLINE, TIMINGS, Roofline, TimeModel, gemm_kernel_time_s
+from .specs.gpu import GPULike, get_gpu
 
 __all__ = [
     "EVENT_OVERHEAD_S",
@@ -65,7 +71,7 @@ def gemm_time_s(
 ) -> Any:
     """Predicted seconds for one GEMM ``[M, K] @ [K, N]`` on ``gpu``.
 
-    Uses the model :func:`perfmodel.registry.time_model` picks for ``gpu`` (measured, transferred or
+    Uses the model :func:`perfmodel.models.registry.time_model` picks for ``gpu`` (measured, transferred or
     estimated calibration, else the roofline); ``model`` overrides. Where the answer comes from:
     :func:`perfmodel.provenance` (``gemm_perfdata(...).meta["provenance"]`` carries it).
 
@@ -78,7 +84,7 @@ def gemm_time_s(
     ``timing``: ``"kernel"`` (the GPU kernel time a profiler and a training step see; the default) or
     ``"event"`` (what timing one call with CUDA events or ``triton.testing.do_bench`` shows: the kernel
     plus the launch gap, :data:`EVENT_OVERHEAD_S` where the model has no measured one; the tile model has
-    its own fit on event times, :mod:`perfmodel.tile_model`, checked against ``do_bench(fn)`` at its defaults:
+    its own fit on event times, :mod:`perfmodel.models.tiles`, checked against ``do_bench(fn)`` at its defaults:
     ``docs/validation.md``).
 
     >>> round(gemm_time_s(8192, 8192, 8192, "bf16", "H100-2.4TB", model="original") * 1e3, 3)
@@ -99,35 +105,6 @@ def gemm_time_s(
             return t
     t = gemm_kernel_time_s(tm, M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout)
     return t + event_overhead_s(tm) if timing == "event" else t
-
-
-def check_layout(layout: Any, fmt: FormatLike = "bf16") -> str:
-    """``layout`` if it is one of :data:`LAYOUTS` and ``fmt`` can run it; else a named error listing them."""
-    if not isinstance(layout, str) or layout not in LAYOUTS:
-        raise PerfModelError(choices_message("layout", layout, LAYOUTS, "rc: x @ W.T, rr: x @ W, cr: gO.T @ x."))
-    f = get_format(fmt)
-    if layout != "rc" and f.bits <= 8:
-        raise UnsupportedFormatError(
-            f"{f.name} GEMMs (torch._scaled_mm) run layout 'rc' only (A row-major, B column-major), not {layout!r}"
-        )
-    return layout
-
-
-def check_fp8_alignment(K: Any, N: Any, fmt: FormatLike) -> None:
-    """A named error if an 8-bit GEMM's ``K`` or ``N`` is not a multiple of :data:`FP8_GEMM_ALIGN`
-    (``torch._scaled_mm`` refuses it; a float8 Linear of such a shape stays in bf16, see
-    :func:`perfmodel.float8.linear_time`'s ``eligible``). Symbols are taken as aligned."""
-    if get_format(fmt).bits > 8:
-        return
-    for name, v in (("K", K), ("N", N)):
-        bad = ~np.asarray(fp8_aligned(v), dtype=bool).reshape(-1)
-        if bad.any():
-            first = np.asarray(v).reshape(-1)[np.argmax(bad)]
-            first = int(first) if float(first).is_integer() else first
-            raise IneligibleShapeError(
-                f"{get_format(fmt).name} GEMMs (torch._scaled_mm) need K and N to be multiples of {FP8_GEMM_ALIGN}; "
-                f"{name}={first} is not: pad it to a multiple of {FP8_GEMM_ALIGN} or price the GEMM in bf16"
-            )
 
 
 def check_timing(timing: Any) -> str:
@@ -162,8 +139,8 @@ def gemm_perfdata(
     timing: str = "kernel",
 ) -> PerfData:
     """The predicted GEMM as a :class:`PerfData` point (time, FLOPs, bytes, format, GPU); its
-    ``meta["provenance"]`` is the :class:`~perfmodel.timemodel.Provenance` of the answer and
-    ``meta["error_bar"]`` its :class:`~perfmodel.errorbars.ErrorBar` (see :func:`gemm_error_bar`)."""
+    ``meta["provenance"]`` is the :class:`~perfmodel.models.base.Provenance` of the answer and
+    ``meta["error_bar"]`` its :class:`~perfmodel.models.errorbars.ErrorBar` (see :func:`gemm_error_bar`)."""
     fmt = get_format(dtype)
     return PerfData(
         time_s=gemm_time_s(M, K, N, fmt, gpu, scaling, out_dtype=out_dtype, model=model, layout=layout, timing=timing),
@@ -198,7 +175,7 @@ def gemm_error_bar(
     timing: str = "kernel",
 ) -> ErrorBar | None:
     """The error bar of :func:`gemm_time_s`'s answer: p10–p90 of measured/predicted for the answer's
-    provenance class and the shape's family (:func:`perfmodel.errorbars.shape_family`; the class's "all"
+    provenance class and the shape's family (:func:`perfmodel.models.errorbars.shape_family`; the class's "all"
     bar for arrays and symbols), ``None`` where the class was never validated (your own model).
 
     >>> bar = gemm_error_bar(8192, 4096, 14336, "bf16", "H200")

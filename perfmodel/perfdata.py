@@ -19,7 +19,7 @@ from typing import Any, Literal
 from ._backend import check_nonnegative, check_positive, is_symbolic, namespace
 from .errors import PerfModelError
 from .formats import Format, get_format
-from .hardware import GPUSpec, get_gpu
+from .specs.gpu import GPUSpec, get_gpu
 
 __all__ = ["PerfData", "bitwidth_format"]
 
@@ -89,7 +89,7 @@ class PerfData:
     ) -> PerfData:
         """Build from the fields of the Proton roofline script's ``PerfData`` (``time`` in **ns**,
         ``bitwidth`` 4/8/16/32, Proton ``device_type`` and ``device_info``); ``source="measured"``."""
-        from .hardware import gpu_from_proton
+        from .specs.gpu import gpu_from_proton
 
         gpu = gpu_from_proton(device_type, device_info)
         dtype = bitwidth_format(bitwidth)

@@ -623,7 +623,7 @@ def test_table_command_reads_the_dataset(tmp_path, capsys):
 
 
 def test_mix_order_plan_tests_the_rule_both_ways():
-    from perfmodel._step_kernels import mix_order_cast
+    from perfmodel.step.kernels import mix_order_cast
 
     specs = L.mix_order_plan()
     assert len(specs) == len({s.id for s in specs}) == 21

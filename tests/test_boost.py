@@ -1,12 +1,12 @@
-"""Boosted trees (perfmodel._boost) and their fit (perfmodel.calibrate_tiles.fit_boost): a hand-built tree, both
+"""Boosted trees (perfmodel.models.trees) and their fit (perfmodel.calibrate.tiles.fit_boost): a hand-built tree, both
 evaluation paths, named errors for bad arrays, and the fit on data whose answer is known."""
 
 import numpy as np
 import pytest
 
-from perfmodel._boost import BoostedTrees
-from perfmodel.calibrate_tiles import fit_boost
+from perfmodel.calibrate.tiles import fit_boost
 from perfmodel.errors import CalibrationError
+from perfmodel.models.trees import BoostedTrees
 
 INF = np.inf
 

@@ -177,7 +177,7 @@ def test_ape_stats():
 
 
 def test_cast_fit_from_linear_records():
-    from perfmodel.recipes import RECIPES, CastOptions
+    from perfmodel.float8.recipes import RECIPES, CastOptions
 
     recs = []
     for m in (1024, 4096, 16384):
@@ -303,8 +303,8 @@ def test_fit_keeps_the_bandwidth_a_calibration_file_accepts():
     # compute-bound GEMMs only: the memory bandwidth is free, and a free fit may put it anywhere up to its
     # search bound (10 TB/s) — above the 1.2x of the GPU's that a calibration file refuses; the fit then
     # fits again within the bound given
-    from perfmodel._counting import _gemm_bytes
     from perfmodel.calibrate import _fit_group
+    from perfmodel.counting import _gemm_bytes
 
     M = K = N = np.array([4096.0, 6144, 8192, 12288, 16384] * 4)
     t = truth_model().gemm_time_s(M, K, N, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H200)

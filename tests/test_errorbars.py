@@ -10,10 +10,10 @@ import sympy as sp
 import perfmodel as pm
 from perfmodel import float8
 from perfmodel.cli import main
-from perfmodel.errorbars import SHAPE_FAMILIES, ErrorBar, error_bar, error_bar_table, shape_family
 from perfmodel.errors import PerfModelError
+from perfmodel.models.base import ROOFLINE
+from perfmodel.models.errorbars import SHAPE_FAMILIES, ErrorBar, error_bar, error_bar_table, shape_family
 from perfmodel.report import report
-from perfmodel.timemodel import ROOFLINE
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton_synth import frame, kernel, profile, write
 
-from perfmodel import _files, proton
+from perfmodel import _files
 from perfmodel.calibrate import load_dataset
-from perfmodel.calibrated_model import load_calibration
 from perfmodel.errors import CalibrationError, FileRefusedError, PerfModelError, ProfileError
-from perfmodel.moe import read_log_metadata
+from perfmodel.measured import proton
+from perfmodel.measured.moe_bench import read_log_metadata
+from perfmodel.models.calibrated import load_calibration
 
 READERS: dict[str, Callable[[Any], Any]] = {
     "proton.read": proton.read,

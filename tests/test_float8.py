@@ -19,8 +19,8 @@ from perfmodel.errors import (
     UnknownRecipeError,
     UnsupportedFormatError,
 )
+from perfmodel.float8.recipes import CastOptions
 from perfmodel.gemm import gemm_time_s
-from perfmodel.recipes import CastOptions
 
 M, K, N = 8192, 4096, 14336
 H100 = pm.get_gpu("H100-SXM")

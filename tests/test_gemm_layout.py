@@ -10,11 +10,11 @@ import pytest
 import perfmodel as pm
 from perfmodel import calibrate as cal
 from perfmodel import float8
-from perfmodel.calibrated_model import LAYOUTS, layout_lead_dims
 from perfmodel.cli import main
+from perfmodel.counting import LAYOUTS, layout_lead_dims
 from perfmodel.errors import PerfModelError, UnsupportedFormatError
 from perfmodel.gemm import EVENT_OVERHEAD_S
-from perfmodel.timemodel import ROOFLINE, gemm_kernel_time_s
+from perfmodel.models.base import ROOFLINE, gemm_kernel_time_s
 
 H200 = pm.get_gpu("H200")
 BF16 = pm.get_format("bf16")

@@ -15,7 +15,7 @@ import pytest
 import perfmodel as pm
 from perfmodel.errors import ProfileError, UnknownGPUError, UnsupportedFormatError
 from perfmodel.formats import FORMATS
-from perfmodel.hardware import (
+from perfmodel.specs.gpu import (
     ALIASES,
     GPUS,
     NVIDIA_DEFAULT_EFFICIENCY,
@@ -403,7 +403,7 @@ def test_every_format_is_a_peaks_field():
 
 
 def test_interconnects_are_sourced_and_one_directional():
-    from perfmodel.hardware import Interconnect
+    from perfmodel.specs.gpu import Interconnect
 
     for gpu in GPUS.values():
         ic = gpu.interconnect

@@ -166,7 +166,7 @@ class WeightOnly:
 
 def test_weight_shape_path():
     """A module without in_features/out_features is read from ``weight.shape`` ([out, in]), checked the same way."""
-    from perfmodel._step_filter import _shape
+    from perfmodel.step.filter import _shape
 
     assert _shape(WeightOnly(14336, 4096), "w1") == (4096, 14336)
     assert _shape(WeightOnly(np.int64(14336), 4096.0), "w1") == (4096, 14336)

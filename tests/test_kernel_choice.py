@@ -14,8 +14,8 @@ import sympy
 from bench_modules import bench_module
 
 import perfmodel as pm
-from perfmodel.calibrated_model import fallback_kernels
-from perfmodel.kernel_choice import KERNEL_RULE_AGREEMENT, KERNEL_RULE_HELD_OUT, KERNELS, SPLIT_K_AGREEMENT
+from perfmodel.models.calibrated import fallback_kernels
+from perfmodel.models.kernel_choice import KERNEL_RULE_AGREEMENT, KERNEL_RULE_HELD_OUT, KERNELS, SPLIT_K_AGREEMENT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -297,7 +297,7 @@ def test_the_gemmsn_count_the_docs_quote_is_the_constant():
     # the module doc and docs/validation.md name how many few-row fallback GEMMs ran gemmSN: the constant's count
     import pathlib
 
-    from perfmodel import kernel_choice
+    from perfmodel.models import kernel_choice
 
     n = kernel_choice.KERNEL_RULE_AGREEMENT["alternative"]
     doc = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text()

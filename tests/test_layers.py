@@ -1,83 +1,23 @@
-"""The package's layers run one way: every import goes to the same floor or one below, and no two
-modules import each other, directly or in a loop (docs/index.md, "Layers")."""
+"""The package's layers run one way, as ``tests/layers.json`` draws them: the one source of truth for which part
+may import which (``farm-studio draw tests/layers.json`` draws the same file over the code).
+
+* every module of ``perfmodel/`` sits in exactly one part (``parts[*].is``: files, or folders ending in ``/``);
+* an import from one part into another is drawn as an arrow, or goes to ``Base`` or ``Specs`` (which every part may
+  use: the file's note), and none runs along a ``never``;
+* every arrow drawn between two built parts exists in the code (the file matches the code);
+* no module imports itself through others (no cycles), and the parts stack at most 12 floors high.
+"""
 
 import ast
+import json
 import pathlib
-
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "perfmodel"
-
-#: floor of each module (dotted name under perfmodel); a module imports only from its floor or below.
-FLOORS: dict[str, int] = {
-    # 0: values, errors, formats, GPU specs (plain data; no time model)
-    "_backend": 0,
-    "_files": 0,
-    "errors": 0,
-    "formats": 0,
-    "_specs": 0,
-    "_gpu_docs": 0,
-    "_gpu_hopper": 0,
-    "_gpu_others": 0,
-    "_gpu_table": 0,
-    "_proton_specs": 0,
-    "hardware": 0,
-    # 1: counting (FLOPs, bytes, cast kernels) and PerfData
-    "_counting": 1,
-    "recipes": 1,
-    "perfdata": 1,
-    # 2: time models and the GPU -> time model registry
-    "timemodel": 2,
-    "errorbars": 2,
-    "network": 2,
-    "_network_table": 2,
-    "calibrated_model": 2,
-    "calibrations": 2,
-    "calibrations.estimates": 2,
-    "registry": 2,
-    "tile_model": 2,
-    "_boost": 2,
-    "gemm": 2,
-    "kernel_choice": 2,
-    # 3: float8 decisions, model presets, report, the original model's names
-    "_linear": 3,
-    "_decide": 3,
-    "_filter": 3,
-    "float8": 3,
-    "presets": 3,
-    "report": 3,
-    "_report_text": 3,
-    "_torchao_code": 3,
-    "compat": 3,
-    "compat.roofline_utils": 3,
-    # 3: the decoder-layer step model (beside float8: presets, registry and below)
-    "step": 3,
-    "train": 3,
-    "_train_config": 3,
-    "_train_compute": 3,
-    "_train_comm": 3,
-    "_step_core": 3,
-    "_step_filter": 3,
-    "_step_kernels": 3,
-    "_step_names": 3,
-    "_step_params": 3,
-    # 4: measured data and charts
-    "proton": 4,
-    "_hatchet": 4,
-    "plot": 4,
-    "moe": 4,
-    # 5: fitting and the GPU harness
-    "calibrate": 5,
-    "bench": 5,
-    "calibrate_layer": 5,
-    "calibrate_train": 5,
-    "calibrate_tiles": 5,
-    # 6: the command line and the package face
-    "cli": 6,
-    "__main__": 6,
-    "__init__": 6,
-}
+LAYERS = json.loads((ROOT / "tests" / "layers.json").read_text())
+#: parts every part may import (the layering file's note: "every part may use Base and Specs")
+UNDRAWN_OK = {"Base", "Specs"}
+MAX_FLOORS = 12
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -88,16 +28,12 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts)
 
 
-def _floor(name: str) -> int:
-    while name not in FLOORS and "." in name:
-        name = name.rsplit(".", 1)[0]
-    return FLOORS[name]
-
-
 def _imports(path: pathlib.Path) -> set[str]:
     """perfmodel modules ``path`` imports anywhere in it (top level or inside functions)."""
     name = _module_name(path)
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if name == "__init__":
+        package = []
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -106,35 +42,62 @@ def _imports(path: pathlib.Path) -> set[str]:
             if node.level:
                 base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
                 mod = ".".join([*base, *([node.module] if node.module else [])])
-            elif node.module and node.module.startswith("perfmodel"):
+            elif node.module and (node.module == "perfmodel" or node.module.startswith("perfmodel.")):
                 mod = node.module.removeprefix("perfmodel").lstrip(".")
             else:
                 continue
-            targets = [f"{mod}.{a.name}" if mod else a.name for a in node.names] if not node.module else [mod]
-            for t in targets:
-                out.add(
-                    t
-                    if (PKG / t.replace(".", "/")).exists() or (PKG / f"{t.replace('.', '/')}.py").exists()
-                    else t.rsplit(".", 1)[0]
-                    if "." in t
-                    else t
-                )
+            for a in node.names:
+                t = f"{mod}.{a.name}" if mod else a.name
+                out.add(t if t in MODULES else mod)
     return {m for m in out if m and m != name}
 
 
 MODULES = {_module_name(p): p for p in sorted(PKG.rglob("*.py")) if "__pycache__" not in p.parts}
-GRAPH = {name: _imports(path) for name, path in MODULES.items() if name != "__init__"}
+GRAPH = {name: _imports(path) for name, path in MODULES.items()}
 
 
-def test_every_module_has_a_floor():
-    missing = sorted(m for m in MODULES if m != "__init__" and not any(m == k or m.startswith(k + ".") for k in FLOORS))
-    assert not missing, f"add these modules to FLOORS: {missing}"
+def part_of(module: str) -> str:
+    rel = MODULES[module].relative_to(ROOT).as_posix()
+    hits = [
+        part
+        for part, spec in LAYERS["parts"].items()
+        for place in spec["is"]
+        if rel == place or (place.endswith("/") and rel.startswith(place))
+    ]
+    if len(hits) != 1:
+        raise AssertionError(f"{rel} is in {len(hits)} parts of tests/layers.json ({hits}); it must be in one")
+    return hits[0]
 
 
-@pytest.mark.parametrize("module", sorted(GRAPH))
-def test_imports_go_down_or_sideways(module):
-    up = sorted(t for t in GRAPH[module] if t in MODULES and _floor(t) > _floor(module))
-    assert not up, f"{module} (floor {_floor(module)}) imports from a higher floor: {up}"
+PART = {m: part_of(m) for m in MODULES}
+ARROWS = {(a[0], a[1]) for a in LAYERS["arrows"]}
+NEVER = {(n[0], n[1]): n[2] for n in LAYERS["never"]}
+EDGES = {(m, t) for m, ts in GRAPH.items() for t in ts if t in MODULES and PART[m] != PART[t]}
+
+
+def test_every_module_is_in_one_part():
+    assert set(PART) == set(MODULES)
+
+
+def test_no_import_runs_along_a_never():
+    broken = sorted(f"{m} -> {t} ({NEVER[PART[m], PART[t]]})" for m, t in EDGES if (PART[m], PART[t]) in NEVER)
+    assert not broken, "imports the layering file forbids:\n" + "\n".join(broken)
+
+
+def test_every_import_between_parts_is_drawn():
+    undrawn = sorted(
+        f"{PART[m]} -> {PART[t]}: {m} -> {t}"
+        for m, t in EDGES
+        if (PART[m], PART[t]) not in ARROWS and PART[t] not in UNDRAWN_OK
+    )
+    assert not undrawn, "draw these arrows in tests/layers.json, or remove the import:\n" + "\n".join(undrawn)
+
+
+def test_every_drawn_arrow_is_in_the_code():
+    built = set(LAYERS["parts"])
+    found = {(PART[m], PART[t]) for m, t in EDGES}
+    missing = sorted(f"{a} -> {b}" for a, b in ARROWS if a in built and b in built and (a, b) not in found)
+    assert not missing, "arrows of tests/layers.json that no import makes:\n" + "\n".join(missing)
 
 
 def test_no_import_cycles():
@@ -159,8 +122,27 @@ def test_no_import_cycles():
             visit(node)
 
 
+def test_the_parts_stack_at_most_twelve_floors():
+    edges = {(PART[m], PART[t]) for m, t in EDGES}
+    floor: dict[str, int] = {}
+
+    def height(part: str, seen: tuple[str, ...] = ()) -> int:
+        if part in seen:
+            raise AssertionError("parts import each other: " + " -> ".join([*seen, part]))
+        if part not in floor:
+            floor[part] = 1 + max((height(b, (*seen, part)) for a, b in edges if a == part), default=0)
+        return floor[part]
+
+    assert max(height(p) for p in LAYERS["parts"]) <= MAX_FLOORS, floor
+
+
+def test_at_most_two_private_top_level_modules():
+    privates = sorted(p.name for p in PKG.glob("_*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(privates) <= 2, privates
+
+
 def test_the_checker_sees_function_level_and_relative_imports():
     # a cycle written inside a function must not hide from the test
-    src = PKG / "_linear.py"
-    assert "registry" in _imports(src) and "recipes" in _imports(src)
-    assert "calibrated_model" in _imports(PKG / "calibrations" / "__init__.py")
+    assert "models.registry" in GRAPH["float8.linear"] and "float8.recipes" in GRAPH["float8.linear"]
+    assert "models.calibrated" in GRAPH["models.shipped"]
+    assert "models.registry" in GRAPH["models.kernel_choice"]  # imported inside a function

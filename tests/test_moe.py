@@ -1,4 +1,4 @@
-"""perfmodel.moe: the triton_kernels bench layout, batch series, and `perfmodel roofline` end to end."""
+"""perfmodel.measured.moe_bench: the triton_kernels bench layout, batch series, and `perfmodel roofline` end to end."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from proton_synth import H200_INFO, frame, kernel, profile, write
 
-from perfmodel import moe
 from perfmodel.errors import FileRefusedError, ProfileError
+from perfmodel.measured import moe_bench as moe
 
 B200_INFO = {"arch": "100", "bus_width": 8192, "clock_rate": 1965000, "memory_clock_rate": 3996000, "num_sms": 148}
 BATCHES = [128, 256, 512, 2048, 8192]

@@ -1,4 +1,4 @@
-"""Tests of perfmodel.network: presets and lookup, the ring cost model (hand-computed), backends, errors,
+"""Tests of perfmodel.models.collectives: presets and lookup, the ring cost model (hand-computed), backends, errors,
 and the score on the published 'validation' datasets (benchmarks/published/nccl_collectives.json)."""
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from perfmodel.errors import (
     UnknownGPUError,
     UnknownNetworkError,
 )
-from perfmodel.hardware import GPUS, Interconnect, get_gpu
-from perfmodel.network import (
+from perfmodel.models.collectives import (
     DEFAULT_COLLECTIVE_PARAMS,
     NETWORKS,
     NO_NETWORK,
@@ -32,6 +31,7 @@ from perfmodel.network import (
     get_network,
     list_networks,
 )
+from perfmodel.specs.gpu import GPUS, Interconnect, get_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "benchmarks" / "published" / "nccl_collectives.json"

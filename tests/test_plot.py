@@ -1,4 +1,4 @@
-"""perfmodel.plot: files are written, legends say what is drawn, the seed's knee crashes are gone."""
+"""perfmodel.measured.plot: files are written, legends say what is drawn, the seed's knee crashes are gone."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import perfmodel as pm
-from perfmodel import plot, proton
 from perfmodel.errors import FileRefusedError, PerfModelError
+from perfmodel.measured import plot, proton
 
 pytest.importorskip("matplotlib")
 FIXTURE = Path(__file__).parent / "data" / "h200_triton3.6_scope_and_kernel.hatchet"

@@ -1,4 +1,4 @@
-"""perfmodel.proton: the real H200 fixture, every version quirk on synthetic files, malformed files."""
+"""perfmodel.measured.proton: the real H200 fixture, every version quirk on synthetic files, malformed files."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from proton_synth import H200_DEVICES, H200_INFO, big_profile, frame, kernel, profile, write
 
 import perfmodel as pm
-from perfmodel import proton
 from perfmodel.errors import FileRefusedError, ProfileError
+from perfmodel.measured import proton
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent

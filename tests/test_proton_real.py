@@ -1,4 +1,5 @@
-"""perfmodel.proton and perfmodel.moe on the real H200 Proton profiles of tests/data (2026-11-30).
+"""perfmodel.measured.proton and perfmodel.measured.moe_bench on the real H200 Proton profiles of tests/data
+(2026-11-30).
 
 Expected values are derived here from the raw JSON (loaded with :mod:`json`, not through perfmodel)
 and from first principles (2·M·N·K per GEMM, 3·4·n bytes per fp32 add); the few literals pinned
@@ -17,8 +18,10 @@ from typing import Any
 import pytest
 
 import perfmodel as pm
-from perfmodel import cli, moe, proton
+from perfmodel import cli
 from perfmodel.errors import ProfileError
+from perfmodel.measured import moe_bench as moe
+from perfmodel.measured import proton
 from perfmodel.perfdata import bitwidth_format
 
 DATA = Path(__file__).parent / "data"
@@ -526,7 +529,7 @@ def _check_derivations(which: str, points: dict[str, tuple[proton.Kernel, pm.Per
 #: HIP peaks of triton.profiler.specs in Triton 3.6 (third_party/proton/proton/specs.py in triton-lang/triton
 #: @ 7641eadedff72ae0585918e49cf5c3abfffdaf7e): fp8 FLOP per clock per CU (gfx90a: the int8 rate, "since it
 #: doesn't support FP8 matrix operations") and a fixed bandwidth per arch; gfx941 is an MI300 id, priced as
-#: gfx942 (see perfmodel/_proton_specs.py).
+#: gfx942 (see perfmodel/specs/proton.py).
 HIP_FP8_PER_CLK_PER_CU = {"gfx90a": 1024, "gfx941": 4096}
 HIP_BW = {"gfx90a": 3.2e12, "gfx941": 5.3e12}
 

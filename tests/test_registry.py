@@ -10,12 +10,12 @@ import sympy as sp
 
 import perfmodel as pm
 from perfmodel import float8 as f8
-from perfmodel import registry
-from perfmodel.calibrated_model import CalibratedModel, ReferenceGPU, load_calibration
-from perfmodel.calibrations import DIR
-from perfmodel.calibrations.estimates import ESTIMATES
 from perfmodel.errors import CalibrationError, PerfModelError, PerfModelWarning
 from perfmodel.formats import get_format
+from perfmodel.models import registry
+from perfmodel.models.calibrated import CalibratedModel, ReferenceGPU, load_calibration
+from perfmodel.models.estimated import ESTIMATES
+from perfmodel.models.shipped import DIR
 
 H200, H100 = pm.get_gpu("H200"), pm.get_gpu("H100")
 SHIPPED = load_calibration(DIR / "h200.json")

@@ -329,8 +329,8 @@ def test_an_attached_calibration_is_noted():
     import dataclasses
     from pathlib import Path
 
-    from perfmodel.calibrated_model import load_calibration
-    from perfmodel.hardware import get_gpu
+    from perfmodel.models.calibrated import load_calibration
+    from perfmodel.specs.gpu import get_gpu
 
     path = Path(f8.__file__).parent / "calibrations" / "h200.json"
     gpu = dataclasses.replace(get_gpu("H100"), calibration=load_calibration(path))

@@ -11,10 +11,10 @@ import pytest
 
 import perfmodel as pm
 from perfmodel import step
-from perfmodel._step_params import LAYER_ASSUMPTIONS, LayerParams, load_layer_params, shipped
 from perfmodel.errors import CalibrationError, InvalidShapeError, PerfModelError
 from perfmodel.float8 import linear_time
 from perfmodel.presets import LayerShape, UnknownLayerKindError, UnknownPresetError, get_preset
+from perfmodel.step.params import LAYER_ASSUMPTIONS, LayerParams, load_layer_params, shipped
 
 L8B = get_preset("llama3-8b").layer
 P = shipped()
@@ -481,7 +481,7 @@ def test_filter_on_a_torch_model_with_torchao():
 
 
 def test_mix_order_rule_by_hand():
-    from perfmodel._step_kernels import mix_order_cast
+    from perfmodel.step.kernels import mix_order_cast
 
     # rows = tokens, cols = hidden: rows*cols >= 5*2**20, rows >= 2*cols, rows >= 4096, cols <= 16384, batch 1
     assert mix_order_cast(2048, 1, 4096) is True
@@ -547,7 +547,7 @@ def test_mix_order_variant_symbolic_matches_numeric():
 def test_host_bound_risk_flags_short_steps():
     import sympy
 
-    from perfmodel._step_core import HOST_BOUND_KERNEL_S
+    from perfmodel.step.layer import HOST_BOUND_KERNEL_S
 
     small = step.layer_time("gpt2", gpu="H200", seq_len=1024, batch=8)
     big = step.layer_time("llama3-8b", gpu="H200", seq_len=8192, batch=1)

@@ -1,4 +1,4 @@
-"""The tile model (perfmodel.tile_model, model="tiles"): the formula against hand-computed values, the shipped
+"""The tile model (perfmodel.models.tiles, model="tiles"): the formula against hand-computed values, the shipped
 file, the scope it refuses with named errors, and its place in the registry and the CLI."""
 
 import dataclasses
@@ -10,9 +10,8 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.errors import CalibrationError, PerfModelError, UnsupportedFormatError
-from perfmodel.hardware import get_gpu
-from perfmodel.registry import TILES_PATH, tile_model
-from perfmodel.tile_model import (
+from perfmodel.models.registry import TILES_PATH, tile_model
+from perfmodel.models.tiles import (
     CORRECTION_KEYS,
     N_CORRECTION_FEATURES,
     N_FALLBACK_FEATURES,
@@ -26,6 +25,7 @@ from perfmodel.tile_model import (
     load_tile_model,
     padded_shape,
 )
+from perfmodel.specs.gpu import get_gpu
 
 H200 = get_gpu("H200")
 PEAK = H200.peak_flops_per_s("bf16")
@@ -324,7 +324,7 @@ def test_cli_prices_with_the_tile_model(capsys):
 
 def test_fit_reproduces_the_shipped_formula():
     # the formula fit reads only the two seed-0 sessions; parameters agree to 1e-4 across BLAS builds (7e-6 seen)
-    from perfmodel.calibrate_tiles import EVENT_FIT_FILES, FIT_FILES, fit
+    from perfmodel.calibrate.tiles import EVENT_FIT_FILES, FIT_FILES, fit
 
     assert all("fresh" not in p.name for p in FIT_FILES + EVENT_FIT_FILES)
     got = fit(correction_paths=None).to_dict()
@@ -346,7 +346,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
     # between builds, a split whose two candidates are within that noise can flip (docs/validation.md).
     import dataclasses
 
-    from perfmodel.calibrate_tiles import BOOST, CORRECTION_FILES, fit_corrections
+    from perfmodel.calibrate.tiles import BOOST, CORRECTION_FILES, fit_corrections
 
     # Each kind is fitted on its own rows only (a fallback kind also reads its main kind's prices), so a subset per
     # timing checks those kinds exactly; the two subsets cover six of the eight kinds (not bf16@rc's main kernels
@@ -386,7 +386,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
 def test_a_fallback_kind_is_fitted_on_its_main_kinds_padded_times():
     # the fallback kind's trees read the padded shapes' times its main kind's correction prices: fitted in the same
     # call, or fitted for it (and not returned) where the model has none — the same trees either way
-    from perfmodel.calibrate_tiles import FIT_FILES, fit_corrections
+    from perfmodel.calibrate.tiles import FIT_FILES, fit_corrections
 
     formula = dataclasses.replace(load_tile_model(TILES_PATH), corrections={}, event_corrections={})
     both, _ = fit_corrections(formula, FIT_FILES, "kernel", keys=("bf16@cr", "bf16@fallback/cr"), trees=5)
@@ -402,7 +402,7 @@ def test_a_fallback_kind_is_fitted_on_its_main_kinds_padded_times():
 
 
 def test_fit_corrections_names_an_unknown_kind():
-    from perfmodel.calibrate_tiles import FIT_FILES, fit_corrections
+    from perfmodel.calibrate.tiles import FIT_FILES, fit_corrections
 
     formula = dataclasses.replace(load_tile_model(TILES_PATH), corrections={}, event_corrections={})
     with pytest.raises(
@@ -416,7 +416,7 @@ def test_fit_corrections_names_an_unknown_kind():
 def test_one_row_misaligned_gemms_are_fitted_by_the_correction_only():
     # M = 1 with a misaligned leading dimension runs the Hopper or gemv kernels, not the fallback: the formula fit
     # leaves it out, the learned correction fits it in its layout's main kind (where the model prices it)
-    from perfmodel.calibrate_tiles import _kind_of
+    from perfmodel.calibrate.tiles import _kind_of
 
     def rec(layout, M, K, N, dtype="bf16"):
         return {"dtype": dtype, "layout": layout, "M": M, "K": K, "N": N, "scaling": "rowwise"}
@@ -434,7 +434,7 @@ def test_one_row_misaligned_gemms_are_fitted_by_the_correction_only():
 
 def test_fit_refuses_data_without_every_kind(tmp_path):
     from perfmodel.calibrate import read_data_json
-    from perfmodel.calibrate_tiles import FIT_FILES, fit
+    from perfmodel.calibrate.tiles import FIT_FILES, fit
 
     recs = read_data_json(FIT_FILES[0])
     recs["records"] = [r for r in recs["records"] if r["dtype"] == "bf16"]
@@ -447,7 +447,7 @@ def test_fit_refuses_data_without_every_kind(tmp_path):
 def test_expected_error_is_the_fresh_sessions():
     from bench_modules import bench_module
 
-    from perfmodel.registry import TILES_EXPECTED_ERROR
+    from perfmodel.models.registry import TILES_EXPECTED_ERROR
 
     v = bench_module("validate_tiles")
     fresh = v.score_pooled("kernel")
@@ -640,7 +640,7 @@ def test_bad_correction_files_get_named_errors(tmp_path):
 
 
 def test_measured_range_is_the_fit_datas():
-    from perfmodel import calibrate_tiles as ct
+    from perfmodel.calibrate import tiles as ct
 
     files = [*ct.FIT_FILES, *ct.EVENT_FIT_FILES, *(f for fs in ct.CORRECTION_FILES.values() for f in fs)]
     # the shipped file's range, as loaded, against the sizes in the data it was fitted on (the sweep plan's M and
@@ -664,7 +664,7 @@ def test_error_bar_says_when_a_shape_is_outside_the_measured_range():
     # the bar itself is the measured range's bar for that family, only marked
     import dataclasses
 
-    from perfmodel.registry import gpu_error_bar
+    from perfmodel.models.registry import gpu_error_bar
 
     assert dataclasses.replace(big_m, borrowed="") == gpu_error_bar("H200", model="tiles", family=big_m.family)
     small_n = pm.gemm_error_bar(4096, 4096, 128, "bf16", "H200", model="tiles")
@@ -701,9 +701,9 @@ def test_outside_measured_names_each_size_and_the_linears_three_gemms():
 
     import sympy as sp
 
-    from perfmodel._linear import linear_time
-    from perfmodel.registry import EXPECTED_ERRORS
-    from perfmodel.timemodel import Provenance
+    from perfmodel.float8.linear import linear_time
+    from perfmodel.models.base import Provenance
+    from perfmodel.models.registry import EXPECTED_ERRORS
 
     prov = Provenance(
         kind="measured",

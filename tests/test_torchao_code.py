@@ -15,8 +15,8 @@ import pytest
 
 from perfmodel import cli
 from perfmodel.errors import PerfModelError
-from perfmodel.hardware import GPUS
 from perfmodel.report import TORCHAO_VERSION, report, torchao_code, torchao_missing_reason
+from perfmodel.specs.gpu import GPUS
 
 torch = pytest.importorskip("torch")
 torchao = pytest.importorskip("torchao")

@@ -11,9 +11,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel import step, train
-from perfmodel._train_compute import overhead_bytes, shard_layer, shipped_train_params
-from perfmodel._train_config import model_sizes
-from perfmodel.calibrate_train import fit_train_params, layer_name, predict_record
+from perfmodel.calibrate.train import fit_train_params, layer_name, predict_record
 from perfmodel.cli import main
 from perfmodel.errors import (
     CalibrationError,
@@ -25,8 +23,10 @@ from perfmodel.errors import (
     UnknownPresetError,
     UnsupportedLayerError,
 )
-from perfmodel.network import collective_time_s
+from perfmodel.models.collectives import collective_time_s
 from perfmodel.presets import LayerShape, get_preset
+from perfmodel.train.compute import overhead_bytes, shard_layer, shipped_train_params
+from perfmodel.train.config import model_sizes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ONE_GPU = ROOT / "benchmarks" / "data" / "h200_2026-12-01" / "h200_train_fsdp_1gpu_2026-12-01.json"

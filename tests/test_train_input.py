@@ -9,12 +9,7 @@ import sympy as sp
 
 from perfmodel import train
 from perfmodel.cli import main
-from perfmodel.errors import (
-    IneligibleLinearError,
-    InvalidParallelismError,
-    InvalidShapeError,
-    PerfModelError,
-)
+from perfmodel.errors import IneligibleLinearError, InvalidParallelismError, InvalidShapeError, PerfModelError
 from perfmodel.presets import LayerShape
 
 JOB = dict(gpu="H200", n_gpus=8, seq_len=4096, batch_per_gpu=1)
@@ -156,8 +151,8 @@ def test_convert_auto_chooses_among_the_groups_eligible_after_sharding():
 
 
 def test_train_params_and_huge_gpu_counts_get_named_errors():
-    from perfmodel._train_config import MAX_GPUS
     from perfmodel.errors import InvalidParallelismError, PerfModelError
+    from perfmodel.train.config import MAX_GPUS
 
     kw = dict(gpu="H200", seq_len=8192, batch_per_gpu=1)
     with pytest.raises(PerfModelError, match="train_params must be a TrainParams"):

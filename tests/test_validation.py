@@ -119,7 +119,7 @@ def test_h200_predicts_with_its_calibration_by_default():
 
 
 def test_measured_expected_error_is_the_reported_one(report):
-    from perfmodel.registry import EXPECTED_ERRORS
+    from perfmodel.models.registry import EXPECTED_ERRORS
 
     measured = EXPECTED_ERRORS["measured"]
     worst_gemm = max(by_model["perfmodel calibrated"]["mdape"] for by_model in report["gemm"].values())

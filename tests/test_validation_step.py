@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from perfmodel._step_params import load_layer_params
 from perfmodel.bench.layer import mix_order_plan
 from perfmodel.presets import LayerShape, get_preset
+from perfmodel.step.params import load_layer_params
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

@@ -169,7 +169,7 @@ EXTRA_SIZES: tuple[LayerSize, ...] = (
 )
 #: ``--plan mix_order``: (size, batch, seq_len) -> configs (recipe, groups; "q" = attention.wq alone) that test
 #: the step model's rule for inductor's persistent mix-order norm backward with tensorwise q/k/v
-#: (perfmodel._step_kernels.mix_order_cast): batch 1 where the rule fires, batch 2 at the same tokens where it
+#: (perfmodel.step.kernels.mix_order_cast): batch 1 where the rule fires, batch 2 at the same tokens where it
 #: does not, three layer sizes, and token counts the main sweep does not have (8192, 16384 at batch 1)
 MIX_ORDER_CASES: tuple[tuple[str, int, int, tuple[tuple[str, str], ...]], ...] = (
     ("d2048", 1, 8192, (("bf16", ""), ("tensorwise", "all"), ("tensorwise", "qkv"), ("rowwise", "all"))),

@@ -1,8 +1,8 @@
 """torchao's original float8 roofline model (2024), same names, signatures, defaults and numbers.
 
 Built on perfmodel: the constants come from the ``H100-2.4TB`` entry of the hardware table and
-its :data:`~perfmodel.hardware.ORIGINAL_EFFICIENCY`, the kernel byte counts from
-:func:`perfmodel.recipes.tensor_cast_kernels`, the FLOPs from :func:`perfmodel.gemm.gemm_flops`.
+its :data:`~perfmodel.specs.gpu.ORIGINAL_EFFICIENCY`, the kernel byte counts from
+:func:`perfmodel.float8.recipes.tensor_cast_kernels`, the FLOPs from :func:`perfmodel.gemm.gemm_flops`.
 Every function takes Python numbers, numpy arrays or sympy expressions.
 
 Differences from the original, all on bad input only: an invalid scaling type raises
@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..counting import gemm_flops
 from ..errors import UnsupportedFormatError
+from ..float8.recipes import tensor_cast_kernels
 from ..formats import get_format
-from ..gemm import ORIGINAL, gemm_flops
-from ..hardware import GPUS
-from ..recipes import tensor_cast_kernels
+from ..models.base import ORIGINAL
+from ..specs.gpu import GPUS
 
 __all__ = [
     "BYTES_PER_EL_BF16",
@@ -62,7 +63,7 @@ def get_tensor_memory_traffic_bytes(
     """Bytes read + written to cast one bf16 ``[dim0, dim1]`` tensor to float8 (row and column
     major), counting the kernels the original model counts (its launch-only kernels move ~0 bytes).
 
-    See :func:`perfmodel.recipes.tensor_cast_kernels` for the kernel-by-kernel dataflow.
+    See :func:`perfmodel.float8.recipes.tensor_cast_kernels` for the kernel-by-kernel dataflow.
     """
     kernels = tensor_cast_kernels(
         "x",

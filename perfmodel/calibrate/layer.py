@@ -1,0 +1,415 @@
+"""Fit the decoder-layer step model's parameters (:class:`perfmodel.step.LayerParams`) on measured layer steps.
+
+``python -m perfmodel.calibrate.layer [DATA.json ...] [-o perfmodel/calibrations/h200_layer.json]`` fits on the
+layer sweep of ``python -m perfmodel.bench.layer`` (records ``op: "layer"``; default: the quiet H200 sweep,
+:data:`DEFAULT_PARTS`) and writes the JSON the step model ships. Nothing in the package imports this module (floor 5).
+
+Each parameter is fitted on the kernels it describes, read off the records' kernel lists (GEMMs, cuDNN's
+SDPA kernels and everything else are told apart by kernel name), in this order:
+
+1. ``gemm_factors[g]``: median over records of measured GEMM kernel time of group ``g`` (bf16; fp8
+   tensorwise; fp8 rowwise) over the calibrated model's prediction for the same GEMMs.
+2. ``elementwise_latency_s``, ``elementwise_bw_fraction``: non-negative least squares on the bf16 steps'
+   non-GEMM, non-SDPA kernel time = ``n_kernels · latency + bytes / (fraction · HBM)`` (the model's kernel list).
+3. ``attention_{fwd,bwd}_fraction``, ``attention_{fwd,bwd}_row_s``: non-negative least squares of cuDNN's flash
+   fprop / bprop kernel time ``t − latency = FLOP / (fraction · peak_bf16) + rows · row_s`` (rows: batch · heads
+   · seq_len), relative to ``t``.
+4. ``cast_factors[recipe/group]`` (tensorwise, rowwise; ``[recipe]`` for the others), ``fused_amax_cost``,
+   ``norm_bwd_cast_cost``, ``mix_order_cast_cost``: non-negative least squares on the float8 steps' non-GEMM,
+   non-SDPA kernel time minus the bf16 step's of the same layer and tokens (``mix_order_cast_cost`` is ``None``
+   when no fitted step ran inductor's mix-order variant).
+5. ``step_factors``, ``boost_window_s``: the CUDA-event step time as the profiled kernel time ``K`` plus
+   ``min(1, window / K) · Σ_kind (factor − 1) · K_kind`` over the kernel kinds (bf16 tensor-core work — bf16
+   GEMMs and SDPA —, float8 GEMMs, memory-bound kernels): non-negative least squares for the factors on a
+   grid of windows, on the GPU-bound steps only (kernel time >= :data:`GPU_BOUND_KERNEL_S`);
+   ``in_step_factor``: the median event / kernel ratio of the same steps. The profiled steps each follow a
+   synchronize and a 20 ms sleep, the event-timed ones run back to back: the first ``window`` seconds of a
+   profiled step run at clocks that sustained steps do not hold, which slows tensor-core kernels and not
+   memory-bound ones.
+
+``fit(records, exclude_dims=(4096,))`` leaves a layer size out (the held-out validation of ``docs/step.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._files import load_json
+from ..errors import CalibrationError
+from ..float8.recipes import get_recipe
+from ..models.calibrated import ReferenceGPU
+from ..models.registry import resolve
+from ..presets import LayerShape
+from ..specs.gpu import get_gpu
+from ..step import layer_time
+from ..step.kernels import price, raw_kernels, step_kind
+from ..step.names import canonical
+from ..step.params import SHIPPED_LAYER_FILE, STEP_FACTOR_KINDS, LayerParams
+
+__all__ = ["FIT_GPU", "GPU_BOUND_KERNEL_S", "LayerCase", "case_of", "fit", "load_records", "main", "measured_parts"]
+
+#: the GPU the shipped layer data was measured on
+FIT_GPU = "H200"
+#: steps with at least this much kernel time are GPU-bound and fit the step factors: the host (Python and
+#: launch) time of a compiled layer step measured 2.0-5.6 ms per step on the H200 machine, bf16 and float8
+#: alike (``host_step_s`` of benchmarks/data/h200_2026-12-01/h200_layer_host_2026-12-01.json), so a step of
+#: 7 ms of kernels or more is not waiting for its launches
+GPU_BOUND_KERNEL_S = 7e-3
+#: the shipped fit's data (benchmarks/data/h200_2026-12-01/h200_layer_<part>_2026-12-01.json): all 164 configs of the
+#: sweep, the 28 of a fourth layer size (dim 5120) and the 21 of the mix_order plan (dims 2048, 3072, 4096 at 4096
+#: to 16384 tokens), measured with no compile beside the measurement (``--quiet``)
+DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large", "fresh_d5120", "mix_order")
+_GEMM_PREFIXES = ("nvjet", "sm90_xmma", "sm90_gemm", "cutlass", "ampere_", "sm80_")
+
+
+def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
+    """The successful ``layer`` records of one or more ``perfmodel.bench/1`` files."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    out = []
+    for p in paths:
+        data = load_json(p, what="layer dataset", error=CalibrationError)
+        if not isinstance(data, dict):
+            raise CalibrationError(f"{p}: expected a JSON object with a 'records' list (perfmodel.bench)")
+        for r in data.get("records", []):
+            if r.get("op") == "layer" and r.get("step_time_s") and not r.get("errors") and r.get("kernels"):
+                out.append(r)
+    if not out:
+        raise CalibrationError(f"no layer records in {', '.join(map(str, paths))}")
+    return out
+
+
+class LayerCase:
+    """A record as the step model's arguments: ``layer``, ``batch``, ``seq_len``, ``recipe``, ``convert``."""
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.record = record
+        self.layer = LayerShape(
+            name=f"d{record['dim']}",
+            hidden=int(record["dim"]),
+            ffn=int(record["ffn"]),
+            heads=int(record["heads"]),
+            kv_heads=int(record["kv_heads"]),
+            head_dim=int(record["head_dim"]),
+        )
+        self.batch, self.seq_len = int(record["batch"]), int(record["seq_len"])
+        self.recipe = str(record["recipe"])
+        conv = [canonical(n) for n in record.get("converted", [])]
+        if any(c is None for c in conv):
+            raise CalibrationError(f"{record['id']}: unknown Linear names {record['converted']}")
+        self.convert = tuple(c for c in conv if c)
+        self.case = str(record["case"])
+
+    def predict(self, params: LayerParams, **kw: Any) -> Any:
+        """The step model's :class:`~perfmodel.step.LayerTime` for this record."""
+        return layer_time(
+            self.layer,
+            gpu=kw.pop("gpu", FIT_GPU),
+            seq_len=self.seq_len,
+            batch=self.batch,
+            recipe=self.recipe,
+            convert=self.convert or None,
+            layer_params=params,
+            **kw,
+        )
+
+
+def case_of(record: Mapping[str, Any]) -> LayerCase:
+    """:class:`LayerCase` of a record."""
+    return LayerCase(record)
+
+
+def _is_gemm(name: str) -> bool:
+    low = name.lower()
+    return low.startswith(_GEMM_PREFIXES) or "gemm" in low
+
+
+def _is_fp8_gemm(name: str) -> bool:
+    # cuBLAS nvjet kernels name their operand types: q = fp8 (e4m3/e5m2), r = fp8 with row scales
+    low = name.lower()
+    return _is_gemm(name) and (low.startswith(("nvjet_sm90_qq", "nvjet_sm90_qr", "nvjet_sm90_rq")) or "f8" in low)
+
+
+def measured_parts(record: Mapping[str, Any]) -> dict[str, float]:
+    """Kernel seconds per step by part: ``gemm_bf16``, ``gemm_fp8``, ``attention_fwd``, ``attention_bwd``
+    (cuDNN's generated flash fprop / bprop kernels), ``other`` (everything else: norms, RoPE, activation,
+    residual, casts, cuDNN's helper kernels, memsets)."""
+    out = {"gemm_bf16": 0.0, "gemm_fp8": 0.0, "attention_fwd": 0.0, "attention_bwd": 0.0, "other": 0.0}
+    for k in record["kernels"]:
+        name, t = k["name"], float(k["time_s"])
+        if "cudnn_generated" in name and "fprop" in name:
+            out["attention_fwd"] += t
+        elif "cudnn_generated" in name and "bprop" in name:
+            out["attention_bwd"] += t
+        elif _is_gemm(name):
+            out["gemm_fp8" if _is_fp8_gemm(name) else "gemm_bf16"] += t
+        else:
+            out["other"] += t
+    return out
+
+
+def _raw(case: LayerCase) -> list[Any]:
+    spec = get_gpu(FIT_GPU)
+    tm, _ = resolve(spec)
+    rec = get_recipe(case.recipe)
+    conv = frozenset(case.convert) if rec.name != "bf16" else frozenset()
+    return raw_kernels(
+        case.layer, batch=case.batch, seq_len=case.seq_len, recipe=rec, converted=conv, spec=spec, time_model=tm
+    )
+
+
+#: recipes whose cast factor is fitted per group of Linears (their single-group configs identify it); the others
+#: (rowwise_with_gw_hp: measured with every Linear converted only) get one factor per recipe
+PER_GROUP_CASTS: tuple[str, ...] = ("tensorwise", "rowwise")
+
+
+def _fit_key(key: str) -> str:
+    """The cast factor a kernel of cast key ``recipe/group`` is fitted under (:data:`PER_GROUP_CASTS`)."""
+    recipe = key.split("/")[0]
+    return key if recipe in PER_GROUP_CASTS else recipe
+
+
+def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from scipy.optimize import nnls
+
+    scale = np.maximum(np.abs(X).max(axis=0), 1e-30)
+    coef, _ = nnls(X / scale, y)
+    return coef / scale
+
+
+def fit(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    exclude_dims: Iterable[int] = (),
+    source: str = "",
+) -> LayerParams:
+    """Fit :class:`LayerParams` on ``records`` (``layer`` records of one GPU) without the layer sizes
+    ``exclude_dims``. The GPU is the shipped calibration's reference (the H200)."""
+    skip = set(int(d) for d in exclude_dims)
+    recs = [r for r in records if int(r["dim"]) not in skip]
+    if not recs:
+        raise CalibrationError("no records left to fit")
+    spec = get_gpu(FIT_GPU)
+    bw, peak = spec.mem_bw_bytes_per_s, spec.peak_flops_per_s("bf16")
+    cases = [LayerCase(r) for r in recs]
+    raws = {r["id"]: _raw(c) for r, c in zip(recs, cases, strict=True)}
+    meas = {r["id"]: measured_parts(r) for r in recs}
+
+    # 1. GEMM factors
+    ratios: dict[str, list[float]] = {}
+    for r in recs:
+        base: dict[str, float] = {}
+        for k in raws[r["id"]]:
+            if k.kind == "gemm":
+                key = k.key.replace("fp8_e5m2", "fp8_e4m3")
+                base[key] = base.get(key, 0.0) + float(k.base_s)
+        for key, pred in base.items():
+            got = meas[r["id"]]["gemm_bf16" if key == "bf16" else "gemm_fp8"]
+            if key != "bf16" and len([b for b in base if b != "bf16"]) > 1:
+                continue  # fp8 time of two scalings in one record cannot be told apart
+            if pred > 0 and got > 0:
+                ratios.setdefault(key, []).append(got / pred)
+    gemm_factors = {k: float(np.median(v)) for k, v in sorted(ratios.items())}
+
+    # 2. elementwise latency and bandwidth (bf16 steps)
+    bf16 = [r for r in recs if r["recipe"] == "bf16"]
+    if len(bf16) < 2:
+        raise CalibrationError("the elementwise fit needs at least two bf16 layer steps")
+    X = np.array(
+        [
+            [
+                sum(k.kind == "memory" for k in raws[r["id"]]),
+                sum(float(k.bytes) for k in raws[r["id"]] if k.kind == "memory") / bw,
+            ]
+            for r in bf16
+        ]
+    )
+    y = np.array([meas[r["id"]]["other"] for r in bf16])
+    latency, inv_fraction = _nnls(X, y)
+    if inv_fraction <= 0:
+        raise CalibrationError(
+            "elementwise fit: no bandwidth term (the bf16 steps' other time does not grow with bytes)"
+        )
+    ew_fraction = 1.0 / inv_fraction
+
+    # 3. attention: t - latency = FLOP / (fraction · peak) + rows · row_s, non-negative least squares in relative
+    #    terms (each step's SDPA kernel weighted by 1 / its time)
+    att: dict[str, tuple[float, float]] = {}
+    for kind in ("attention_fwd", "attention_bwd"):
+        X, y = [], []
+        for r in recs:
+            t = meas[r["id"]][kind] - latency
+            for k in raws[r["id"]]:
+                if k.kind == kind and t > 0:
+                    X.append([float(k.flops) / peak / t, float(k.rows) / t])
+                    y.append(1.0)
+        if not X:
+            raise CalibrationError(f"no measured {kind} kernel time to fit the attention rate on")
+        inv_rate, row_s = _nnls(np.array(X), np.array(y))
+        if not inv_rate > 0:
+            raise CalibrationError(f"{kind}: the fit found no FLOP-proportional time (a rate of infinity)")
+        att[kind] = (1.0 / float(inv_rate), float(row_s))
+    (fwd_fraction, fwd_row_s), (bwd_fraction, bwd_row_s) = att["attention_fwd"], att["attention_bwd"]
+
+    # 4. casts: float8 step minus the bf16 step of the same case, other time only
+    other_bf16 = {r["case"]: meas[r["id"]]["other"] for r in bf16}
+    f8 = [r for r in recs if r["recipe"] != "bf16" and r["case"] in other_bf16]
+    recipes = sorted({_fit_key(k.key) for r in f8 for k in raws[r["id"]] if k.kind == "cast"})  # cast factor keys
+    rows, ys = [], []
+    for r in f8:
+        ks = raws[r["id"]]
+        row = [sum(float(k.base_s) for k in ks if k.kind == "cast" and _fit_key(k.key) == rc) for rc in recipes]
+        row += [
+            sum(float(k.bytes) for k in ks if k.kind == kind) / bw
+            for kind in ("fused_amax", "norm_bwd_cast", "mix_order_cast")
+        ]
+        rows.append(row)
+        ys.append(
+            meas[r["id"]]["other"] - other_bf16[r["case"]] - sum(float(k.base_s) for k in ks if k.kind == "launch")
+        )
+    X = np.array(rows)
+    coef = _nnls(X, np.array(ys)) if rows else np.zeros(len(recipes) + 3)
+    cast_factors = {rc: float(c) for rc, c in zip(recipes, coef[: len(recipes)], strict=True) if c > 0}
+    fused_amax_cost, norm_bwd_cast_cost = float(coef[-3]), float(coef[-2])
+    # the mix-order variant's cost, only where a fitted step ran it (else None: priced as norm_bwd_cast)
+    mix_order_cast_cost = float(coef[-1]) if rows and bool(np.any(X[:, -1] > 0)) else None
+
+    # 5. step factors and boost window (module doc), on the steps whose GPU time is well above their host
+    #    (launch) time
+    gpu_bound = [r for r in recs if float(r["step_kernel_time_s"]) >= GPU_BOUND_KERNEL_S]
+    if not gpu_bound:
+        raise CalibrationError(
+            f"the step factors need GPU-bound layer steps (kernel time >= {GPU_BOUND_KERNEL_S * 1e3:.0f} ms); "
+            "none given"
+        )
+    in_step = float(statistics.median(float(r["step_time_s"]) / float(r["step_kernel_time_s"]) for r in gpu_bound))
+    dims = sorted({int(r["dim"]) for r in recs})
+    params = LayerParams(
+        attention_fwd_fraction=fwd_fraction,
+        attention_bwd_fraction=bwd_fraction,
+        attention_fwd_row_s=fwd_row_s,
+        attention_bwd_row_s=bwd_row_s,
+        elementwise_bw_fraction=ew_fraction,
+        elementwise_latency_s=float(latency),
+        fused_amax_cost=fused_amax_cost,
+        norm_bwd_cast_cost=norm_bwd_cast_cost,
+        mix_order_cast_cost=mix_order_cast_cost,
+        gemm_factors=gemm_factors,
+        cast_factors=cast_factors,
+        in_step_factor=in_step,
+        source=source or f"{len(recs)} layer steps, dims {', '.join(map(str, dims))}",
+        reference=ReferenceGPU.from_spec(spec),
+    )
+    # the kernel prices do not depend on the step factors, so the parameters fitted so far price them
+    X = np.array([_kind_times(raws[r["id"]], params, spec) for r in gpu_bound])
+    factors, window = _fit_step_factors(X, np.array([float(r["step_time_s"]) for r in gpu_bound]))
+    return dataclasses.replace(params, step_factors=factors, boost_window_s=window)
+
+
+#: boost windows tried by the step-factor fit, seconds (a grid: the fit's one nonlinear parameter)
+BOOST_WINDOWS_S = tuple(round(2.5e-3 * i, 4) for i in range(2, 81))  # 5 ms .. 200 ms
+
+
+def _fit_step_factors(X: np.ndarray, event_s: np.ndarray) -> tuple[dict[str, float], float]:
+    """Step factors per kind and the boost window (:class:`LayerParams`): for each window on the grid
+    :data:`BOOST_WINDOWS_S`, non-negative least squares of ``event − K`` on ``K_kind · min(1, window / K)``
+    (coefficients: ``factor − 1 >= 0``); the window whose fit has the least squared log error wins.
+    ``X``: predicted kernel seconds per kind (rows: steps, columns :data:`STEP_FACTOR_KINDS`)."""
+    used = X.sum(axis=0) > 0  # kinds the steps ran (a sweep without float8 has no fp8 tensor-core time)
+    K = X.sum(axis=1)
+    best: tuple[float, float, np.ndarray] | None = None
+    for window in BOOST_WINDOWS_S:
+        A = X[:, used] * np.minimum(1.0, window / K)[:, None]
+        coef = _nnls(A, event_s - K)
+        err = float(np.sum(np.log((K + A @ coef) / event_s) ** 2))
+        if best is None or err < best[0]:
+            best = (err, window, coef)
+    assert best is not None
+    kinds = [k for k, u in zip(STEP_FACTOR_KINDS, used, strict=True) if u]
+    return {k: 1.0 + float(c) for k, c in zip(kinds, best[2], strict=True)}, best[1]
+
+
+def _kind_times(raw: Sequence[Any], params: LayerParams, spec: Any) -> list[float]:
+    """Predicted kernel seconds of a step per step-factor kind (:data:`STEP_FACTOR_KINDS` order)."""
+    out = dict.fromkeys(STEP_FACTOR_KINDS, 0.0)
+    for k in raw:
+        out[step_kind(k)] += float(price(k, params, spec, calibrated=True))
+    return [out[k] for k in STEP_FACTOR_KINDS]
+
+
+def _ape(pred: float, meas: float) -> float:
+    return abs(pred / meas - 1) * 100
+
+
+def residuals(params: LayerParams, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Error of ``params`` on ``records``: step time and kernel time MdAPE (%), float8 speedup MdAPE (%)."""
+    pred = {r["id"]: LayerCase(r).predict(params) for r in records}
+    bf16 = {r["case"]: r for r in records if r["recipe"] == "bf16"}
+    step = [_ape(float(pred[r["id"]].step_s), r["step_time_s"]) for r in records]
+    kern = [_ape(float(pred[r["id"]].kernel_s), r["step_kernel_time_s"]) for r in records]
+    speed = []
+    for r in records:
+        b = bf16.get(r["case"])
+        if r["recipe"] != "bf16" and b is not None:
+            ps = float(pred[b["id"]].step_s) / float(pred[r["id"]].step_s)
+            speed.append(_ape(ps, b["step_time_s"] / r["step_time_s"]))
+    return {
+        "n": len(records),
+        "step_mdape_pct": round(float(np.median(step)), 2),
+        "kernel_mdape_pct": round(float(np.median(kern)), 2),
+        "speedup_mdape_pct": round(float(np.median(speed)), 2) if speed else None,
+    }
+
+
+def fit_with_residuals(records: Sequence[Mapping[str, Any]], *, source: str) -> LayerParams:
+    """:func:`fit` on all records, with in-sample residuals and the held-out rotation (each layer size
+    predicted by a fit on the others) recorded in ``residuals``."""
+    params = fit(records, source=source)
+    rotation = {}
+    speed, step = [], []
+    for d in sorted({int(r["dim"]) for r in records}):
+        sub = fit(records, exclude_dims=(d,))
+        res = residuals(sub, [r for r in records if int(r["dim"]) == d])
+        rotation[str(d)] = res
+        speed.append(res["speedup_mdape_pct"])
+        step.append(res["step_mdape_pct"])
+    held = {
+        "rotations": rotation,
+        "speedup_mdape_pct": round(float(np.median([s for s in speed if s is not None])), 2),
+        "step_mdape_pct": round(float(np.median(step)), 2),
+    }
+    return dataclasses.replace(params, residuals={"in_sample": residuals(params, records), "heldout": held})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: fit on the layer sweep files and write the layer calibration JSON."""
+    ap = argparse.ArgumentParser(prog="python -m perfmodel.calibrate.layer", description=__doc__.split("\n\n")[0])
+    ap.add_argument("data", nargs="*", help="perfmodel.bench/1 files with layer records")
+    ap.add_argument("-o", "--out", default=str(SHIPPED_LAYER_FILE), help="output JSON (default: the shipped file)")
+    ap.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    args = ap.parse_args(argv)
+    data = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200_2026-12-01"
+    paths = args.data or [data / f"h200_layer_{part}_2026-12-01.json" for part in DEFAULT_PARTS]
+    records = load_records(paths)
+    meta = load_json(paths[0], what="layer dataset", error=CalibrationError).get("meta", {})
+    source = (
+        f"measured: python -m perfmodel.bench.layer ({', '.join(Path(p).name for p in paths)}: {len(records)} "
+        f"decoder-layer steps), {meta.get('gpu_name', FIT_GPU)}, {meta.get('date', '?')}, "
+        f"torch {meta.get('torch', '?')}, "
+        f"torchao {meta.get('torchao', '?')}"
+    )
+    params = fit_with_residuals(records, source=source)
+    params.save(args.out, force=args.force)
+    print(f"wrote {args.out}: {json.dumps(params.to_dict()['params'], indent=1)}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,321 @@
+"""The float8 decision: speedup over bf16, should_use, best_recipe, break-even tokens (public: :mod:`perfmodel.float8`).
+
+Every function compares a recipe with the bf16 baseline on the same time model and takes ints,
+floats, numpy arrays of any integer or float dtype (a whole grid of shapes in one call) or sympy
+expressions.
+
+Shapes float8 cannot run (``K`` or ``N`` not a multiple of 16, see :func:`perfmodel.float8.eligible`)
+are part of the answer: ``should_use`` is False and ``best_recipe`` is ``"bf16"`` there; a scalar
+``speedup`` or ``break_even_tokens`` raises :class:`~perfmodel.errors.IneligibleShapeError` saying why;
+array inputs get a ``numpy.ma.MaskedArray`` whose masked entries are the ineligible shapes (never NaN,
+and distinct from break-even's "never", which is ``-1``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._backend import check_ratio, check_shapes, check_size, is_symbolic, namespace
+from ..errors import IneligibleShapeError, NoClosedFormError, PerfModelError
+from ..models.errorbars import ErrorBar
+from ..models.registry import ModelLike, gpu_error_bar, time_model
+from ..specs.gpu import GPULike, get_gpu
+from .linear import FP8_ALIGN, _linear_time, eligible, supported_recipes
+from .recipes import RECIPES, Recipe, get_recipe
+
+__all__ = [
+    "BREAK_EVEN_EXACT_UP_TO",
+    "best_recipe",
+    "break_even_tokens",
+    "should_use",
+    "speedup",
+    "speedup_error_bar",
+]
+
+#: break_even_tokens checks every multiple of 16 tokens up to here, which is exact on perfmodel's time
+#: models (see the function's doc); above it, a geometric grid of 16 points per doubling.
+BREAK_EVEN_EXACT_UP_TO = 1 << 20
+
+
+def _ineligible_error(recipe: Recipe, K: Any, N: Any) -> IneligibleShapeError:
+    return IneligibleShapeError(
+        f"recipe {recipe.name!r} cannot run nn.Linear(K={K}, N={N}): float8 GEMMs (torch._scaled_mm) need K and "
+        f"N to be multiples of {FP8_ALIGN}. Keep this Linear in bf16 (should_use() is False for it)."
+    )
+
+
+def _masked(values: Any, ok: Any) -> Any:
+    """``values`` as a masked array where ``ok`` is False (unchanged where every entry is ok)."""
+    values, ok = np.broadcast_arrays(np.asarray(values), np.asarray(ok, dtype=bool))
+    if ok.all():
+        return np.array(values)
+    return np.ma.masked_array(np.array(values), mask=~ok)
+
+
+def _speedup(M, K, N, rec: Recipe, gpu, opts: dict[str, Any]) -> tuple[Any, Any]:
+    """(t_bf16 / t_recipe, eligible) without checks."""
+    base = _linear_time(M, K, N, None, gpu, model=opts["model"]).total_s
+    lt = _linear_time(M, K, N, rec, gpu, **opts)
+    return base / lt.total_s, lt.eligible
+
+
+def speedup_error_bar(gpu: GPULike = "H100", *, model: ModelLike = None) -> ErrorBar | None:
+    """p10–p90 of measured/predicted float8 speedup for ``gpu``'s provenance class (with ``model=``: that
+    model's), from :mod:`perfmodel.models.errorbars`; ``None`` where the class was never validated on speedups
+    (estimated architectures, models you supply). ``bar.straddles(s, min_speedup)`` says whether a
+    decision on speedup ``s`` is a close call.
+
+    >>> bar = speedup_error_bar("H100")
+    >>> bar.kind, bool(bar.straddles(1.03, 1.0)), bool(bar.straddles(1.5, 1.0))
+    ('transferred', True, False)
+    """
+    return gpu_error_bar(gpu, "speedup", model=model)
+
+
+def speedup(
+    M: Any,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe = "tensorwise",
+    gpu: GPULike = "H100",
+    *,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
+) -> Any:
+    """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster).
+
+    Options as in :func:`perfmodel.float8.linear_time`.
+
+    Raises:
+        IneligibleShapeError: a scalar shape the recipe cannot run (arrays: masked entries instead).
+    """
+    M, K, N = check_shapes(M, K, N)
+    rec = get_recipe(recipe)
+    opts = dict(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
+    s, ok = _speedup(M, K, N, rec, gpu, opts)
+    if namespace(M, K, N).name == "numpy":
+        return _masked(s, ok)
+    if not bool(ok):
+        raise _ineligible_error(rec, K, N)
+    return s
+
+
+def should_use(
+    M: Any,
+    K: Any,
+    N: Any,
+    recipe: str | Recipe = "tensorwise",
+    gpu: GPULike = "H100",
+    *,
+    min_speedup: float = 1.0,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
+) -> Any:
+    """True where ``speedup(...) >= min_speedup`` and float8 can run the shape (bool, bool array, or a
+    sympy relation for symbolic shapes)."""
+    min_speedup = check_ratio("min_speedup", min_speedup)
+    M, K, N = check_shapes(M, K, N)
+    rec = get_recipe(recipe)
+    opts = dict(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
+    s, ok = _speedup(M, K, N, rec, gpu, opts)
+    if namespace(M, K, N).name == "sympy":
+        return (s >= min_speedup) if bool(ok) else False
+    result = (np.asarray(s) >= min_speedup) & np.asarray(ok, dtype=bool)
+    return bool(result) if result.ndim == 0 else result
+
+
+def best_recipe(
+    M: Any,
+    K: Any,
+    N: Any,
+    gpu: GPULike = "H100",
+    *,
+    recipes: list[str] | tuple[str, ...] | None = None,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
+) -> Any:
+    """The fastest of ``recipes`` (default: bf16 and every torchao recipe ``gpu`` supports) that can run
+    the shape; ``"bf16"`` where no float8 recipe can.
+
+    Returns a name, or an array of names for array shapes. Ties go to the earlier recipe (bf16 first).
+    """
+    M, K, N = check_shapes(M, K, N)
+    if namespace(M, K, N).name == "sympy":
+        raise PerfModelError("best_recipe needs numbers or arrays; substitute the symbols first")
+    spec = get_gpu(gpu)
+    if recipes is None:
+        recipes = [r for r in supported_recipes(spec) if r == "bf16" or RECIPES[r].torchao_name]
+    elif isinstance(recipes, str):
+        recipes = [recipes]
+    names = [get_recipe(r).name for r in recipes]
+    if not names:
+        raise PerfModelError("best_recipe needs at least one recipe, e.g. recipes=['bf16', 'tensorwise']")
+    times = []
+    for r in names:
+        lt = _linear_time(M, K, N, r, spec, dynamic_shapes=dynamic_shapes, model=model)
+        times.append(np.where(np.asarray(lt.eligible, dtype=bool), np.asarray(lt.total_s, dtype=float), np.inf))
+    stacked = np.stack(np.broadcast_arrays(*times))
+    if "bf16" not in names:  # nothing eligible: the answer is bf16 anyway
+        stacked = np.concatenate([stacked, np.full((1, *stacked.shape[1:]), np.inf)])
+        names = [*names, "bf16"]
+    idx = np.argmin(stacked, axis=0)
+    idx = np.where(np.isinf(stacked.min(axis=0)), names.index("bf16"), idx)
+    out = np.asarray(names, dtype=object)[idx]
+    return str(out) if np.ndim(out) == 0 else out
+
+
+def _break_even_symbolic(K, N, rec: Recipe, spec, min_speedup: float, opts: dict[str, Any]) -> Any:
+    import sympy
+
+    tm = time_model(spec, opts["model"])
+    if tm.name != "original":
+        raise NoClosedFormError(
+            f"no closed-form break-even for symbolic K, N with the {tm.name!r} model of {spec.name}: it prices "
+            "GEMMs with tile and wave quantization (ceil(M / tile)) and clock throttling (a log term), which "
+            "have no closed-form inverse in M. Pass numbers for K and N (sympy numbers work, and answer the "
+            "same as ints), or model='original' for the large-shape closed form"
+        )
+    M = sympy.Symbol("M", positive=True)
+    base = _linear_time(M, K, N, None, spec, model=opts["model"]).total_s
+    fp8 = _linear_time(M, K, N, rec, spec, **opts).total_s
+    try:
+        roots = [r for r in sympy.solve(sympy.Eq(base, min_speedup * fp8), M) if r.is_real is not False]
+    except NotImplementedError:
+        raise NoClosedFormError(
+            f"no closed-form break-even for {rec.name!r}: its scale tensors are per block of tokens "
+            "(ceil(M / block)), which has no closed-form inverse in M; pass numbers for K and N"
+        ) from None
+    if len(roots) != 1:
+        raise NoClosedFormError(f"no unique closed-form break-even for {rec.name!r}: sympy found roots {roots}")
+    return roots[0]
+
+
+def _token_grid(max_tokens: int) -> np.ndarray:
+    """1..15, every multiple of 16 up to min(max_tokens, 2**20), then 16 points per doubling, and max_tokens."""
+    exact = min(max_tokens, BREAK_EVEN_EXACT_UP_TO)
+    grid = [np.arange(1, min(16, exact + 1)), np.arange(16, exact + 1, 16)]
+    if max_tokens > BREAK_EVEN_EXACT_UP_TO:
+        steps = int(np.ceil(16 * np.log2(max_tokens / BREAK_EVEN_EXACT_UP_TO)))
+        grid.append(np.unique(np.round(BREAK_EVEN_EXACT_UP_TO * 2.0 ** (np.arange(1, steps + 1) / 16))))
+    grid.append(np.array([max_tokens]))
+    g = np.unique(np.concatenate(grid).astype(np.int64))
+    return g[g <= max_tokens]
+
+
+def break_even_tokens(
+    K: Any,
+    N: Any,
+    recipe: str | Recipe = "tensorwise",
+    gpu: GPULike = "H100",
+    *,
+    min_speedup: float = 1.0,
+    max_tokens: int = 1 << 24,
+    fuse_input_with_prev: bool = False,
+    fuse_grad_output_with_prev: bool = False,
+    cache_weight_cast: bool = False,
+    dynamic_shapes: bool = False,
+    model: ModelLike = None,
+) -> Any:
+    """The token count ``M`` from which ``recipe`` stays at least ``min_speedup`` times faster than bf16.
+
+    Numeric ``K``, ``N`` (ints, floats, sympy numbers or arrays): the smallest ``M`` such that
+    ``speedup(m) >= min_speedup`` for every ``m`` from ``M`` to ``max_tokens`` on perfmodel's time model —
+    a wave-quantization dip above a first crossing moves the answer past the dip. It is exact up to
+    :data:`BREAK_EVEN_EXACT_UP_TO` (2**20) tokens: every multiple of 16 is checked, and between two
+    multiples of 16 every ``ceil(M / tile)`` of the models is constant (tiles are multiples of 16) and the
+    speedup monotone, so integer bisection in the last failing interval finds the boundary. Above 2**20
+    tokens a geometric grid of 16 points per doubling is checked; one more row of tiles changes a GEMM's
+    time there by less than 0.03 %. Returns ``None`` (scalar) or ``-1`` (array entries) where even
+    ``max_tokens`` does not pay; sympy numbers in give a sympy Integer out.
+
+    Symbolic ``K``/``N`` with free symbols: the closed form of the ``"original"`` model (GEMMs at their
+    compute roof, casts at their bandwidth roof), from ``sympy.solve``; the calibrated and roofline
+    models have no closed-form inverse, and say so (:class:`~perfmodel.errors.NoClosedFormError`).
+
+    Raises:
+        IneligibleShapeError: scalar ``K``/``N`` the recipe cannot run (arrays: masked entries).
+    """
+    min_speedup = check_ratio("min_speedup", min_speedup)
+    max_tokens = int(check_size("max_tokens", max_tokens))
+    K, N = check_size("K", K), check_size("N", N)
+    rec, spec = get_recipe(recipe), get_gpu(gpu)
+    opts = dict(
+        fuse_input_with_prev=fuse_input_with_prev,
+        fuse_grad_output_with_prev=fuse_grad_output_with_prev,
+        cache_weight_cast=cache_weight_cast,
+        dynamic_shapes=dynamic_shapes,
+        model=model,
+    )
+    sympy_numbers = False
+    if is_symbolic(K) or is_symbolic(N):
+        if not all(getattr(v, "is_number", True) for v in (K, N)):
+            return _break_even_symbolic(K, N, rec, spec, min_speedup, opts)
+        K, N, sympy_numbers = int(K), int(N), True
+    scalar = np.ndim(K) == 0 and np.ndim(N) == 0
+    Kb, Nb = (a.astype(np.int64) for a in np.broadcast_arrays(np.asarray(K), np.asarray(N)))
+    ok_shape = np.asarray(eligible(Kb, Nb), dtype=bool)
+    if scalar and not ok_shape.item():
+        raise _ineligible_error(rec, int(Kb), int(Nb))
+    flat_K, flat_N = Kb.reshape(-1), Nb.reshape(-1)
+    grid = _token_grid(max_tokens)
+    result = np.full(flat_K.shape, -1, dtype=np.int64)
+    chunk = max(1, 2_000_000 // len(grid))
+    for start in range(0, flat_K.size, chunk):
+        k, n = flat_K[start : start + chunk], flat_N[start : start + chunk]
+        result[start : start + chunk] = _break_even_grid(k, n, grid, rec, spec, min_speedup, opts)
+    result = result.reshape(Kb.shape)
+    if scalar:
+        m = int(result)
+        if m < 0:
+            return None
+        if sympy_numbers:
+            import sympy
+
+            return sympy.Integer(m)
+        return m
+    return _masked(result, ok_shape)
+
+
+def _break_even_grid(K, N, grid, rec, spec, min_speedup, opts) -> np.ndarray:
+    """Break-even per (K[i], N[i]) on the token ``grid``, refined by integer bisection (-1: never)."""
+
+    def ok(m: np.ndarray, k: np.ndarray, n: np.ndarray) -> np.ndarray:
+        s, _ = _speedup(m.astype(np.float64), k.astype(np.float64), n.astype(np.float64), rec, spec, opts)
+        return np.asarray(s) >= min_speedup
+
+    G, S = len(grid), len(K)
+    good = ok(np.repeat(grid, S), np.tile(K, G), np.tile(N, G)).reshape(G, S)
+    never = ~good[-1]
+    fails = ~good
+    last_fail = np.where(fails.any(axis=0), G - 1 - np.argmax(fails[::-1], axis=0), -1)
+    lo = np.where(last_fail >= 0, grid[np.maximum(last_fail, 0)], 0).astype(np.int64)
+    hi = np.where(last_fail >= 0, grid[np.minimum(last_fail + 1, G - 1)], 1).astype(np.int64)
+    while True:  # invariant: ok(hi) (or never); not ok(lo) unless lo == 0
+        active = (hi - lo > 1) & ~never
+        if not active.any():
+            break
+        mid = np.where(active, (lo + hi) // 2, hi)
+        g = ok(np.maximum(mid, 1), K, N)
+        hi = np.where(active & g, mid, hi)
+        lo = np.where(active & ~g, mid, lo)
+    return np.where(never, -1, np.maximum(hi, 1))

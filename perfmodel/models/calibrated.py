@@ -1,0 +1,705 @@
+"""The calibrated, shape-aware time model: formulas, fitted parameters in units that travel, JSON files.
+
+Fitting lives in :mod:`perfmodel.calibrate` (nothing here imports it); which GPU gets which model is
+decided by :mod:`perfmodel.models.registry`.
+
+All times are **GPU kernel time** in seconds — what a profiler (Proton, torch.profiler) sums —
+so a predicted step adds up like a measured one. Timing a single call with CUDA events or
+``triton.testing.do_bench`` adds a launch gap on top (``KernelParams.event_overhead_s``, ~2.9 µs
+measured on the H200).
+
+GEMM ``[M, K] @ [K, N]`` in one (format, scaling)::
+
+    tiles    = ⌈M / tile_m⌉ · ⌈N / tile_n⌉                                 tile quantization
+    waves    = (1 − q) · tiles / SMs  +  q · ⌈tiles / SMs⌉                   wave quantization, q ∈ [0, 1]
+    compute  = waves · 2 · tile_m · tile_n · SMs · (K + k_overhead) / rate · f_align(K, N)
+    compute ← compute · (1 + throttle_gain · ln(1 + min(compute, settle) / throttle_time_s))   clocks drop on
+                                                                                 long runs, then settle
+    time     = latency + max(compute, gemm_bytes / mem_bw)
+
+``q = 0`` is perfect load balancing (split-K / stream-K), ``q = 1`` whole waves.
+``f_align`` is 1 when the layout's leading dimensions (K and N; M and N for ``cr``) are multiples of
+8 elements (16-byte rows for bf16), else the fitted slowdown for the largest power of two (1, 2 or 4)
+dividing both; on sympy symbols it is a ``Piecewise`` over ``Mod(·, 2|4|8)``, so symbolic and numeric
+answers agree. Misaligned 16-bit GEMMs of more than one row, and those with K < 8, run cuBLAS's pre-Hopper
+fallback kernels (:func:`fallback_kernels`; one row runs Hopper or gemv kernels): where the calibration
+has a fallback group (``bf16@fallback``, :data:`FALLBACK`) they are priced by that group's own
+parameters (its ``f_align`` then relative to 2- and 4-aligned dimensions) and the main group prices the
+others; without one, the main group's ``f_align`` prices them. Memory-bound kernels
+cost ``latency + bytes / bw``, per recipe and per tensor kind for float8 casts (activations and
+weights run different kernels); a launch-only kernel costs ``launch_s``.
+
+Units that travel
+-----------------
+A calibration is fitted on one GPU (its :class:`ReferenceGPU`) and written in units that hold for
+every GPU of the same architecture; on another GPU (``gpu=`` of a call) the model is rescaled by
+that GPU's spec:
+
+* GEMM ``rate`` is a fraction of the dense peak of the format (``rate_fraction``): on the target,
+  ``rate_fraction × peak(fmt)`` — so SM count and clock enter through the peak;
+* bandwidths (skinny GEMMs, memory kernels, casts) are fractions of the HBM bandwidth;
+* latencies and launch costs are seconds; tiles, ``k_overhead``, ``q`` and the misalignment
+  factors are the architecture's kernels and stay as they are; SMs come from the target's spec;
+* ``throttle_gain`` scales with the *power pressure* ``peak_bf16 / power_w`` (dense tensor FLOP/s
+  per watt of board power) relative to the reference — an **assumption**: one GPU cannot show how
+  throttling depends on power headroom (:data:`ASSUMPTIONS` lists every one);
+* the model has no L2 term (the sweeps flush L2 between calls), so the L2 size does not enter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._backend import namespace
+from ..counting import ALIGN, _gemm_bytes, _off_sym, alignment, layout_lead_dims, misaligned
+from ..errors import CalibrationError, UnknownGPUError
+from ..formats import FORMATS, Format, get_format
+from ..specs.gpu import GPUSpec, get_gpu
+
+__all__ = [
+    "ASSUMPTIONS",
+    "CAST_LIKE",
+    "FALLBACK",
+    "SCHEMA",
+    "CalibratedModel",
+    "CastParams",
+    "GemmParams",
+    "KernelParams",
+    "ReferenceGPU",
+    "fallback_kernels",
+    "fallback_key",
+    "load_calibration",
+]
+
+SCHEMA = "perfmodel.calibration/3"
+_OLD_SCHEMA = "perfmodel.calibration/2"  # absolute units of the GPU named in the file; still read
+
+#: What a transferred calibration assumes (no measurement of one GPU can identify these).
+ASSUMPTIONS: tuple[str, ...] = (
+    "GEMM rates scale with the dense peak of the format (SM count x clock), at the fitted fraction of it",
+    "streaming kernels (copies, skinny GEMMs) reach the fitted fraction of the HBM bandwidth",
+    "float8 cast kernels, which reached 25-65 % of the copy bandwidth where fitted, are limited by SM work: "
+    "their rate scales with SMs x clock, capped by the target's copy bandwidth",
+    "latencies and launch costs in seconds, tiles, per-tile K overhead, wave quantization and the "
+    "misalignment slowdowns are the architecture's (same cuBLAS and inductor kernels)",
+    "the throttle gain of long GEMMs scales with dense bf16 FLOP/s per watt of board power (power pressure)",
+    "the in-step GEMM factors (GEMMs inside a training step vs. timed back to back) are the architecture's",
+    "recipes whose casts were not measured (mxfp8, blockwise) cost what the measured rowwise casts cost per byte",
+)
+
+
+def _finite_positive(owner: str, **values: float) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise CalibrationError(f"{owner}.{name} must be a finite positive number, got {value!r}")
+
+
+def _finite_nonneg(owner: str, **values: float) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise CalibrationError(f"{owner}.{name} must be a finite number >= 0, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GemmParams:
+    """GEMM parameters for one (format, scaling) on one GPU, absolute units (formula in the module doc).
+
+    Attributes:
+        tile_m, tile_n: output tile, elements.
+        rate_flops_per_s: steady-state rate of the whole GPU, FLOP/s.
+        k_overhead: per-tile prologue/epilogue cost in units of K (elements).
+        latency_s: fixed cost per GEMM (pipeline fill and drain), seconds.
+        mem_bw_bytes_per_s: bandwidth of memory-bound (skinny) GEMMs, B/s.
+        wave_quantization: q in [0, 1] (0: fractional waves, 1: whole waves).
+        throttle_gain, throttle_time_s: clock drop on long kernels (0 gain: none).
+        throttle_settle_s: kernel time after which clocks have settled (the slowdown stops growing): the
+            longest GEMM the calibration measured; a kernel longer than any measured one is not
+            extrapolated into an ever-slower clock.
+        misaligned_factors: compute slowdown when K, N are only 1-, 2- or 4-aligned (each >= 1).
+    """
+
+    tile_m: int
+    tile_n: int
+    rate_flops_per_s: float
+    k_overhead: float
+    latency_s: float
+    mem_bw_bytes_per_s: float
+    wave_quantization: float = 1.0
+    throttle_gain: float = 0.0
+    throttle_time_s: float = 1e-3
+    throttle_settle_s: float = math.inf
+    misaligned_factors: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        try:
+            factors = tuple(float(f) for f in self.misaligned_factors)
+        except (TypeError, ValueError):
+            raise CalibrationError(
+                f"GemmParams.misaligned_factors must be 3 numbers >= 1, got {self.misaligned_factors!r}"
+            ) from None
+        object.__setattr__(self, "misaligned_factors", factors)
+        for name in ("tile_m", "tile_n"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 4096:
+                raise CalibrationError(f"GemmParams.{name} must be an int in 1..4096 elements, got {value!r}")
+        _finite_positive(
+            "GemmParams",
+            rate_flops_per_s=self.rate_flops_per_s,
+            mem_bw_bytes_per_s=self.mem_bw_bytes_per_s,
+            throttle_time_s=self.throttle_time_s,
+        )
+        _finite_nonneg(
+            "GemmParams", k_overhead=self.k_overhead, latency_s=self.latency_s, throttle_gain=self.throttle_gain
+        )
+        if not (isinstance(self.throttle_settle_s, (int, float)) and self.throttle_settle_s > 0):
+            raise CalibrationError(f"GemmParams.throttle_settle_s must be > 0 s, got {self.throttle_settle_s!r}")
+        if not 0 <= self.wave_quantization <= 1:
+            raise CalibrationError(f"GemmParams.wave_quantization must be in [0, 1], got {self.wave_quantization!r}")
+        if len(factors) != 3 or not all(math.isfinite(f) and f >= 1 for f in factors):
+            raise CalibrationError(f"GemmParams.misaligned_factors must be 3 finite values >= 1, got {factors!r}")
+
+    def compute_s(self, M: Any, K: Any, N: Any, sms: int, lead_dims: tuple[Any, Any] | None = None) -> Any:
+        """The compute term (before the memory max and the latency), seconds. ``lead_dims``: the
+        operands' leading dimensions that decide alignment (default ``(K, N)``, row-major A and B)."""
+        xp = namespace(M, K, N)
+        tiles = xp.cdiv(M, self.tile_m) * xp.cdiv(N, self.tile_n)
+        q = self.wave_quantization
+        waves = (1 - q) * tiles / sms + q * xp.cdiv(tiles, sms)
+        t = waves * (2 * self.tile_m * self.tile_n * sms) * (K + self.k_overhead) / self.rate_flops_per_s
+        if self.misaligned_factors != (1.0, 1.0, 1.0):
+            t = t * self.misalignment(*(lead_dims or (K, N)))
+        if self.throttle_gain:
+            settled = t if self.throttle_settle_s == math.inf else xp.min(t, self.throttle_settle_s)
+            t = t * (1 + self.throttle_gain * xp.log(1 + settled / self.throttle_time_s))
+        return t
+
+    def misalignment(self, a: Any, b: Any) -> Any:
+        """The compute slowdown for leading dimensions ``a``, ``b``: ``misaligned_factors[0|1|2]`` when the
+        largest power of two dividing both is 1, 2 or 4 elements, else 1. On sympy values it is a
+        ``Piecewise`` over ``Mod`` (closed form; equal to the numeric value once the symbols are numbers)."""
+        f1, f2, f4 = self.misaligned_factors
+        if namespace(a, b).name == "sympy":
+            import sympy
+
+            return sympy.Piecewise(
+                (f1, _off_sym(a, b, 2)), (f2, _off_sym(a, b, 4)), (f4, _off_sym(a, b, ALIGN)), (1.0, True)
+            )
+        al = np.minimum(alignment(a), alignment(b))
+        factor = np.select([al == 1, al == 2, al == 4], [f1, f2, f4], 1.0)
+        return factor if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else float(factor)
+
+    def time_s(
+        self, M: Any, K: Any, N: Any, gemm_bytes: Any, sms: int, lead_dims: tuple[Any, Any] | None = None
+    ) -> Any:
+        """Kernel time of one GEMM moving ``gemm_bytes``, seconds."""
+        xp = namespace(M, K, N)
+        compute = self.compute_s(M, K, N, sms, lead_dims)
+        return self.latency_s + xp.max(compute, gemm_bytes / self.mem_bw_bytes_per_s)
+
+    def rescaled(self, *, rate: float = 1.0, bandwidth: float = 1.0, throttle: float = 1.0) -> GemmParams:
+        """These parameters on another GPU: rate, bandwidth and throttle gain multiplied by the factors."""
+        if rate == bandwidth == throttle == 1.0:
+            return self
+        return dataclasses.replace(
+            self,
+            rate_flops_per_s=self.rate_flops_per_s * rate,
+            mem_bw_bytes_per_s=self.mem_bw_bytes_per_s * bandwidth,
+            throttle_gain=self.throttle_gain * throttle,
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KernelParams:
+    """Memory-bound kernels: ``latency_s + bytes / bw_bytes_per_s``; a tiny kernel ``launch_s``;
+    ``event_overhead_s``: what CUDA-event timing of one call adds to its kernel time. Seconds, B/s."""
+
+    latency_s: float
+    bw_bytes_per_s: float
+    launch_s: float
+    event_overhead_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        _finite_positive("KernelParams", bw_bytes_per_s=self.bw_bytes_per_s)
+        _finite_nonneg(
+            "KernelParams", latency_s=self.latency_s, launch_s=self.launch_s, event_overhead_s=self.event_overhead_s
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CastParams:
+    """The cast kernels of one float8 recipe as torch.compile + torchao run them, fitted on measured
+    Linear steps: ``latency_s`` per kernel plus bytes over ``activation_bw_bytes_per_s`` (input,
+    grad_output) or ``weight_bw_bytes_per_s`` (weight). Seconds, B/s."""
+
+    latency_s: float
+    activation_bw_bytes_per_s: float
+    weight_bw_bytes_per_s: float
+
+    def __post_init__(self) -> None:
+        _finite_positive(
+            "CastParams",
+            activation_bw_bytes_per_s=self.activation_bw_bytes_per_s,
+            weight_bw_bytes_per_s=self.weight_bw_bytes_per_s,
+        )
+        _finite_nonneg("CastParams", latency_s=self.latency_s)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReferenceGPU:
+    """The spec facts of the GPU a calibration was fitted on: what its fractions are fractions of.
+
+    Attributes:
+        name, arch: as in :class:`~perfmodel.specs.gpu.GPUSpec`.
+        peaks_flops_per_s: format name -> dense peak, FLOP/s.
+        mem_bw_bytes_per_s: HBM bandwidth, B/s.
+        num_sms: SMs (CUs).
+        boost_clock_hz: max SM clock, Hz (``None``: unknown; SM throughput then scales with SMs only).
+        power_w: board power limit, W (``None``: unknown; the throttle term is then not rescaled).
+    """
+
+    name: str
+    arch: str
+    peaks_flops_per_s: Mapping[str, float]
+    mem_bw_bytes_per_s: float
+    num_sms: int
+    boost_clock_hz: float | None = None
+    power_w: float | None = None
+
+    def __post_init__(self) -> None:
+        peaks = {}
+        for fmt, value in dict(self.peaks_flops_per_s).items():
+            if fmt not in FORMATS:
+                raise CalibrationError(f"ReferenceGPU.peaks_flops_per_s: unknown format {fmt!r}")
+            _finite_positive("ReferenceGPU", **{f"peak[{fmt}]": value})
+            peaks[fmt] = float(value)
+        object.__setattr__(self, "peaks_flops_per_s", peaks)
+        _finite_positive("ReferenceGPU", mem_bw_bytes_per_s=self.mem_bw_bytes_per_s, num_sms=self.num_sms)
+        for name in ("boost_clock_hz", "power_w"):
+            if getattr(self, name) is not None:
+                _finite_positive("ReferenceGPU", **{name: getattr(self, name)})
+
+    @classmethod
+    def from_spec(cls, spec: GPUSpec) -> ReferenceGPU:
+        """The facts of ``spec`` that a transfer rescales by."""
+        return cls(
+            name=spec.name,
+            arch=spec.arch,
+            peaks_flops_per_s={f: spec.peak_flops_per_s(f) for f in spec.peaks.supported()},
+            mem_bw_bytes_per_s=spec.mem_bw_bytes_per_s,
+            num_sms=spec.num_sms,
+            boost_clock_hz=spec.boost_clock_hz,
+            power_w=spec.power_w,
+        )
+
+    def matches(self, spec: GPUSpec) -> bool:
+        """True when ``spec`` has exactly these facts (a prediction for it is not a transfer)."""
+        try:
+            return self == ReferenceGPU.from_spec(spec)
+        except CalibrationError:
+            return False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain types (JSON-ready)."""
+        return dataclasses.asdict(self)
+
+
+def power_pressure(peak_bf16_flops_per_s: float, power_w: float | None) -> float | None:
+    """Dense bf16 FLOP/s per watt of board power (``None`` when the power is unknown)."""
+    return None if power_w is None else peak_bf16_flops_per_s / power_w
+
+
+def _key(fmt: Format, scaling: str | None, layout: str = "rc") -> str:
+    """Group key: ``bf16``, ``fp8_e4m3/rowwise``; a layout other than ``rc`` adds ``@rr`` / ``@cr``."""
+    base = fmt.name if scaling is None else f"{fmt.name}/{scaling}"
+    return base if layout == "rc" else f"{base}@{layout}"
+
+
+def _fmt_of(key: str) -> str:
+    """The format name of a group key (``bf16@rr`` -> ``bf16``; ``fp8_e4m3/rowwise`` -> ``fp8_e4m3``)."""
+    return key.split("@")[0].split("/")[0]
+
+
+#: Group-key suffix of the kernels cuBLAS falls back to when a 16-bit GEMM's leading dimensions are not
+#: multiples of 8 (:data:`ALIGN`): pre-Hopper CUTLASS kernels (sm75 ``align1``, sm80 ``align2``/``align4``),
+#: a different kernel class with its own rate, tile and latency (``bf16@fallback``).
+FALLBACK = "fallback"
+
+
+def fallback_key(fmt_name: str) -> str:
+    """The fallback group of a 16-bit format: ``bf16@fallback``."""
+    return f"{fmt_name}@{FALLBACK}"
+
+
+def fallback_kernels(M: Any, K: Any, a: Any, b: Any) -> Any:
+    """Whether cuBLAS runs its pre-Hopper fallback kernels for a 16-bit GEMM of ``M`` rows and reduction ``K``
+    whose layout's leading dimensions are ``a``, ``b``: they are :func:`misaligned` and the GEMM has more than one
+    row (one row runs cuBLAS's Hopper or gemv kernels), or K < :data:`ALIGN` — measured on every H200 layout sweep
+    of 2026-12-01 (``benchmarks/validate_kernel_choice.py``). A bool, a bool array, or a sympy condition."""
+    if namespace(M, K, a, b).name == "sympy":
+        import sympy
+
+        return sympy.Or(sympy.And(misaligned(a, b), sympy.Ne(M, 1)), sympy.Lt(K, ALIGN))
+    out = (np.asarray(misaligned(a, b)) & (np.asarray(M) != 1)) | (np.asarray(K) < ALIGN)
+    return out if any(isinstance(x, np.ndarray) for x in (M, K, a, b)) else bool(out)
+
+
+def _select(cond: Any, if_true: Any, if_false: Any) -> Any:
+    """``if_true`` where ``cond`` holds, else ``if_false``: numbers, arrays, or a sympy ``Piecewise``."""
+    if namespace(if_true, if_false).name == "sympy" or type(cond).__module__.startswith("sympy"):
+        import sympy
+
+        return sympy.Piecewise((if_true, cond), (if_false, True))
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, if_true, if_false)
+    return if_true if cond else if_false
+
+
+#: Recipes without a cast fit borrow the fit of the measured recipe whose kernels do the same work:
+#: per-group amax and cast along rows and along columns (with a transposed copy), bf16 in, fp8 out.
+CAST_LIKE: dict[str, str] = {"mxfp8": "rowwise", "blockwise": "rowwise"}
+
+# Formats and scalings without their own fit borrow a measured one (same tensor-core path).
+_BORROW = {"fp16": "bf16", "fp8_e5m2": "fp8_e4m3"}
+_BORROW_SCALING = {"blockwise": "rowwise"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CalibratedModel:
+    """A :class:`perfmodel.models.base.TimeModel` with parameters fitted on one GPU, usable on every GPU
+    of its architecture (see "Units that travel" in the module doc).
+
+    Attributes:
+        gpu: the GPU name it was fitted on.
+        gemm: ``"bf16"``, ``"fp8_e4m3/tensorwise"``, ``"fp8_e4m3/rowwise"``… -> :class:`GemmParams`,
+            in absolute units of the reference GPU.
+        kernels: memory-bound and launch-only kernel costs (reference GPU).
+        casts: recipe name -> :class:`CastParams` (recipes without one use ``kernels``).
+        step_gemm_factors: GEMM group -> measured / predicted GEMM kernel time inside profiled Linear
+            training steps (below 1: GEMMs ran faster there than back-to-back in the GEMM sweep, whose
+            sustained load lowers clocks); applied by :func:`perfmodel.float8.linear_time` only.
+        source: where the measurements come from (script, GPU, date, versions).
+        residuals: error statistics of the fit, per group (train and held-out).
+        reference: the spec facts of the fitted GPU (default: the table entry named ``gpu``).
+        gemm_aliases: ``"mxfp8/mx"`` -> ``"fp8_e4m3/tensorwise"``: groups priced with another group's
+            parameters at their own peak (used by estimates for formats the reference GPU lacks).
+    """
+
+    gpu: str
+    gemm: Mapping[str, GemmParams]
+    kernels: KernelParams
+    casts: Mapping[str, CastParams] = dataclasses.field(default_factory=dict)
+    step_gemm_factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    source: str
+    residuals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    reference: ReferenceGPU | None = None
+    gemm_aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    name: str = "calibrated"
+
+    def __post_init__(self) -> None:
+        if self.reference is None:
+            try:
+                ref = ReferenceGPU.from_spec(get_gpu(self.gpu))
+            except UnknownGPUError:
+                raise CalibrationError(
+                    f"calibration of {self.gpu!r}: not a GPU of the table, so pass reference=ReferenceGPU(...) "
+                    "with the facts of the GPU it was fitted on"
+                ) from None
+            object.__setattr__(self, "reference", ref)
+        for key, factor in self.step_gemm_factors.items():
+            _finite_positive("CalibratedModel", **{f"step_gemm_factors[{key!r}]": factor})
+
+    # -- which parameters, rescaled to which GPU ----------------------------------------------------
+    def _group(self, fmt: Format, scaling: str | None, layout: str = "rc") -> str:
+        """The group key whose parameters price (``fmt``, ``scaling``, ``layout``): its own fit, else the
+        same format's ``rc`` fit, else the format it borrows (fp16 -> bf16, e5m2 -> e4m3, blockwise -> rowwise)."""
+        for key in (_key(fmt, scaling, layout), _key(fmt, scaling)):
+            if key in self.gemm or key in self.gemm_aliases:
+                return key
+        name = _BORROW.get(fmt.name, fmt.name)
+        sc = _BORROW_SCALING.get(scaling, scaling) if scaling else None
+        borrowed = _key(get_format(name), sc, layout)
+        return borrowed if borrowed in self.gemm else _key(get_format(name), sc)
+
+    def params_for(self, fmt: Format, scaling: str | None, layout: str = "rc") -> GemmParams | None:
+        """The fitted parameters used for (``fmt``, ``scaling``, ``layout``) on the reference GPU, or ``None``."""
+        key = self._group(fmt, scaling, layout)
+        return self.gemm.get(self.gemm_aliases.get(key, key))
+
+    def transfer_factors(self, gpu: GPUSpec, fmt: Format, scaling: str | None, layout: str = "rc") -> dict[str, float]:
+        """How (``fmt``, ``scaling``) GEMMs rescale from the reference GPU to ``gpu``: rate, bandwidth
+        and throttle multipliers (all 1.0 on the reference GPU itself)."""
+        ref = self.reference
+        assert ref is not None  # set in __post_init__
+        key = self._group(fmt, scaling, layout)
+        fitted_fmt = _fmt_of(self.gemm_aliases.get(key, key))
+        ref_peak = ref.peaks_flops_per_s.get(fitted_fmt)
+        rate = gpu.peak_flops_per_s(fmt) / ref_peak if ref_peak else 1.0
+        f = self._memory_and_power(gpu)
+        return {"rate": rate, "bandwidth": f["bandwidth"], "throttle": f["throttle"]}
+
+    def _memory_and_power(self, gpu: GPUSpec) -> dict[str, float]:
+        ref = self.reference
+        assert ref is not None
+        bandwidth = gpu.mem_bw_bytes_per_s / ref.mem_bw_bytes_per_s
+        # SM throughput of non-tensor work (reductions, casts, transposes): SMs x clock
+        sm_throughput = gpu.num_sms / ref.num_sms
+        if ref.boost_clock_hz is not None:
+            sm_throughput *= gpu.boost_clock_hz / ref.boost_clock_hz
+        throttle = 1.0
+        if gpu.supports("bf16") and "bf16" in ref.peaks_flops_per_s:
+            mine = power_pressure(gpu.peak_flops_per_s("bf16"), gpu.power_w)
+            theirs = power_pressure(ref.peaks_flops_per_s["bf16"], ref.power_w)
+            if mine is not None and theirs is not None:
+                throttle = mine / theirs
+        return {"bandwidth": bandwidth, "throttle": throttle, "sm_throughput": sm_throughput}
+
+    # -- the TimeModel protocol -----------------------------------------------------------------------
+    def gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
+        from .base import ROOFLINE
+
+        p = self.params_for(fmt, scaling, layout)
+        if p is None:  # e.g. tf32 on a GPU calibrated for bf16/fp8 only
+            return ROOFLINE.gemm_time_s(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=gpu)
+        p = p.rescaled(**self.transfer_factors(gpu, fmt, scaling, layout))
+        dims = lead_dims if lead_dims is not None else layout_lead_dims(layout, M, K, N)
+        nbytes = _gemm_bytes(M, K, N, fmt, out_fmt, scaling)
+        fb = self.fallback_params(fmt)
+        if fb is None:
+            return p.time_s(M, K, N, nbytes, gpu.num_sms, dims)
+        # misaligned leading dimensions: cuBLAS's fallback kernels, priced by their own fit
+        fb = fb.rescaled(**self.transfer_factors(gpu, fmt, scaling))
+        aligned = dataclasses.replace(p, misaligned_factors=(1.0, 1.0, 1.0))
+        return _select(
+            fallback_kernels(M, K, *dims),
+            fb.time_s(M, K, N, nbytes, gpu.num_sms, dims),
+            aligned.time_s(M, K, N, nbytes, gpu.num_sms, dims),
+        )
+
+    def fallback_params(self, fmt: Format) -> GemmParams | None:
+        """The fitted fallback-kernel parameters of a 16-bit format (its own, else bf16's for fp16), or ``None``: then
+        misaligned GEMMs are priced by the main group times its ``misaligned_factors``."""
+        if fmt.bits < 16:
+            return None
+        own = self.gemm.get(fallback_key(fmt.name))
+        return own if own is not None else self.gemm.get(fallback_key(_BORROW.get(fmt.name, fmt.name)))
+
+    def event_overhead_s(self) -> float:
+        """What timing one call with CUDA events (``do_bench``) adds to its kernel time, seconds (measured)."""
+        return self.kernels.event_overhead_s
+
+    def step_gemm_factor(self, fmt: Format, scaling: str | None) -> float:
+        """The in-step factor for a GEMM group (1.0 when not measured)."""
+        key = self._group(fmt, scaling)
+        return float(self.step_gemm_factors.get(self.gemm_aliases.get(key, key), 1.0))
+
+    def memory_kernel_time_s(self, bytes_moved, *, gpu, recipe=None, tensor=None):
+        factors = self._memory_and_power(gpu)
+        copy_bw = self.kernels.bw_bytes_per_s * factors["bandwidth"]  # streaming copies: HBM-bound
+        p = self.cast_params(recipe) if recipe is not None else None
+        if p is None:
+            return self.kernels.latency_s + bytes_moved / copy_bw
+        bw = p.weight_bw_bytes_per_s if tensor == "weight" else p.activation_bw_bytes_per_s
+        # Casts ran at 25-65 % of the copy bandwidth on the reference GPU: not HBM-bound, so they keep
+        # their rate scaled by SM throughput, up to the target's copy bandwidth (a roofline: the slower
+        # of the kernel's own work and its HBM traffic).
+        return p.latency_s + bytes_moved / min(bw * factors["sm_throughput"], copy_bw)
+
+    def launch_time_s(self, *, gpu):
+        return self.kernels.launch_s
+
+    def cast_params(self, recipe: str) -> CastParams | None:
+        """The cast costs used for ``recipe`` (a cast key: ``"rowwise"``, ``"rowwise+dynamic"``), or ``None``.
+
+        A dynamic-shape key without its own fit falls back to the static fit of its recipe; a recipe
+        without any fit borrows the measured recipe whose cast kernels do the same work
+        (:data:`CAST_LIKE`: mxfp8 and blockwise cast per group along rows and columns, as rowwise does).
+        """
+        name, _, mode = recipe.partition("+")
+        for key in (recipe, name):
+            if key in self.casts:
+                return self.casts[key]
+        like = CAST_LIKE.get(name)
+        if like is None:
+            return None
+        return self.casts.get(f"{like}+{mode}" if mode else like) or self.casts.get(like)
+
+    # -- persistence ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (schema :data:`SCHEMA`): every rate and bandwidth as a fraction of the
+        reference GPU's peak or HBM bandwidth, times in seconds."""
+        ref = self.reference
+        assert ref is not None
+        bw = ref.mem_bw_bytes_per_s
+        gemm = {}
+        for key, p in self.gemm.items():
+            d = dataclasses.asdict(p)
+            d["rate_fraction"] = d.pop("rate_flops_per_s") / ref.peaks_flops_per_s[_fmt_of(key)]
+            d["mem_bw_fraction"] = d.pop("mem_bw_bytes_per_s") / bw
+            d["misaligned_factors"] = list(p.misaligned_factors)
+            d["throttle_settle_s"] = None if p.throttle_settle_s == math.inf else p.throttle_settle_s
+            gemm[key] = d
+        k = self.kernels
+        return {
+            "schema": SCHEMA,
+            "gpu": self.gpu,
+            "source": self.source,
+            "reference": ref.to_dict(),
+            "assumptions": list(ASSUMPTIONS),
+            "gemm": gemm,
+            "gemm_aliases": dict(self.gemm_aliases),
+            "kernels": {
+                "latency_s": k.latency_s,
+                "bw_fraction": k.bw_bytes_per_s / bw,
+                "launch_s": k.launch_s,
+                "event_overhead_s": k.event_overhead_s,
+            },
+            "casts": {
+                key: {
+                    "latency_s": c.latency_s,
+                    "activation_bw_fraction": c.activation_bw_bytes_per_s / bw,
+                    "weight_bw_fraction": c.weight_bw_bytes_per_s / bw,
+                }
+                for key, c in self.casts.items()
+            },
+            "step_gemm_factors": dict(self.step_gemm_factors),
+            "residuals": dict(self.residuals),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, origin: str = "<dict>") -> CalibratedModel:
+        """Inverse of :meth:`to_dict` (also reads schema 2, absolute units of the GPU the file names);
+        raises :class:`CalibrationError` naming ``origin``."""
+        try:
+            schema = data.get("schema")
+            if schema == _OLD_SCHEMA:
+                return cls._from_v2(data)
+            if schema != SCHEMA:
+                raise CalibrationError(f"schema is {schema!r}, expected {SCHEMA!r} (or {_OLD_SCHEMA!r})")
+            ref = ReferenceGPU(**data["reference"])
+            bw = ref.mem_bw_bytes_per_s
+            gemm = {}
+            for key, v in data["gemm"].items():
+                v = dict(v)
+                fmt = _fmt_of(key)
+                if fmt not in ref.peaks_flops_per_s:
+                    raise CalibrationError(f"gemm group {key!r}: the reference GPU has no {fmt} peak")
+                for frac, limit in (("rate_fraction", 1.2), ("mem_bw_fraction", 1.2)):
+                    _finite_positive("calibration", **{f"gemm[{key!r}].{frac}": v[frac]})
+                    if v[frac] > limit:
+                        raise CalibrationError(
+                            f"gemm[{key!r}].{frac} = {v[frac]!r} is above {limit}: faster than the GPU's peak"
+                        )
+                if v.get("throttle_settle_s", 0) is None:
+                    v["throttle_settle_s"] = math.inf
+                gemm[key] = GemmParams(
+                    rate_flops_per_s=v.pop("rate_fraction") * ref.peaks_flops_per_s[fmt],
+                    mem_bw_bytes_per_s=v.pop("mem_bw_fraction") * bw,
+                    **{**v, "misaligned_factors": tuple(v.get("misaligned_factors", (1, 1, 1)))},
+                )
+            k = dict(data["kernels"])
+            kernels = KernelParams(bw_bytes_per_s=_fraction(k.pop("bw_fraction"), "kernels.bw_fraction") * bw, **k)
+            casts = {
+                key: CastParams(
+                    latency_s=c["latency_s"],
+                    activation_bw_bytes_per_s=_fraction(c["activation_bw_fraction"], f"casts[{key!r}]") * bw,
+                    weight_bw_bytes_per_s=_fraction(c["weight_bw_fraction"], f"casts[{key!r}]") * bw,
+                )
+                for key, c in data.get("casts", {}).items()
+            }
+            aliases = {str(a): str(b) for a, b in data.get("gemm_aliases", {}).items()}
+            for alias, target in aliases.items():
+                if target not in gemm:
+                    raise CalibrationError(f"gemm_aliases[{alias!r}] names {target!r}, which has no parameters")
+            return cls(
+                gpu=str(data["gpu"]),
+                source=str(data["source"]),
+                reference=ref,
+                gemm=gemm,
+                gemm_aliases=aliases,
+                kernels=kernels,
+                casts=casts,
+                step_gemm_factors={k: float(v) for k, v in data.get("step_gemm_factors", {}).items()},
+                residuals=data.get("residuals", {}),
+            )
+        except CalibrationError as exc:
+            raise CalibrationError(f"{origin}: {_short(str(exc))}") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise CalibrationError(
+                f"{origin}: not a perfmodel calibration ({type(exc).__name__}: {_short(str(exc))})"
+            ) from None
+
+    @classmethod
+    def _from_v2(cls, data: Mapping[str, Any]) -> CalibratedModel:
+        """Schema 2: absolute units on the GPU the file names (which must be in the table)."""
+        return cls(
+            gpu=str(data["gpu"]),
+            source=str(data["source"]),
+            gemm={
+                k: GemmParams(**{**v, "misaligned_factors": tuple(v.get("misaligned_factors", (1, 1, 1)))})
+                for k, v in data["gemm"].items()
+            },
+            kernels=KernelParams(**data["kernels"]),
+            casts={k: CastParams(**v) for k, v in data.get("casts", {}).items()},
+            step_gemm_factors={k: float(v) for k, v in data.get("step_gemm_factors", {}).items()},
+            residuals=data.get("residuals", {}),
+        )
+
+    def save(self, path: str | Path, *, force: bool = False, inputs: tuple[str | Path, ...] = ()) -> Path:
+        """Write the calibration JSON to ``path`` atomically; returns the path written.
+
+        ``"-"`` (or ``/dev/stdout``) writes to standard output. An existing file is replaced only with
+        ``force=True`` (it is never read first); a path that is one of ``inputs`` (the datasets) is
+        refused; a missing folder is an error. A failed write leaves the old file intact.
+
+        Raises:
+            FileRefusedError: the file exists (without ``force``), is an input, or its folder is missing.
+        """
+        from .._files import write_atomic
+
+        text = json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+        return write_atomic(path, text, force=force, inputs=inputs)
+
+
+def _fraction(value: Any, what: str) -> float:
+    _finite_positive("calibration", **{what: value})
+    if value > 1.2:
+        raise CalibrationError(f"{what} = {value!r} is above 1.2 of the HBM bandwidth: not physical")
+    return float(value)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def load_calibration(path: str | Path, *, max_bytes: int | None = None) -> CalibratedModel:
+    """Read a calibration JSON written by :meth:`CalibratedModel.save` (schema 3, or 2).
+
+    Only a regular file of at most 64 MiB is read (``max_bytes`` or ``$PERFMODEL_MAX_FILE_BYTES``
+    override the limit); any nesting depth parses without recursion. Every parameter is range-checked.
+
+    Raises:
+        FileRefusedError: not a regular file (FIFO, device, folder), or above the size limit.
+        CalibrationError: unreadable, not JSON, or not a valid calibration (the message names the file).
+    """
+    from .._files import DATA_MAX_BYTES, load_json, short
+
+    path = Path(path)
+    data = load_json(
+        path, what="calibration", error=CalibrationError, limit_bytes=max_bytes, default_limit_bytes=DATA_MAX_BYTES
+    )
+    if not isinstance(data, dict):
+        raise CalibrationError(f"{path}: expected a JSON object, got a {type(data).__name__}")
+    try:
+        return CalibratedModel.from_dict(data, origin=str(path))
+    except CalibrationError:
+        raise
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        # values from_dict does not expect (e.g. an integer too large for a float, a deep structure)
+        raise CalibrationError(f"{path}: not a perfmodel calibration ({type(exc).__name__}: {short(exc)})") from None

@@ -1,0 +1,310 @@
+"""Which time model a GPU predicts with, and where its answers come from (:class:`Provenance`).
+
+For a GPU spec (a table row, a ``dataclasses.replace`` of one, or :func:`perfmodel.gpu_from_proton`'s):
+
+1. a model you attached (``dataclasses.replace(gpu, calibration=model)``) — ``measured`` when it was
+   fitted on exactly this spec, ``transferred`` when fitted on another GPU of the same architecture;
+2. else the calibration measured on a GPU of the same architecture
+   (:data:`perfmodel.models.shipped.MEASURED`) — ``measured`` on that very GPU, ``transferred`` on every
+   other one, rescaled by the spec's own peaks, bandwidth, SMs and power (the rules and their
+   assumptions: :mod:`perfmodel.models.calibrated`);
+3. else an estimate for the architecture (:mod:`perfmodel.models.estimated`): the nearest
+   measured architecture adjusted by published measurements — ``estimated``;
+4. else the roofline with spec-sheet peaks and constant fractions — ``roofline``, with a
+   :class:`~perfmodel.errors.PerfModelWarning` once per GPU.
+
+``model=`` overrides it per call: ``"roofline"``, ``"original"``, ``"calibrated"`` (steps 1–3; an
+error where none exists), ``"tiles"`` (the H200's tile model, :mod:`perfmodel.models.tiles`: numeric
+GEMM kernel times on the H200 only; a named error elsewhere) or a :class:`~perfmodel.models.base.TimeModel`
+object. Every answer's
+provenance carries the error measured for its class (:data:`EXPECTED_ERRORS`, from
+``docs/validation.md``).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+from ..errors import CalibrationError, PerfModelError, PerfModelWarning, choices_message
+from ..specs.gpu import GPULike, GPUSpec, get_gpu
+from ..specs.spec import attached_time_model, set_time_model_lookup
+from .base import ORIGINAL, ROOFLINE, ExpectedError, Provenance, Roofline, TimeModel
+from .calibrated import ASSUMPTIONS, CalibratedModel
+from .errorbars import ErrorBar, error_bar
+from .estimated import ESTIMATES, estimated_model
+from .shipped import DIR, MEASURED, ShippedCalibration
+from .tiles import TileModel, load_tile_model
+
+__all__ = [
+    "EXPECTED_ERRORS",
+    "MODEL_NAMES",
+    "TILES_EXPECTED_ERROR",
+    "ModelLike",
+    "calibrated_model",
+    "gpu_error_bar",
+    "provenance",
+    "resolve",
+    "tile_model",
+    "time_model",
+]
+
+ModelLike = str | TimeModel | None
+#: names ``model=`` accepts
+MODEL_NAMES: tuple[str, ...] = ("roofline", "original", "calibrated", "tiles")
+_NAMED = {"roofline": ROOFLINE, "original": ORIGINAL}
+
+#: Error measured per provenance class on data no fit saw (docs/validation.md; a test checks these
+#: against the report that benchmarks/validate.py recomputes from the committed data).
+EXPECTED_ERRORS: dict[str, ExpectedError] = {
+    "measured": ExpectedError(
+        gemm_time_pct=5.5,
+        speedup_pct=4.9,
+        decisions_pct=100.0,
+        basis="H200, held-out shapes, worst format and recipe, static compiles",
+    ),
+    "transferred": ExpectedError(
+        speedup_pct=7.2,
+        decisions_pct=96.0,
+        basis="H100, torchao's published rowwise table (216 shapes)",
+    ),
+    "estimated": ExpectedError(
+        gemm_time_pct=17.9,
+        basis="published GEMM throughput of GB200, B200, MI300X and A100 (21 shapes); float8 speedups not validated",
+    ),
+    "roofline": ExpectedError(
+        gemm_time_pct=37.9,
+        speedup_pct=76.5,
+        decisions_pct=37.0,
+        basis="H100 float8 table (216 shapes) and H200 GEMMs (60 %/92 % fractions)",
+    ),
+}
+
+#: The tile model's expected error (docs/validation.md, "The tile model"; tests/test_tile_model.py checks it against
+#: the fresh session's scores that benchmarks/validate_tiles.py recomputes).
+TILES_EXPECTED_ERROR = ExpectedError(
+    gemm_time_pct=4.0,
+    basis="H200 only, kernel time; layout sweep seeds 2037, 2071, 2072, 2073, 2074, 2075, 2076, 2077, 2078, 2079, "
+    "2080, 2081, 2082, 2083, 2084, 2085, 2086 (in no fit, measured after the formula fits, 2071 to 2086 after the "
+    "shipped correction too; on 10 GPUs), worst format and layout (bf16 cr; 3.3 % over all 80325 GEMMs, 2.5 % by "
+    "event time)",
+)
+
+_SHIPPED: dict[str, ShippedCalibration] = {arch: ShippedCalibration(name) for arch, name in MEASURED.items()}
+_TILES: dict[str, TileModel] = {}
+_warned: set[str] = set()
+#: the shipped tile model's file
+TILES_PATH = DIR / "h200_tiles.json"
+
+
+def _measured_for(arch: str) -> ShippedCalibration | None:
+    return _SHIPPED.get(arch)
+
+
+def tile_model(gpu: GPULike = "H200") -> TileModel:
+    """The shipped tile model (:mod:`perfmodel.models.tiles`), read on first use; ``gpu`` must be the GPU it
+    was measured on (the H200), else a named error."""
+    spec = get_gpu(gpu)
+    if "model" not in _TILES:
+        base = _measured_for("90")
+        _TILES["model"] = load_tile_model(TILES_PATH, base=base)
+    model = _TILES["model"]
+    model.check_gpu(spec)
+    return model
+
+
+def calibrated_model(gpu: GPULike) -> TimeModel | None:
+    """The shape-aware model ``gpu`` gets by default (attached, measured, transferred or estimated),
+    or ``None`` where only the roofline is left."""
+    spec = get_gpu(gpu)
+    attached = attached_time_model(spec)
+    if attached is not None:
+        return attached
+    shipped = _measured_for(spec.arch)
+    if shipped is not None:
+        return shipped
+    if spec.arch in ESTIMATES:
+        return estimated_model(spec.arch, _SHIPPED)
+    return None
+
+
+def _calibrated_provenance(spec: GPUSpec, model: Any, *, attached: bool) -> Provenance:
+    """Provenance of a CalibratedModel-like ``model`` on ``spec``."""
+    if getattr(model, "estimate", None) is not None:  # an estimate for a non-measured architecture
+        est = model.estimate
+        return Provenance(
+            kind="estimated",
+            gpu=spec.name,
+            time_model=model.name,
+            source=est.summary(),
+            summary=f"{est.family} estimate: the H200 calibration with published GEMM efficiencies",
+            assumptions=(*ASSUMPTIONS, *est.assumptions),
+            expected_error=EXPECTED_ERRORS["estimated"],
+        )
+    ref = model.reference
+    if ref.arch != spec.arch and attached:
+        raise CalibrationError(
+            f"the calibration attached to {spec.name} (arch {spec.arch}) was fitted on {ref.name} (arch "
+            f"{ref.arch}); a calibration transfers within one architecture. Fit one on this GPU (perfmodel "
+            "calibrate), or in Python pass it per call with model=<the calibration> to use it anyway"
+        )
+    fitted = f"{'your calibration' if attached else 'calibration'} fitted on {ref.name} ({model.source})"
+    date = re.search(r"\d{4}-\d{2}-\d{2}", model.source)
+    short = f"{'your' if attached else 'the'} {ref.name} calibration" + (f" (measured {date[0]})" if date else "")
+    if ref.matches(spec):
+        return Provenance(
+            kind="measured",
+            gpu=spec.name,
+            time_model=model.name,
+            source=fitted,
+            summary=short,
+            expected_error=_residual_error(model) if attached else EXPECTED_ERRORS["measured"],
+        )
+    how = "rescaled by this GPU's peaks, HBM bandwidth, SM count and power limit"
+    assumptions = ASSUMPTIONS if ref.arch == spec.arch else (*ASSUMPTIONS, "across architectures, by your choice")
+    return Provenance(
+        kind="transferred",
+        gpu=spec.name,
+        time_model=model.name,
+        source=f"{fitted}, {how}",
+        summary=f"{short}, rescaled to {spec.name}'s spec",
+        assumptions=assumptions,
+        expected_error=EXPECTED_ERRORS["transferred"],
+    )
+
+
+def _residual_error(model: Any) -> ExpectedError:
+    """A user's own fit: the held-out residuals it reported (worst group)."""
+    held = [g.get("heldout", {}).get("mdape") for g in dict(getattr(model, "residuals", {})).values()]
+    held = [h for h in held if h is not None]
+    return ExpectedError(
+        gemm_time_pct=max(held) if held else None,
+        basis="held-out GEMMs of your own fit" if held else "your own fit (no held-out residuals recorded)",
+    )
+
+
+def _roofline_provenance(spec: GPUSpec, model: Any, *, asked: bool) -> Provenance:
+    name = getattr(model, "name", "roofline")
+    why = "asked for with model=" if asked else "no calibrated or estimated model for arch " + repr(spec.arch)
+    return Provenance(
+        kind="roofline",
+        gpu=spec.name,
+        time_model=name,
+        source=f"spec-sheet peaks x constant fractions ({spec.efficiency.source}); {why}",
+        summary=f"spec-sheet peaks x constant fractions ({why})",
+        expected_error=EXPECTED_ERRORS["roofline"],
+    )
+
+
+def _is_roofline(model: Any) -> bool:
+    return model is ORIGINAL or isinstance(model, Roofline)
+
+
+def _is_calibrated(model: Any) -> bool:
+    return isinstance(model, (CalibratedModel, ShippedCalibration)) or getattr(model, "reference", None) is not None
+
+
+def resolve(gpu: GPULike, model: ModelLike = None) -> tuple[TimeModel, Provenance]:
+    """The time model for ``gpu`` (``model`` overrides, see the module doc) and its provenance.
+
+    Raises:
+        UnknownGPUError, PerfModelError (unknown model name, or "calibrated" where none exists),
+        CalibrationError (an attached calibration of another architecture).
+    """
+    spec = get_gpu(gpu)
+    if model is None:
+        chosen = calibrated_model(spec)
+        attached = attached_time_model(spec) is not None
+        if chosen is None:
+            if spec.name not in _warned:
+                _warned.add(spec.name)
+                warnings.warn(
+                    f"{spec.name}: no calibrated or estimated time model for arch {spec.arch!r}; answers use the "
+                    "spec-sheet roofline, whose float8 speedups ran ~2x too optimistic where measured "
+                    "(docs/validation.md). Calibrate it: python -m perfmodel.bench all, then perfmodel calibrate",
+                    PerfModelWarning,
+                    stacklevel=3,
+                )
+            return ROOFLINE, _roofline_provenance(spec, ROOFLINE, asked=False)
+        return chosen, _provenance_of(spec, chosen, attached=attached)
+    if isinstance(model, str):
+        if model == "calibrated":
+            chosen = calibrated_model(spec)
+            if chosen is None or not _is_calibrated(chosen):
+                raise PerfModelError(
+                    f"{spec.name} has no calibration (arch {spec.arch!r} has no measured or estimated model); "
+                    "use model='roofline', or fit one with `perfmodel calibrate` (docs/validation.md)"
+                )
+            return chosen, _provenance_of(spec, chosen, attached=attached_time_model(spec) is not None)
+        if model == "tiles":
+            tiles = tile_model(spec)
+            return tiles, _tiles_provenance(spec, tiles)
+        if model not in _NAMED:
+            raise PerfModelError(choices_message("time model", model, MODEL_NAMES))
+        return _NAMED[model], _roofline_provenance(spec, _NAMED[model], asked=True)
+    if not isinstance(model, TimeModel):
+        raise PerfModelError(
+            f"model must be one of {', '.join(MODEL_NAMES)} or a TimeModel object, got {type(model).__name__}"
+        )
+    return model, _provenance_of(spec, model, attached=False, explicit=True)
+
+
+def _tiles_provenance(spec: GPUSpec, model: TileModel) -> Provenance:
+    date = re.search(r"\d{4}-\d{2}-\d{2}", model.source)
+    return Provenance(
+        kind="measured",
+        gpu=spec.name,
+        time_model=model.name,
+        source=f"tile model fitted on {model.gpu} ({model.source}); memory kernels: the {model.gpu} calibration",
+        summary=f"the {model.gpu} tile model" + (f" (measured {date[0]})" if date else ""),
+        expected_error=TILES_EXPECTED_ERROR,
+        measured_range=tuple((d, lo, hi) for d, (lo, hi) in model.measured_range.items()),
+    )
+
+
+def _provenance_of(spec: GPUSpec, model: Any, *, attached: bool, explicit: bool = False) -> Provenance:
+    if isinstance(model, TileModel):
+        return _tiles_provenance(spec, model)
+    if _is_roofline(model):
+        return _roofline_provenance(spec, model, asked=True)
+    if _is_calibrated(model):
+        if explicit and getattr(model, "estimate", None) is None and model.reference.arch != spec.arch:
+            return _calibrated_provenance(spec, model, attached=False)
+        return _calibrated_provenance(spec, model, attached=attached)
+    return Provenance(
+        kind="user",
+        gpu=spec.name,
+        time_model=str(getattr(model, "name", type(model).__name__)),
+        source=f"a time model you supplied ({type(model).__name__})",
+        expected_error=ExpectedError(basis="unknown: your own model"),
+    )
+
+
+def time_model(gpu: GPULike, model: ModelLike = None) -> TimeModel:
+    """The time model :func:`resolve` picks (``model`` if given, else the GPU's default)."""
+    return resolve(gpu, model)[0]
+
+
+def provenance(gpu: GPULike, model: ModelLike = None) -> Provenance:
+    """Where ``gpu``'s answers come from (with ``model=``: that model's) and their expected error."""
+    return resolve(gpu, model)[1]
+
+
+def gpu_error_bar(
+    gpu: GPULike,
+    quantity: str = "gemm_time",
+    *,
+    model: ModelLike = None,
+    family: str = "all",
+    timing: str = "kernel",
+) -> ErrorBar | None:
+    """The error bar of ``gpu``'s answers (with ``model=``: that model's) for ``quantity`` on ``family``
+    shapes: :func:`perfmodel.models.errorbars.error_bar` for the answer's provenance class; ``None`` where that
+    class was never validated (estimated speedups, models you supply)."""
+    tm, prov = resolve(gpu, model)
+    which = "tiles" if isinstance(tm, TileModel) else ""
+    return error_bar(quantity, prov.kind, family, timing, model=which)  # type: ignore[arg-type]
+
+
+set_time_model_lookup(calibrated_model)

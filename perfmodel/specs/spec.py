@@ -1,0 +1,351 @@
+"""GPU spec classes: peak dense FLOP/s per number format, memory bandwidth, achievable fractions,
+power, and the source of every number (the rows are in :mod:`perfmodel.specs.table`, the lookup in
+:mod:`perfmodel.specs.gpu`, where every public name of this module is imported from).
+
+Counting rules for the whole table:
+* Peaks are **dense** (no 2:4 structured sparsity). Datasheets often print sparse figures;
+  we store them as arithmetic, ``1979e12 / 2``, with the reason on the line.
+* 1 FMA = 2 FLOP. Integer TOPS are stored in the same fields as FLOP/s.
+* Bandwidths are bytes per second (1 TB/s = 1e12 B/s); memory sizes are bytes (1 GB = 1e9 B).
+* Peaks (:class:`Peaks`) and what real kernels reach (:class:`Efficiency`) are separate objects.
+
+Specs are plain data: nothing here knows a time model (see :mod:`perfmodel.models.registry`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ..errors import UnsupportedFormatError, choices_message
+from ..formats import FORMATS, Format, FormatLike, get_format
+
+__all__ = [
+    "AMD_DEFAULT_EFFICIENCY",
+    "NVIDIA_DEFAULT_EFFICIENCY",
+    "ORIGINAL_EFFICIENCY",
+    "Efficiency",
+    "GPUSpec",
+    "Interconnect",
+    "Peaks",
+    "attached_time_model",
+    "default_efficiency",
+    "set_time_model_lookup",
+]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Peaks:
+    """Dense peak rate per number format, FLOP/s (int8: OP/s). ``None``: no such tensor-core path.
+
+    One field per format of :data:`perfmodel.formats.FORMATS`; ``source`` says where they come from.
+    """
+
+    fp32: float | None = None
+    tf32: float | None = None
+    bf16: float | None = None
+    fp16: float | None = None
+    fp8_e4m3: float | None = None
+    fp8_e5m2: float | None = None
+    mxfp8: float | None = None
+    mxfp4: float | None = None
+    nvfp4: float | None = None
+    int8: float | None = None
+    source: str
+
+    def __post_init__(self) -> None:
+        for name in FORMATS:
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"Peaks.{name} must be positive FLOP/s or None, got {value!r}")
+        if not self.source:
+            raise ValueError("Peaks.source is required: cite the datasheet or measurement")
+
+    def get(self, fmt: Format) -> float | None:
+        """The dense peak of ``fmt`` in FLOP/s, or ``None``."""
+        return getattr(self, fmt.name)
+
+    def supported(self) -> list[str]:
+        """Names of the formats with a peak."""
+        return [name for name in FORMATS if getattr(self, name) is not None]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Efficiency:
+    """What real kernels reach, as fractions of the peaks, plus the fixed cost of a launch.
+
+    Attributes:
+        gemm_fraction: achievable share of the dense peak for large GEMMs (0-1], any format.
+        gemm_fraction_by_format: per-format overrides of ``gemm_fraction`` (format name -> fraction).
+        mem_bw_fraction: achievable share of the memory bandwidth for large streaming kernels.
+        launch_overhead_s: GPU time of a kernel that moves one element, seconds.
+        source: where these came from (a measurement with date, or "copied from <GPU>").
+    """
+
+    gemm_fraction: float
+    gemm_fraction_by_format: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    mem_bw_fraction: float
+    launch_overhead_s: float
+    source: str
+
+    def __post_init__(self) -> None:
+        for label, value in (
+            ("gemm_fraction", self.gemm_fraction),
+            ("mem_bw_fraction", self.mem_bw_fraction),
+            *((f"gemm_fraction_by_format[{k!r}]", v) for k, v in self.gemm_fraction_by_format.items()),
+        ):
+            if not 0 < value <= 1:
+                raise ValueError(f"Efficiency.{label} must be in (0, 1], got {value!r}")
+        for key in self.gemm_fraction_by_format:
+            if key not in FORMATS:
+                raise ValueError(choices_message("format in gemm_fraction_by_format", key, FORMATS))
+        if not self.launch_overhead_s >= 0:
+            raise ValueError(f"Efficiency.launch_overhead_s must be >= 0 s, got {self.launch_overhead_s!r}")
+        if not self.source:
+            raise ValueError("Efficiency.source is required")
+        object.__setattr__(self, "gemm_fraction_by_format", MappingProxyType(dict(self.gemm_fraction_by_format)))
+
+    def gemm(self, fmt: FormatLike) -> float:
+        """Achievable GEMM fraction for ``fmt``."""
+        return self.gemm_fraction_by_format.get(get_format(fmt).name, self.gemm_fraction)
+
+
+# The registry (perfmodel.models.registry, a floor above) tells which time model a GPU gets. The spec table
+# knows no time model: the registry registers its lookup here when it is imported, for the deprecated
+# read of GPUSpec.calibration only.
+_time_model_lookup: Callable[[Any], Any] | None = None
+
+
+def set_time_model_lookup(lookup: Callable[[Any], Any]) -> None:
+    """Called once by :mod:`perfmodel.models.registry`: ``lookup(spec)`` -> the calibrated model of ``spec`` or
+    ``None``."""
+    global _time_model_lookup
+    _time_model_lookup = lookup
+
+
+class _AttachedTimeModel:
+    """The ``GPUSpec.calibration`` field: stores what the user attached; reads fall back to the registry.
+
+    ``dataclasses.replace`` reads every field and passes it back in, so a model the registry handed
+    out (``from_registry = True``) is stored as "nothing attached": a replaced spec gets the registry's
+    model for *its own* fields again, never a copy pinned to the original GPU.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_attached"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        attached = obj.__dict__.get(self._slot)
+        if attached is not None:
+            return attached
+        if _time_model_lookup is None or _called_by_dataclasses_replace():
+            return None  # replace() passes the value back in: "nothing attached" round-trips as None
+        warnings.warn(
+            "GPUSpec.calibration is deprecated for reading the model a GPU predicts with; use "
+            "perfmodel.time_model(gpu) and perfmodel.provenance(gpu)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _time_model_lookup(obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is self or getattr(value, "from_registry", False):
+            value = None
+        obj.__dict__[self._slot] = value
+
+
+def _called_by_dataclasses_replace() -> bool:
+    frame = sys._getframe(2)  # 0: this function, 1: __get__, 2: whoever read the attribute
+    return frame.f_code.co_name in ("replace", "_replace") and frame.f_globals.get("__name__") == "dataclasses"
+
+
+def attached_time_model(spec: GPUSpec) -> Any:
+    """The time model the user attached to ``spec`` (``calibration=``), or ``None``; never a lookup."""
+    return spec.__dict__.get("_calibration_attached")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Interconnect:
+    """The GPU-to-GPU links inside one node (or one NVLink domain), per GPU.
+
+    Attributes:
+        kind: ``"nvswitch"`` (every GPU reaches every other at full rate through switches),
+            ``"mesh"`` (point-to-point links to each peer, no switch: AMD Infinity Fabric),
+            ``"bridge"`` (NVLink bridges join groups of ``domain_gpus`` GPUs; other traffic crosses PCIe),
+            ``"pcie"`` (no GPU-to-GPU fabric).
+        bw_bytes_per_s: one direction, from one GPU to all its peers together, B/s (vendor "bidirectional"
+            figures are halved, as arithmetic, where the rows are written).
+        peer_bw_bytes_per_s: one direction, to one peer (``mesh``: one link), B/s; ``None``: as ``bw``.
+        gpus_per_node: GPUs on this fabric in the usual server (HGX: 8).
+        domain_gpus: GPUs one fabric joins when it is not the node (NVL72: 72; a bridge: 2 or 4).
+        pcie_bw_bytes_per_s: one direction, the PCIe link of one GPU (``bridge`` and ``pcie`` traffic), B/s.
+        source: where these come from.
+    """
+
+    kind: Literal["nvswitch", "mesh", "bridge", "pcie"]
+    bw_bytes_per_s: float
+    peer_bw_bytes_per_s: float | None = None
+    gpus_per_node: int
+    domain_gpus: int | None = None
+    pcie_bw_bytes_per_s: float | None = None
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("nvswitch", "mesh", "bridge", "pcie"):
+            raise ValueError(f"Interconnect.kind must be nvswitch, mesh, bridge or pcie, got {self.kind!r}")
+        for name in ("bw_bytes_per_s", "peer_bw_bytes_per_s", "pcie_bw_bytes_per_s"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"Interconnect.{name} must be positive B/s, got {value!r}")
+        for name in ("gpus_per_node", "domain_gpus"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int) and value > 0):
+                raise ValueError(f"Interconnect.{name} must be a positive int, got {value!r}")
+        if not self.source:
+            raise ValueError("Interconnect.source is required")
+
+    @property
+    def fabric_gpus(self) -> int:
+        """GPUs that reach each other over the fast fabric (a node, an NVL domain, or a bridged group)."""
+        return self.domain_gpus or self.gpus_per_node
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GPUSpec:
+    """One GPU: peaks, memory, SMs, clocks, efficiency, and the source of every number.
+
+    Override any field for what-if studies with :func:`dataclasses.replace`, e.g.
+    ``dataclasses.replace(get_gpu("H100"), mem_bw_bytes_per_s=4.0e12)``.
+
+    Attributes:
+        name: canonical short name (``"H100-SXM"``), the key in :data:`GPUS`.
+        vendor: ``"NVIDIA"`` or ``"AMD"``.
+        device_type: Proton's device type, ``"CUDA"`` or ``"HIP"``.
+        arch: Proton's ``arch`` string (``"90"`` for sm_90, ``"gfx942"``).
+        peaks: dense FLOP/s per format.
+        mem_bw_bytes_per_s: peak DRAM bandwidth, B/s.
+        mem_bytes: DRAM capacity, bytes (``None`` only for specs built from Proton metadata, which
+            does not carry it).
+        num_sms: streaming multiprocessors (NVIDIA) or compute units (AMD).
+        boost_clock_hz: max boost clock of the SMs, Hz.
+        l2_bytes: last-level cache, bytes (``None`` when unknown).
+        bus_width_bits, mem_clock_hz: memory interface, as Proton reports it (``None`` when unknown).
+        efficiency: achievable fractions and launch cost.
+        sources: field name -> where its number comes from.
+        interconnect: the GPU-to-GPU fabric inside a node (:class:`Interconnect`), ``None`` when unknown.
+        power_w: the board's power limit (TDP), watts (``None`` when unknown). Long GEMMs slow down
+            as clocks drop under it; a transferred calibration scales its throttle term with it.
+        calibration: a time model *you* attach (your own ``perfmodel calibrate`` fit, or any object
+            with the :class:`perfmodel.models.base.TimeModel` methods): ``dataclasses.replace(gpu,
+            calibration=model)``. Reading it is deprecated: without an attached model it looks up the
+            calibrated model the registry gives this GPU (measured, transferred or estimated), or
+            ``None``; use :func:`perfmodel.time_model` and :func:`perfmodel.provenance` instead.
+    """
+
+    name: str
+    vendor: Literal["NVIDIA", "AMD"]
+    device_type: Literal["CUDA", "HIP"]
+    arch: str
+    peaks: Peaks
+    mem_bw_bytes_per_s: float
+    mem_bytes: float | None
+    num_sms: int
+    boost_clock_hz: float
+    l2_bytes: float | None = None
+    bus_width_bits: int | None = None
+    mem_clock_hz: float | None = None
+    power_w: float | None = None
+    interconnect: Interconnect | None = None
+    efficiency: Efficiency
+    sources: Mapping[str, str]
+    calibration: Any = dataclasses.field(default=_AttachedTimeModel(), compare=False, repr=False)
+
+    _SOURCED = ("mem_bw_bytes_per_s", "mem_bytes", "num_sms", "boost_clock_hz")
+
+    def __post_init__(self) -> None:
+        for field in ("mem_bw_bytes_per_s", "mem_bytes", "boost_clock_hz", "power_w"):
+            value = getattr(self, field)
+            if field in ("mem_bytes", "power_w") and value is None:
+                continue
+            if not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"GPUSpec {self.name!r}: {field} must be positive, got {value!r}")
+        if not (isinstance(self.num_sms, int) and self.num_sms > 0):
+            raise ValueError(f"GPUSpec {self.name!r}: num_sms must be a positive int, got {self.num_sms!r}")
+        missing = [f for f in self._SOURCED if f not in self.sources]
+        if missing:
+            raise ValueError(f"GPUSpec {self.name!r}: no source for {', '.join(missing)}")
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    # -- the public vocabulary -------------------------------------------------------------
+    def peak_flops_per_s(self, fmt: FormatLike) -> float:
+        """Dense peak of ``fmt`` in FLOP/s.
+
+        Raises:
+            UnsupportedFormatError: the GPU has no tensor-core path for ``fmt``.
+        """
+        f = get_format(fmt)
+        value = self.peaks.get(f)
+        if value is None:
+            raise UnsupportedFormatError(
+                f"{self.name} has no {f.name} peak (no native tensor-core path). "
+                f"Formats with a peak on {self.name}: {', '.join(self.peaks.supported())}."
+            )
+        return value
+
+    def supports(self, fmt: FormatLike) -> bool:
+        """True when ``fmt`` has a peak on this GPU."""
+        return self.peaks.get(get_format(fmt)) is not None
+
+    @property
+    def launch_overhead_s(self) -> float:
+        """GPU time of a minimal kernel launch, seconds."""
+        return self.efficiency.launch_overhead_s
+
+    def achievable_flops_per_s(self, fmt: FormatLike) -> float:
+        """``peak_flops_per_s(fmt) * efficiency.gemm(fmt)``, FLOP/s."""
+        return self.peak_flops_per_s(fmt) * self.efficiency.gemm(fmt)
+
+    @property
+    def achievable_mem_bw_bytes_per_s(self) -> float:
+        """``mem_bw_bytes_per_s * efficiency.mem_bw_fraction``, B/s."""
+        return self.mem_bw_bytes_per_s * self.efficiency.mem_bw_fraction
+
+    def ridge_flops_per_byte(self, fmt: FormatLike) -> float:
+        """Arithmetic intensity (FLOP/B) where the roofline turns from memory- to compute-bound."""
+        return self.peak_flops_per_s(fmt) / self.mem_bw_bytes_per_s
+
+    def with_efficiency(self, **changes: Any) -> GPUSpec:
+        """A copy with some :class:`Efficiency` fields replaced (``source`` should say why)."""
+        return dataclasses.replace(self, efficiency=dataclasses.replace(self.efficiency, **changes))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------------------------------
+# Efficiency presets: one named constant per default, so a calibration replaces exactly one
+# ---------------------------------------------------------------------------------------
+_TORCHAO_H100_SOURCE = (
+    "torchao float8 roofline_utils.py (original model): 60% of peak GEMM 'based on quick experimental "
+    "observation with sample large inputs', 92% of memory bandwidth from Triton pointwise kernels "
+    "(~2.2 TB/s on a 2.4 TB/s H100), 2 us for a 1-element Triton kernel, measured on an H100"
+)
+ORIGINAL_EFFICIENCY = Efficiency(
+    gemm_fraction=0.6, mem_bw_fraction=0.92, launch_overhead_s=0.002 * 0.001, source=_TORCHAO_H100_SOURCE
+)
+_DEFAULT_SOURCE = "default: copied from the original torchao H100 model (60 %/92 %/2 µs); not measured on {}"
+#: Default for NVIDIA GPUs without a measurement (every NVIDIA row but the H100 variants).
+NVIDIA_DEFAULT_EFFICIENCY = dataclasses.replace(ORIGINAL_EFFICIENCY, source=_DEFAULT_SOURCE.format("this GPU"))
+#: Default for AMD GPUs: the same numbers, nothing measured on AMD yet.
+AMD_DEFAULT_EFFICIENCY = dataclasses.replace(ORIGINAL_EFFICIENCY, source=_DEFAULT_SOURCE.format("any AMD GPU"))
+
+
+def default_efficiency(gpu_name: str, base: Efficiency = NVIDIA_DEFAULT_EFFICIENCY) -> Efficiency:
+    """``base`` with a source that names the GPU it was *not* measured on."""
+    return dataclasses.replace(base, source=_DEFAULT_SOURCE.format(gpu_name))

@@ -1,0 +1,250 @@
+"""Compute of one training step on one GPU of a sharded job, and its memory (public face: :mod:`perfmodel.train`).
+
+* **Decoder layers**: :func:`perfmodel.step.layer_time` on the layer as one TP rank holds it (heads, KV heads
+  and FFN width divided by ``tp``; hidden size whole), then adjusted for what TP and FSDP change:
+
+  - sequence parallelism: norms and residual adds run on ``tokens / tp`` rows (their kernels scale by ``1/tp``);
+  - torchao's float8 TP plan (tensorwise): the inputs of column-parallel Linears and the output gradients of
+    row-parallel ones are cast before their all-gather, on ``1/tp`` of the rows;
+  - float8 all-gather (FSDP2 + tensorwise): weights arrive as float8, so the layer's weight casts go; the
+    cast of each rank's shard joins the per-step overhead below;
+  - async TP: each TP GEMM runs as ``tp`` chunks of ``tokens / tp`` rows (priced by the GEMM model).
+
+* **Output layer and loss**: the bf16 output Linear ``hidden -> vocab / tp`` (torchtitan keeps it out of
+  float8) and a compiled cross-entropy that reads the logits twice and writes their gradient
+  (:data:`LOSS_BYTES_PER_LOGIT`); the embedding's gradient is written once, densely.
+
+* **Per-step overhead** (optimizer and FSDP2's copies), HBM traffic per parameter at a fitted fraction of the
+  HBM bandwidth (:class:`TrainParams`, fitted on one-GPU FSDP2 steps measured on an H200)::
+
+      AdamW (fused, fp32 master, grads, exp_avg, exp_avg_sq)  28 B x shard
+      gradient into the fp32 shard                              8 B x shard
+      all-gather copy-in: fp32 shard -> bf16 (fp8: 5 B)         6 B x shard   x 2 (forward and backward)
+      all-gather copy-out into the parameters                   4 B x full    x 2   (fp8: 2 B)
+      reduce-scatter copy-in: bf16 grads -> fp32                6 B x full
+      precomputed float8 scales (amax of every shard)           4 B x shard   (float8 all-gather only)
+
+  where ``shard = params / (dp_shard · tp)`` and ``full = params / tp`` (what a rank gathers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from .._files import CALIBRATIONS, load_json, write_atomic
+from ..errors import CalibrationError
+from .config import TrainConfig, shard_layer
+
+__all__ = [
+    "LOSS_BYTES_PER_LOGIT",
+    "SHIPPED_TRAIN_FILE",
+    "TRAIN_SCHEMA",
+    "LayerCompute",
+    "TrainParams",
+    "layer_compute",
+    "memory_bytes",
+    "other_compute",
+    "overhead_bytes",
+    "shard_layer",
+    "shipped_train_params",
+]
+
+TRAIN_SCHEMA = "perfmodel.train_calibration/1"
+SHIPPED_TRAIN_FILE = CALIBRATIONS / "h200_train.json"
+#: compiled cross-entropy: the forward reads the bf16 logits (2 B), the backward reads them again and writes
+#: their gradient (2 + 2 B). An assumption (torchtitan compiles the loss since 2025; eager upcasts cost ~3x).
+LOSS_BYTES_PER_LOGIT = 6
+_SP_KERNELS = ("attention_norm", "ffn_norm", "residual", "attention_norm_bwd", "ffn_norm_bwd", "norm_weight_grad")
+_COLWISE = ("wq.", "wk.", "wv.", "w1.", "w3.", "qkv.", "w13.")
+_ROWWISE = ("wo.", "w2.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainParams:
+    """What the cluster model fits on measurements of its own (the rest comes from the step and GEMM models).
+
+    Attributes:
+        overhead_bw_fraction: the share of the HBM bandwidth the optimizer step and FSDP2's copies reach
+            (their bytes are listed in the module doc).
+        source: what it was fitted on.
+    """
+
+    overhead_bw_fraction: float
+    source: str
+
+    def __post_init__(self) -> None:
+        v = self.overhead_bw_fraction
+        if not (isinstance(v, (int, float)) and 0.05 <= v <= 1.2):
+            raise CalibrationError(f"TrainParams.overhead_bw_fraction must be in [0.05, 1.2], got {v!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": TRAIN_SCHEMA, **dataclasses.asdict(self)}
+
+    def save(self, path: str | Path, *, force: bool = False) -> Path:
+        """Write the JSON atomically (refuses to replace a file unless ``force``)."""
+        return write_atomic(path, json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n", force=force)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TrainParams:
+        data = load_json(Path(path), what="train calibration", error=CalibrationError)
+        if not isinstance(data, dict) or data.get("schema") != TRAIN_SCHEMA:
+            raise CalibrationError(f"{path}: not a perfmodel train calibration (schema {TRAIN_SCHEMA})")
+        try:
+            return cls(overhead_bw_fraction=data["overhead_bw_fraction"], source=data["source"])
+        except KeyError as exc:
+            raise CalibrationError(f"{path}: missing {exc.args[0]!r}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_train_params() -> TrainParams:
+    """The shipped parameters (fitted on the H200's one-GPU FSDP2 steps of 2026-12-01)."""
+    return TrainParams.load(SHIPPED_TRAIN_FILE)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LayerCompute:
+    """One decoder layer's step on one rank, seconds (CUDA-event step time), by phase and part."""
+
+    fwd_s: Any
+    bwd_s: Any  # backward, with what activation checkpointing re-runs
+    parts: dict[str, Any]
+    gemm_fwd_s: Any  # the GEMMs async TP can hide the forward collectives behind
+    gemm_bwd_s: Any  # backward's, with the recomputed forward's
+    async_tp_extra_s: Any
+    layer_time: Any  # the step model's LayerTime of the TP-sharded layer (before the adjustments)
+
+    @property
+    def step_s(self) -> Any:
+        return self.fwd_s + self.bwd_s
+
+
+def _scale(cfg: TrainConfig, name: str) -> float:
+    """How much of a kernel of the whole-sequence layer one TP rank runs, and whether it runs at all."""
+    tp, fp8_tp = cfg.tp, cfg.recipe.name == "tensorwise"
+    if cfg.float8_all_gather and ".weight." in name:
+        return 0.0  # the weight arrives in float8 from the all-gather
+    if tp > 1 and name in _SP_KERNELS:
+        return 1.0 / tp
+    if tp > 1 and fp8_tp:
+        if name.startswith(_COLWISE) and ".input." in name:
+            return 1.0 / tp
+        if name.startswith(_ROWWISE) and ".grad_output." in name:
+            return 1.0 / tp
+    return 1.0
+
+
+def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
+    """One TP rank's decoder-layer step, adjusted for sequence parallelism, the float8 TP plan, float8
+    all-gather and async TP (module doc)."""
+    from .. import float8
+    from ..step import layer_time
+
+    lay = shard_layer(cfg.sizes.layer, cfg.tp)
+    lt = layer_time(
+        lay,
+        gpu=cfg.gpu,
+        seq_len=cfg.seq_len,
+        batch=cfg.batch_per_gpu,
+        recipe=cfg.recipe,
+        convert=cfg.converted if cfg.recipe.name != "bf16" else None,
+        ac=cfg.ac,
+        time_model=time_model,
+        mix_order_norm_bwd=cfg.mix_order_norm_bwd,
+    )
+    fwd: Any = 0
+    bwd: Any = 0
+    parts: dict[str, Any] = {"gemm": 0, "cast": 0, "attention": 0, "other": 0}
+    gemm = {"fwd": 0, "bwd": 0}
+    for k in lt.kernels:
+        t = k.step_s * _scale(cfg, k.name)
+        if k.phase == "fwd":
+            fwd = fwd + t
+        else:
+            bwd = bwd + t
+        parts[k.part] = parts[k.part] + t
+        if k.part == "gemm":
+            key = "fwd" if k.phase == "fwd" else "bwd"  # recomputed GEMMs run during backward
+            gemm[key] = gemm[key] + t
+    extra: Any = 0
+    if cfg.async_tp:
+        # each TP GEMM decomposed into tp chunks of tokens/tp rows (torch's micro-pipelined async TP)
+        T, tp = cfg.tokens_per_rank, cfg.tp
+        for lin in lay.linears():
+            rec = cfg.recipe if lin.name in cfg.converted else None
+            whole = float8.linear_time(T, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model).gemm_s
+            chunk = float8.linear_time(T / tp, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model)
+            kind = "bf16_tensor_core" if rec is None else "fp8_tensor_core"
+            extra = extra + (tp * chunk.gemm_s - whole) * lt.step_factors[kind]  # this step's factor of its kind
+        extra = (extra + abs(extra)) / 2  # never a gain
+        parts["gemm"] = parts["gemm"] + extra
+        bwd = bwd + extra * 2 / 3  # two of a Linear's three GEMMs run in backward
+        fwd = fwd + extra / 3
+    return LayerCompute(
+        fwd_s=fwd,
+        bwd_s=bwd,
+        parts=parts,
+        gemm_fwd_s=gemm["fwd"],
+        gemm_bwd_s=gemm["bwd"],
+        async_tp_extra_s=extra,
+        layer_time=lt,
+    )
+
+
+def other_compute(cfg: TrainConfig, *, time_model: Any = None) -> dict[str, Any]:
+    """Seconds of the output layer (bf16), the loss and the embedding's gradient on one rank."""
+    from .. import float8
+    from ..models.registry import time_model as resolve_time_model
+
+    V, h, tp, T = cfg.sizes.vocab, cfg.sizes.layer.hidden, cfg.tp, cfg.tokens_per_rank
+    if V == 0:
+        return {"output": 0, "loss": 0, "embedding": 0}
+    tm = resolve_time_model(cfg.gpu, time_model)
+    out = float8.linear_time(T, h, V // tp, None, cfg.gpu, model=time_model).total_s
+    loss = tm.memory_kernel_time_s(T * (V // tp) * LOSS_BYTES_PER_LOGIT, gpu=cfg.gpu)
+    emb = tm.memory_kernel_time_s(cfg.sizes.embedding_params // tp * 2, gpu=cfg.gpu)
+    return {"output": out, "loss": loss, "embedding": emb}
+
+
+def overhead_bytes(cfg: TrainConfig) -> float:
+    """HBM bytes one rank moves per step for the optimizer and FSDP2's copies (module doc)."""
+    P = cfg.sizes.total_params
+    full = P / cfg.tp
+    shard = full / cfg.dp_shard
+    fp8 = cfg.float8_all_gather
+    lin = cfg.sizes.layers * cfg.fp8_gathered_params / cfg.tp  # what float8 all-gather gathers in fp8
+    copy_out = 4 * full if not fp8 else 4 * (full - lin) + 2 * lin
+    copy_in = 6 * shard if not fp8 else 6 * shard - (lin / cfg.dp_shard)  # fp8 shard: 5 B instead of 6
+    scales = 4 * lin / cfg.dp_shard if fp8 else 0
+    return 28 * shard + 8 * shard + 2 * copy_in + 2 * copy_out + 6 * full + scales
+
+
+def memory_bytes(cfg: TrainConfig) -> dict[str, Any]:
+    """Peak memory of one rank by part, bytes (estimate; assumptions in :mod:`perfmodel.train`)."""
+    s, lay, tp = cfg.sizes, cfg.sizes.layer, cfg.tp
+    shard = s.total_params / tp / cfg.dp_shard
+    T = cfg.tokens_per_rank
+    h, q, kv, ffn = lay.hidden, lay.q_dim // tp, lay.kv_dim // tp, lay.ffn // tp
+    # bf16 activations a layer saves for backward, elements per token (torchao saves the high-precision
+    # inputs of float8 Linears, so float8 saves the same): see the module doc of perfmodel.train
+    sp_h = h / tp  # sequence-parallel tensors (norm inputs, residual stream)
+    full = sp_h + h + (q + 2 * kv) + q + sp_h + h + 3 * ffn
+    saved = {"none": full, "selective": sp_h + q + 0.5 * (q + 2 * kv + 2 * sp_h + 2 * ffn), "full": sp_h}[cfg.ac]
+    act = 2 * T * saved * s.layers + 2 * T * full  # every layer's saved tensors + one layer being (re)computed
+    w_bytes = 2 * s.layer_params - cfg.fp8_gathered_params  # one gathered layer: float8 weights take 1 byte
+    gathered = 2 * w_bytes / tp + (s.layer_params / tp) * (2 + 4)  # two layers + grad buffers
+    logits = T * (s.vocab // tp) * (2 + 4) if s.vocab else 0
+    root = 2 * (s.embedding_params + s.output_params) / tp * 2
+    return {
+        "params_fp32": 4 * shard,
+        "grads_fp32": 4 * shard,
+        "optimizer": 8 * shard,
+        "gathered_layers": gathered,
+        "embedding_output": root,
+        "activations": act,
+        "logits": logits,
+        "workspace": 2.0e9,  # CUDA context, cuBLAS/NCCL workspaces and allocator slack: an assumption
+    }

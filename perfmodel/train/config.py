@@ -1,0 +1,354 @@
+"""A training job's shape as the cluster model sees it: the model's layer and sizes, the parallel layout and its
+process groups, checked once (public face: :mod:`perfmodel.train`).
+
+Layout (torchtitan's device mesh, outermost first: ``dp_replicate, dp_shard, tp``; TP ranks are neighbours,
+so a TP group of ``tp <= gpus_per_node`` GPUs sits inside one node and an FSDP group takes every
+``tp``-th GPU)::
+
+    n_gpus   = dp_replicate · dp_shard · tp
+    fsdp group (dp_shard ranks):   GPUs per node = max(1, min(dp_shard, gpus_per_node // tp))
+    tp group   (tp ranks):         GPUs per node = min(tp, gpus_per_node)
+    replicate group (HSDP):        GPUs per node = max(1, gpus_per_node // (tp · dp_shard))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .._backend import MAX_SIZE, check_size, is_symbolic, short_repr
+from ..errors import (
+    IneligibleLinearError,
+    InvalidParallelismError,
+    InvalidShapeError,
+    PerfModelError,
+    UnsupportedLayerError,
+    choices_message,
+)
+from ..float8.recipes import Recipe, get_recipe
+from ..presets import LayerShape, ModelPreset, get_preset
+from ..specs.gpu import GPUSpec
+
+__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes", "shard_layer"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelSizes:
+    """Parameter counts of the model (elements)."""
+
+    name: str
+    layer: LayerShape
+    layers: int
+    vocab: int
+    layer_params: int  # one decoder layer: its Linears and two norm weights
+    layer_linear_params: int
+    embedding_params: int  # vocab · hidden (untied from the output layer)
+    output_params: int  # hidden · vocab, plus the final norm's hidden
+    total_params: int
+
+    @property
+    def non_embedding_params(self) -> int:
+        """Parameters the ``6·N`` FLOP count uses: every layer plus the output layer."""
+        return self.layers * self.layer_params + self.output_params
+
+
+def _vocab(value: Any) -> int:
+    """``vocab=`` as a token count: ``0`` (no embedding or output layer) or a positive integer.
+
+    Raises:
+        InvalidShapeError: a bool (``False`` is not ``0``), an array or symbol, or anything
+            :func:`~perfmodel._backend.check_size` refuses; the message says what is valid.
+    """
+    valid = f"0 (no embedding or output layer) or a positive integer up to {MAX_SIZE:.3g} (tokens in the vocabulary)"
+    if isinstance(value, (bool, np.bool_)) or isinstance(value, np.ndarray) or is_symbolic(value):
+        raise InvalidShapeError(f"vocab must be {valid}, got {type(value).__name__} {short_repr(value)}")
+    if isinstance(value, (numbers.Real, np.integer, np.floating)) and value == 0:
+        return 0
+    return check_size("vocab", value)
+
+
+def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vocab: int | None) -> ModelSizes:
+    """The layer and parameter counts of ``model`` (a preset name, a preset, or one layer's shape).
+
+    ``vocab``: tokens in the vocabulary, ``0`` for no embedding and output layer (``None``: the preset's, or
+    ``0`` for a LayerShape); a bool, array or symbol is refused (:class:`InvalidShapeError`)."""
+    if isinstance(model, LayerShape):
+        if layers is None:
+            raise PerfModelError("a LayerShape model needs layers= (how many decoder layers the model stacks)")
+        lay, n, v, name = model, layers, vocab if vocab is not None else 0, model.name
+    else:
+        preset = get_preset(model) if not isinstance(model, ModelPreset) else model
+        if preset.layer is None:
+            raise UnsupportedLayerError(
+                f"{preset.name}: the cluster model prices dense decoder layers only; {preset.layer_note or 'no layer'}"
+                ". MoE and MLA models are not modeled (perfmodel.float8.report still prices their Linears)."
+            )
+        head = [lin for lin in preset.linears if lin.layers == 1 and lin.name in ("lm_head", "output")]
+        lay, n, name = preset.layer, layers if layers is not None else preset.layers, preset.name
+        v = vocab if vocab is not None else (head[0].out_features if head else 0)
+    n = check_size("layers", n)
+    v = _vocab(v)
+    lin = sum(s.in_features * s.out_features for s in lay.linears())
+    per_layer = lin + 2 * lay.hidden
+    emb, out = v * lay.hidden, v * lay.hidden + lay.hidden
+    return ModelSizes(
+        name=name,
+        layer=lay,
+        layers=n,
+        vocab=v,
+        layer_params=per_layer,
+        layer_linear_params=lin,
+        embedding_params=emb,
+        output_params=out,
+        total_params=n * per_layer + emb + out,
+    )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Groups:
+    """One process group: its size and how many of its GPUs share a node."""
+
+    size: int
+    per_node: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """A checked job: sizes, layout, recipe and options."""
+
+    sizes: ModelSizes
+    gpu: GPUSpec
+    n_gpus: int
+    tp: int
+    dp_shard: int
+    dp_replicate: int
+    seq_len: Any
+    batch_per_gpu: Any
+    recipe: Recipe
+    float8_all_gather: bool
+    async_tp: bool
+    ac: str
+    converted: tuple[str, ...]
+    fsdp: Groups
+    tp_group: Groups
+    replicate: Groups
+    mix_order_norm_bwd: bool | None = None
+
+    @property
+    def fp8_gathered_params(self) -> int:
+        """Weights of one (whole, unsharded) layer that FSDP2 all-gathers in float8: the converted Linears'
+        with ``float8_all_gather``, else 0."""
+        if not self.float8_all_gather:
+            return 0
+        return sum(
+            lin.in_features * lin.out_features for lin in self.sizes.layer.linears() if lin.name in self.converted
+        )
+
+    @property
+    def tokens_per_rank(self) -> Any:
+        """Tokens one data-parallel rank (a TP group) processes per step: ``batch_per_gpu · seq_len``."""
+        return self.batch_per_gpu * self.seq_len
+
+
+#: the largest job priced: 2**24 GPUs (the collectives' group sizes are checked as sizes up to 2**40 ranks,
+#: far above any cluster; this keeps the message about the GPU count, not an internal group)
+MAX_GPUS = 2**24
+
+
+def _int(name: str, value: Any, valid: str) -> int:
+    """A parallel degree or GPU count: a positive whole ``int``, ``float`` or numpy integer/float scalar.
+
+    Raises:
+        InvalidParallelismError: a bool, NaN or infinity, a fraction, a value below 1, or not a number.
+    """
+    if isinstance(value, (np.integer, np.floating)) and not isinstance(value, np.bool_):
+        value = value.item()  # numpy scalars: as Python numbers
+    if isinstance(value, bool) or is_symbolic(value) or not isinstance(value, (int, float)):
+        raise InvalidParallelismError(f"{name} must be {valid}, got {type(value).__name__} {short_repr(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidParallelismError(f"{name} must be {valid}, got {value!r} (not a finite number)")
+    if value != int(value) or value < 1:
+        raise InvalidParallelismError(f"{name} must be {valid}, got {value!r}")
+    return int(value)
+
+
+def _check_sequence_parallel(seq: Any, batch: Any, tp: int) -> None:
+    """Sequence parallelism (every ``tp > 1`` job here, as torchtitan runs TP) shards each sequence along its
+    length across the ``tp`` ranks: ``seq_len`` must be a multiple of ``tp`` (torchtitan asserts the same).
+    A symbolic ``seq_len`` is taken on trust unless sympy can tell it is not a multiple.
+
+    Raises:
+        InvalidParallelismError: ``seq_len`` (an element of it, for arrays) not divisible by ``tp``.
+    """
+    if tp == 1:
+        return
+    if isinstance(seq, np.ndarray):
+        bad = np.flatnonzero(np.mod(seq, tp).reshape(-1) != 0)
+        if not bad.size:
+            return
+        first = _plain_size(seq.reshape(-1)[bad[0]].item())
+        what = f"seq_len has {bad.size} element(s) not divisible by tp={tp}, e.g. {first}"
+    elif is_symbolic(seq):
+        if (seq % tp).is_zero is not False:
+            return
+        what = f"seq_len={short_repr(seq)} is not divisible by tp={tp}"
+    else:
+        if seq % tp == 0:
+            return
+        what = f"seq_len={_plain_size(seq)} is not divisible by tp={tp}"
+    raise InvalidParallelismError(
+        f"{what}: sequence parallelism (which perfmodel.train runs with every tp > 1, as torchtitan does) splits "
+        f"each sequence's tokens across the {tp} TP ranks, so seq_len must be a multiple of {tp}; batch_per_gpu "
+        f"(here {short_repr(_plain_size(batch))}) does not change that, the split is along the sequence. Use such "
+        "a seq_len, or a tp that divides it"
+    )
+
+
+def _plain_size(x: Any) -> Any:
+    """A size for a message: ``8`` rather than ``8.0``; arrays and symbols as they are."""
+    return int(x) if isinstance(x, float) and x.is_integer() else x
+
+
+def shard_layer(layer: LayerShape, tp: int) -> LayerShape:
+    """The layer as one TP rank holds it: heads, KV heads and FFN width divided by ``tp`` (hidden and
+    head_dim whole; :func:`check_config` has checked that ``tp`` divides them)."""
+    if tp == 1:
+        return layer
+    return dataclasses.replace(
+        layer,
+        name=f"{layer.name}/tp{tp}",
+        ffn=layer.ffn // tp,
+        heads=layer.heads // tp,
+        kv_heads=(layer.kv_heads or layer.heads) // tp,
+        head_dim=layer.head_dim,
+    )
+
+
+def _converted(layer: LayerShape, tp: int, convert: Any) -> tuple[str, ...]:
+    """Canonical names of the Linears ``convert`` puts in float8, eligibility judged on the layer as one of the
+    ``tp`` ranks holds it (what the GEMMs run on): ``None`` leaves out the ones sharding makes ineligible.
+
+    Raises:
+        UnknownLinearError: a name that is not one of the layer's. IneligibleLinearError: a named Linear whose
+            sharded K or N is not a multiple of 16.
+    """
+    from ..step.layer import converted_linears
+
+    try:
+        return converted_linears(shard_layer(layer, tp), convert)
+    except IneligibleLinearError as exc:
+        if tp == 1:
+            raise
+        raise IneligibleLinearError(
+            f"{exc} (shapes as one of tp={tp} ranks holds them: TP splits heads, KV heads and ffn by {tp}; "
+            "convert=None converts only the Linears that stay eligible)"
+        ) from None
+
+
+def check_config(
+    sizes: ModelSizes,
+    gpu: GPUSpec,
+    *,
+    n_gpus: Any,
+    tp: Any,
+    dp_replicate: Any,
+    pp: Any,
+    cp: Any,
+    seq_len: Any,
+    batch_per_gpu: Any,
+    recipe: Any,
+    float8_all_gather: Any,
+    async_tp: Any,
+    ac: str,
+    convert: Any = None,
+    mix_order_norm_bwd: Any = None,
+) -> TrainConfig:
+    """Validate a job and derive its process groups (every problem a named error saying what is valid).
+    ``convert``: the layer's Linears in float8 (names as :func:`perfmodel.step.layer_time` takes them);
+    ``None``: every one eligible as a TP rank holds it (K and N multiples of 16 after ``tp`` sharding; the
+    others stay bf16 and are absent from :attr:`TrainConfig.converted`)."""
+    from ..step.layer import AC_MODES
+
+    n = _int("n_gpus", n_gpus, "a positive integer (GPUs in the job)")
+    if n > MAX_GPUS:
+        raise InvalidParallelismError(f"n_gpus must be at most {MAX_GPUS:,} (GPUs in the job), got {n:,}")
+    t = _int("tp", tp, "a positive integer (tensor-parallel degree)")
+    r = _int("dp_replicate", dp_replicate, "a positive integer (HSDP replicas; 1 = plain FSDP)")
+    for name, v in (("pp", pp), ("cp", cp)):
+        if _int(name, v, "a positive integer") != 1:
+            what = "pipeline" if name == "pp" else "context"
+            raise InvalidParallelismError(
+                f"{name}={v}: {what} parallelism is not modeled by perfmodel.train (FSDP2, HSDP and TP are); "
+                f"pass {name}=1"
+            )
+    if n % (t * r):
+        raise InvalidParallelismError(
+            f"n_gpus={n} is not divisible by tp·dp_replicate={t * r}: the job must split into whole TP groups "
+            "and replicas"
+        )
+    lay = sizes.layer
+    kv = lay.kv_heads or lay.heads
+    for what, count in (("heads", lay.heads), ("kv_heads", kv), ("ffn", lay.ffn), ("vocab", sizes.vocab or t)):
+        if count % t:
+            raise InvalidParallelismError(
+                f"{sizes.name}: {what}={count} is not divisible by tp={t}; TP shards them across the TP ranks "
+                f"(valid tp: divisors of {count})"
+            )
+    seq = check_size("seq_len", seq_len)
+    batch = check_size("batch_per_gpu", batch_per_gpu)
+    _check_sequence_parallel(seq, batch, t)
+    rec = get_recipe(recipe)
+    for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp)):
+        if not isinstance(value, bool):
+            raise PerfModelError(f"{flag} must be True or False, got {value!r}")
+    if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
+        raise PerfModelError(f"mix_order_norm_bwd must be True, False or None, got {mix_order_norm_bwd!r}")
+    if float8_all_gather and rec.name != "tensorwise":
+        raise PerfModelError(
+            f"float8_all_gather=True needs recipe='tensorwise' (torchao casts FSDP2 all-gathers to float8 with "
+            f"tensorwise scales only), got recipe={rec.name!r}"
+        )
+    if async_tp and t == 1:
+        raise InvalidParallelismError("async_tp=True needs tp > 1 (it overlaps TP's collectives with its GEMMs)")
+    if ac not in AC_MODES:
+        raise PerfModelError(choices_message("ac", ac, AC_MODES))
+    for d in rec.gemm_dtypes():
+        if not gpu.supports(d):
+            raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
+    converted = () if rec.name == "bf16" else _converted(lay, t, convert)
+    if float8_all_gather and not converted:
+        raise PerfModelError("float8_all_gather=True needs at least one Linear in float8 (convert= names none)")
+    dp = n // (t * r)
+    per_node = gpu.interconnect.gpus_per_node if gpu.interconnect is not None else 1
+    fsdp = Groups(size=dp, per_node=max(1, min(dp, per_node // t)))
+    tpg = Groups(size=t, per_node=min(t, per_node))
+    rep = Groups(size=r, per_node=max(1, min(r, per_node // (t * dp))))
+    if n > per_node and (n % per_node or (per_node % t and t < per_node)):
+        raise InvalidParallelismError(
+            f"n_gpus={n} with tp={t} does not fill whole nodes of {per_node} {gpu.name} GPUs: the model needs every "
+            f"node to hold the same share of each process group (use a multiple of {per_node} GPUs and a tp that "
+            f"divides {per_node} or is a multiple of it)"
+        )
+    return TrainConfig(
+        sizes=sizes,
+        gpu=gpu,
+        n_gpus=n,
+        tp=t,
+        dp_shard=dp,
+        dp_replicate=r,
+        seq_len=seq,
+        batch_per_gpu=batch,
+        recipe=rec,
+        float8_all_gather=float8_all_gather,
+        async_tp=async_tp,
+        ac=ac,
+        converted=converted,
+        fsdp=fsdp,
+        tp_group=tpg,
+        replicate=rep,
+        mix_order_norm_bwd=mix_order_norm_bwd,
+    )
