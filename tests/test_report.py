@@ -332,7 +332,7 @@ def test_an_attached_calibration_is_noted():
     from perfmodel.models.calibrated import load_calibration
     from perfmodel.specs.gpu import get_gpu
 
-    path = Path(f8.__file__).parent / "calibrations" / "h200.json"
+    path = Path(f8.__file__).parents[1] / "calibrations" / "h200.json"
     gpu = dataclasses.replace(get_gpu("H100"), calibration=load_calibration(path))
     rep = report(["4096x14336"], tokens=TOKENS, gpu=gpu)
     assert rep.calibration_attached and rep.calibration_file is None

@@ -395,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-o", "--out", default=str(SHIPPED_LAYER_FILE), help="output JSON (default: the shipped file)")
     ap.add_argument("--force", action="store_true", help="replace the output file if it exists")
     args = ap.parse_args(argv)
-    data = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h200_2026-12-01"
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200_2026-12-01"
     paths = args.data or [data / f"h200_layer_{part}_2026-12-01.json" for part in DEFAULT_PARTS]
     records = load_records(paths)
     meta = load_json(paths[0], what="layer dataset", error=CalibrationError).get("meta", {})

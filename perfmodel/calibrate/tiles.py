@@ -103,7 +103,7 @@ from . import read_data_json
 
 __all__ = ["CANDIDATES", "EVENT_FIT_FILES", "FIT_FILES", "PINNED", "START", "fit", "kind_parts", "load_rows", "main"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-01"
 FIT_FILES: tuple[Path, ...] = (
     DATA / "h200_gemm_layouts_kernels_2026-12-01.json.gz",
