@@ -1,7 +1,8 @@
 """Cross-validate the tile model's learned-correction settings over folds of its own fit sessions.
 
 Each fold holds a block of fresh-sweep sessions out of a fit of one kind's correction on all the other sessions of
-:data:`perfmodel.calibrate.tiles.CORRECTION_SESSIONS`, then scores it on the held-out sessions' measurements of that
+:data:`benchmarks.harness.calibrate_tiles.CORRECTION_SESSIONS`,
+then scores it on the held-out sessions' measurements of that
 kind (MdAPE / p90 of predicted / measured − 1, %, over the folds pooled). Nothing here reads a session outside the
 fit: it is how the boosting settings were chosen (the tree count of f3873d0: run with ``--without 2063-2070``, the
 sessions that joined the fit in that version). A fallback kind (``bf16@fallback/rr`` …) reads its padded shapes'
@@ -10,7 +11,8 @@ times from its layout's main-kind correction, fitted on the same training sessio
     python benchmarks/cv_tiles.py event bf16@rr '[{}, {"trees": 300}]' --without 2063-2070
     python benchmarks/cv_tiles.py kernel bf16@fallback/cr '[{"trees": 300}]' --main '{"trees": 300}'
 
-Each setting is a JSON object of :func:`perfmodel.calibrate.tiles.fit_boost` keywords (``{}``: the shipped ones).
+Each setting is a JSON object of :func:`benchmarks.harness.calibrate_tiles.fit_boost`
+keywords (``{}``: the shipped ones).
 Needs the fit data (``benchmarks/data/h200_2026-12-01``); ~5–25 s per fold and setting on a 2-core machine.
 """
 
@@ -28,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import perfmodel.calibrate.tiles as ct  # noqa: E402
+import benchmarks.harness.calibrate_tiles as ct  # noqa: E402
 from perfmodel.errors import CalibrationError  # noqa: E402
 from perfmodel.models.registry import tile_model  # noqa: E402
 from perfmodel.models.tiles import correction_features  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GEMM layout sweep on the GPU machine: every shape in bf16 rr / rc / cr plus fp8 e4m3 rc
 # (tensorwise, rowwise), timed with do_bench (events) and, in a second process, profiled for the
-# cuBLAS kernels it ran. See perfmodel/bench/gemm_layouts.py.
+# cuBLAS kernels it ran. See benchmarks/harness/gemm_layouts.py (run from the repository root: python -m benchmarks.harness.gemm_layouts).
 #
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh                 # full sweep (~4-7 min on an H200)
 #   bash benchmarks/gpu_sweep_gemm_layouts.sh --quick         # smoke test (~30 s)
@@ -34,6 +34,8 @@ TIME_BUDGET_S=${TIME_BUDGET_S:-215}       # the time phase then ends within ~240
 KERNELS_BUDGET_S=${KERNELS_BUDGET_S:-160} # the kernels phase then ends within ~180 s
 mkdir -p "$OUT/data"
 export PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton_cache
+# the sweep lives in benchmarks/harness/ (not in the wheel): the repository root on the path, from any folder
+export PYTHONPATH="$(cd "$(dirname "$0")/.." && pwd)${PYTHONPATH:+:$PYTHONPATH}"
 LOG="$OUT/log.txt"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
@@ -53,7 +55,7 @@ OPTS=()  # the options FAMILY_MIX and ROTATE add
 if [ -n "$FAMILY_MIX" ]; then OPTS=(--family-mix "$FAMILY_MIX"); fi
 if [ -n "$ROTATE" ]; then OPTS+=(--rotate); fi
 run() {
-  python3 -m perfmodel.bench.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --order-seed "$ORDER_SEED" --suffix "$SUFFIX" "${OPTS[@]}" $QUICK 2>&1 |
+  python3 -m benchmarks.harness.gemm_layouts "$@" --out "$OUT/data" --seed "$SEED" --order-seed "$ORDER_SEED" --suffix "$SUFFIX" "${OPTS[@]}" $QUICK 2>&1 |
     tee -a "$LOG"
 }
 
@@ -85,4 +87,4 @@ else
   echo "no time left for the kernels phase (DEADLINE_S=$DEADLINE_S)" | tee -a "$LOG"
 fi
 echo "total ${SECONDS} s" | tee -a "$LOG"
-python3 -m perfmodel.bench.gemm_layouts summary --out "$OUT/data" --suffix "$SUFFIX" 2>&1 | tee -a "$LOG"
+python3 -m benchmarks.harness.gemm_layouts summary --out "$OUT/data" --suffix "$SUFFIX" 2>&1 | tee -a "$LOG"

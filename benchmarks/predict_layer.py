@@ -9,7 +9,7 @@ planned sizes, and the groups its filter picks among the configs that will be me
     python benchmarks/predict_layer.py --plan mix_order -o predicted.json
     python benchmarks/predict_layer.py --plan filter -o predicted.json
 
-The output (``perfmodel.predictions/1``) is what ``benchmarks/validate_step.py`` scores the measurement against.
+The output (``perfmodel.predictions/1``) is what ``python benchmarks/validate.py step`` scores the measurement against.
 """
 
 from __future__ import annotations

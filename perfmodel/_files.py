@@ -46,6 +46,7 @@ __all__ = [
     "PROFILE_MAX_BYTES",
     "STDOUT_NAMES",
     "check_output",
+    "gzip_bytes",
     "is_stdout",
     "load_json",
     "loads_json",
@@ -57,14 +58,15 @@ __all__ = [
     "write_atomic",
 ]
 
-#: the folder of the calibration files shipped with perfmodel (JSON data, read on first use)
+#: the folder of the calibration files shipped with perfmodel (``.json`` and ``.json.gz`` data, read on first use;
+#: the raw sweeps they were fitted on are not shipped: the repository keeps them under ``benchmarks/data/``)
 CALIBRATIONS = Path(__file__).resolve().parent / "calibrations"
 
 #: Default size limit of a Proton profile, bytes (1 GiB: ~5 million kernel nodes; a 100 000-kernel
 #: profile is ~21 MB). Parsing needs several times the file size in memory.
 PROFILE_MAX_BYTES = 1 << 30
 #: Default size limit of a calibration, bench dataset or log metadata file, bytes (64 MiB; the
-#: largest shipped dataset is ~5 MB, a calibration ~20 kB).
+#: largest committed dataset is ~5 MB, a calibration ~20 kB, the tile trees ~5.3 MB once decompressed).
 DATA_MAX_BYTES = 64 << 20
 #: Environment variable that replaces both default limits (a whole number of bytes, > 0).
 MAX_FILE_BYTES_ENV = "PERFMODEL_MAX_FILE_BYTES"
@@ -397,6 +399,14 @@ def load_json(
 # -------------------------------------------------------------------------------------------------
 # writing
 # -------------------------------------------------------------------------------------------------
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed at level 9 with no file name and a zero time stamp, so that the same data always
+    gives the same bytes (what :func:`read_text` reads back from a name ending in ``.gz``)."""
+    import gzip
+
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
 def is_stdout(path: str | os.PathLike[str]) -> bool:
     """True for ``"-"`` and the names of standard output (:data:`STDOUT_NAMES`)."""
     return os.fspath(path) in STDOUT_NAMES

@@ -1,7 +1,8 @@
-"""perfmodel.bench: shape plans, dataset files, CLI, and the shipped H200 data (CPU-only CI)."""
+"""perfmodel.bench: shape plans, dataset files, CLI, and the committed H200 sweeps (benchmarks/data) (CPU-only CI)."""
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import math
@@ -19,7 +20,7 @@ from perfmodel.bench._device import split_steps, summarize_steps
 from perfmodel.bench.report import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "perfmodel" / "calibrations" / "data"
+DATA = ROOT / "benchmarks" / "data" / "h200_2026-11-30"  # raw sweeps, gzipped; not in the wheel
 FIXTURES = ROOT / "tests" / "data"
 
 try:
@@ -259,21 +260,26 @@ def test_kernel_times_reads_profiler_events_on_cpu():
     assert kernel_times_s(prof) == []  # no GPU activity on a CPU run, but the API answered
 
 
-# ---- shipped data and fixtures -----------------------------------------------------------------
+# ---- committed data and fixtures ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", sorted(DATA.rglob("*.json")), ids=lambda p: p.name)
+def _load_gz(path: Path):
+    """A committed ``.json.gz`` data file's JSON."""
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+@pytest.mark.parametrize("path", sorted(DATA.rglob("*.json.gz")), ids=lambda p: p.name)
 def test_shipped_datasets_are_valid(path):
-    data = json.loads(path.read_text())
+    data = _load_gz(path)
     assert validate_dataset(data) == []
     assert data["meta"]["gpu_name"] == "NVIDIA H200"
     assert "hostname" not in json.dumps(data["meta"]).lower()
 
 
 def test_shipped_gemm_dataset_breadth():
-    files = sorted(DATA.glob("h200_gemm_*.json"))
-    assert files, "the H200 GEMM dataset is missing from perfmodel/calibrations/data"
-    recs = json.loads(files[-1].read_text())["records"]
+    files = sorted(DATA.glob("h200_gemm_*.json.gz"))
+    assert files, f"the H200 GEMM dataset is missing from {DATA}"
+    recs = _load_gz(files[-1])["records"]
     fmts = Counter((r["dtype"], r["scaling"]) for r in recs)
     assert len(recs) >= 1200
     assert set(fmts) == {("bf16", None), ("fp8_e4m3", "tensorwise"), ("fp8_e4m3", "rowwise")}
@@ -321,11 +327,11 @@ def test_triton_matmul_fixture_flops_are_2mnk_per_launch():
 
 
 def test_shipped_linear_datasets_ran_fp8_gemms():
-    files = sorted(DATA.rglob("h200_linear_*.json"))
-    assert files, "the H200 Linear datasets are missing from perfmodel/calibrations/data"
+    files = sorted(DATA.rglob("h200_linear_*.json.gz"))
+    assert files, f"the H200 Linear datasets are missing from {DATA}"
     expected = {"bf16": 0, "tensorwise": 3, "rowwise": 3, "rowwise_with_gw_hp": 2}
     for f in files:
-        for r in json.loads(f.read_text())["records"]:
+        for r in _load_gz(f)["records"]:
             assert r["fp8_gemm_kernels_per_step"] == expected[r["recipe"]], (f.name, r["M"], r["K"], r["N"])
             assert r["step_kernel_time_s"] <= r["step_wall_time_s"] * 1.05
             assert sum(k["time_s"] for k in r["kernels"]) == pytest.approx(r["step_kernel_time_s"], rel=0.2)

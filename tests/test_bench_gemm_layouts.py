@@ -1,8 +1,10 @@
-"""perfmodel.bench.gemm_layouts: the layout sweep's plan, kernel-name parser, CLI and phases (CPU only)."""
+"""benchmarks.harness.gemm_layouts (moved out of perfmodel.bench; not in the wheel): the layout sweep's plan,
+kernel-name parser, CLI and phases (CPU only)."""
 
 from __future__ import annotations
 
 import ast
+import gzip
 import inspect
 import json
 import statistics
@@ -14,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.harness import gemm_layouts as G
 from perfmodel.bench import DatasetWriter, GemmSpec, validate_dataset
-from perfmodel.bench import gemm_layouts as G
 from perfmodel.bench import plan as P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +38,7 @@ def _shapes(items):
 
 def test_import_does_not_import_torch_or_triton():
     code = (
-        "import sys, perfmodel.bench.gemm_layouts;"
+        "import sys, benchmarks.harness.gemm_layouts;"
         "print(sorted(m for m in ('torch', 'triton', 'torchao') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -354,11 +356,11 @@ def test_parse_pre_hopper_and_helper_kernel_names():
 
 
 def test_parse_every_kernel_name_in_the_shipped_linear_data():
-    data = ROOT / "perfmodel" / "calibrations" / "data"
+    data = ROOT / "benchmarks" / "data" / "h200_2026-11-30"
     names = {
         k["name"]
-        for path in data.glob("h200_linear*.json")
-        for r in json.loads(path.read_text())["records"]
+        for path in data.glob("h200_linear*.json.gz")
+        for r in json.loads(gzip.decompress(path.read_bytes()))["records"]
         for k in r.get("kernels", [])
     }
     nvjet = [n for n in names if n.startswith("nvjet_sm90_")]
@@ -603,7 +605,7 @@ def test_dry_run_prints_the_plan_without_torch(tmp_path):
     code = textwrap.dedent(
         f"""
         import sys
-        from perfmodel.bench.gemm_layouts import main
+        from benchmarks.harness.gemm_layouts import main
         assert main(["time", "--dry-run", "--out", {str(tmp_path)!r}]) == 0
         assert main(["kernels", "--dry-run", "--quick", "--out", {str(tmp_path)!r}]) == 0
         print(sorted(m for m in ("torch", "triton") if m in sys.modules))
@@ -624,7 +626,7 @@ def test_plan_writes_the_item_list(tmp_path, capsys):
     assert G.main(["plan", "--out", str(tmp_path), "--seed", "3", "--family-mix", "llm=6,random=20"]) == 0
     data = json.loads((tmp_path / "gemm_layouts_plan.json").read_text())
     assert data["meta"]["seed"] == 3 and data["meta"]["family_mix"]["llm"] == 6
-    assert data["meta"]["command"].startswith("python -m perfmodel.bench.gemm_layouts plan")
+    assert data["meta"]["command"].startswith("python -m benchmarks.harness.gemm_layouts plan")
     ids = [r["id"] for r in data["items"]]
     assert len(ids) == len(set(ids)) == 5 * (6 + 20 + 15 + 144 + 96)
     assert "wrote" in capsys.readouterr().out

@@ -1,10 +1,10 @@
-"""Boosted trees (perfmodel.models.trees) and their fit (perfmodel.calibrate.tiles.fit_boost): a hand-built tree, both
-evaluation paths, named errors for bad arrays, and the fit on data whose answer is known."""
+"""Boosted trees (perfmodel.models.trees) and their fit (benchmarks.harness.calibrate_tiles.fit_boost): a hand-built
+tree, both evaluation paths, named errors for bad arrays, and the fit on data whose answer is known."""
 
 import numpy as np
 import pytest
 
-from perfmodel.calibrate.tiles import fit_boost
+from benchmarks.harness.calibrate_tiles import fit_boost
 from perfmodel.errors import CalibrationError
 from perfmodel.models.trees import BoostedTrees
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import cv_tiles  # noqa: E402
 
-from perfmodel.calibrate.tiles import CORRECTION_FILES, CORRECTION_SESSIONS, CORRECTION_SUFFIXES  # noqa: E402
+from benchmarks.harness.calibrate_tiles import CORRECTION_FILES, CORRECTION_SESSIONS, CORRECTION_SUFFIXES  # noqa: E402
 
 
 def test_seed_ranges_parse():
@@ -42,8 +42,8 @@ def test_the_folds_are_fit_sessions():
 
 
 def test_sweep_path_finds_each_sessions_day_and_names_a_missing_one():
+    from benchmarks.harness.calibrate_tiles import sweep_path
     from perfmodel.calibrate import read_data_json
-    from perfmodel.calibrate.tiles import sweep_path
     from perfmodel.errors import CalibrationError
 
     assert sweep_path("time", "").name == "h200_gemm_layouts_time_2026-12-01.json.gz"
@@ -55,7 +55,7 @@ def test_sweep_path_finds_each_sessions_day_and_names_a_missing_one():
 
 
 def test_kind_parts_reads_each_kind_and_names_an_unknown_one():
-    from perfmodel.calibrate.tiles import kind_parts
+    from benchmarks.harness.calibrate_tiles import kind_parts
     from perfmodel.errors import CalibrationError
     from perfmodel.models.tiles import CORRECTION_KEYS
 

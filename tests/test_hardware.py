@@ -156,7 +156,7 @@ def test_default_efficiencies_are_labelled():
     for gpu in GPUS.values():
         if gpu.name in ("H100-SXM", "H100-PCIe", "H100-2.4TB"):  # the original model's own GPUs
             assert gpu.efficiency is ORIGINAL_EFFICIENCY
-        elif gpu.name == "H200":  # measured on the H200 (perfmodel/calibrations/data)
+        elif gpu.name == "H200":  # measured on the H200 (benchmarks/data/h200_2026-11-30)
             assert gpu.efficiency.source.startswith("measured: python -m perfmodel.bench")
             assert gpu.efficiency.gemm_fraction == pytest.approx(800e12 / 989.5e12)
             assert gpu.efficiency.mem_bw_fraction == pytest.approx(4.27 / 4.8)

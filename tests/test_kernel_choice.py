@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy
-from bench_modules import bench_module
+from bench_modules import bench_module, validation_docs
 
 import perfmodel as pm
 from perfmodel.models.calibrated import fallback_kernels
@@ -182,12 +182,12 @@ def test_agreement_constants_are_what_the_sweeps_give(report):
 
 def test_validation_doc_section_is_current(report):
     vk, rep = report
-    doc = (ROOT / "docs" / "validation.md").read_text()
-    assert f"{vk.BEGIN}\n{vk.markdown(rep)}{vk.END}" in doc, "run python benchmarks/validate_kernel_choice.py --write"
+    doc = validation_docs()
+    assert f"{vk.BEGIN}\n{vk.markdown(rep)}{vk.END}" in doc, "run python benchmarks/validate.py kernel-choice --write"
 
 
 def test_measured_class_reads_the_kernel_names():
-    import validate_kernel_choice as vk
+    vk = bench_module("validate_kernel_choice")
 
     assert vk.measured_class({"main_kernel": "nvjet_sm90_tst_128x128", "main_kernel_family": "nvjet",
                               "main_kernel_sm": 90}) == "hopper"  # fmt: skip
@@ -294,12 +294,11 @@ def test_the_aligned_shape_is_never_smaller_and_always_runs_the_hopper_kernels()
 
 
 def test_the_gemmsn_count_the_docs_quote_is_the_constant():
-    # the module doc and docs/validation.md name how many few-row fallback GEMMs ran gemmSN: the constant's count
-    import pathlib
-
+    # the module doc and docs/validation/kernel-choice.md name how many few-row fallback GEMMs ran gemmSN: the
+    # constant's count
     from perfmodel.models import kernel_choice
 
     n = kernel_choice.KERNEL_RULE_AGREEMENT["alternative"]
-    doc = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text()
+    doc = validation_docs()
     assert f"fallback for {n} of" in " ".join(kernel_choice.__doc__.split())
     assert f"the CUTLASS one for {n} of" in " ".join(doc.split())

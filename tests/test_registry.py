@@ -153,9 +153,10 @@ def test_attached_and_explicit_calibrations():
     assert pm.provenance(H100, pm.gemm.ORIGINAL).kind == "roofline"
 
 
-def test_deprecated_calibration_read_warns_but_replace_does_not():
-    with pytest.warns(DeprecationWarning, match="GPUSpec.calibration is deprecated"):
-        assert H100.calibration is not None
+def test_calibration_field_holds_only_what_was_attached():
+    assert H100.calibration is None  # nothing attached: the registry's model is pm.time_model(gpu)
+    mine = dataclasses.replace(H100, calibration=pm.gemm.ORIGINAL)
+    assert mine.calibration is pm.gemm.ORIGINAL and pm.time_model(mine) is pm.gemm.ORIGINAL
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dataclasses.replace(H100, num_sms=100)
@@ -243,7 +244,7 @@ def test_answers_carry_their_provenance():
 
 
 def test_expected_errors_match_the_validation_report():
-    """The numbers every answer quotes are the ones docs/validation.md reports (benchmarks/validate.py)."""
+    """The numbers every answer quotes are the ones docs/validation.md reports (validate.py gemm)."""
     from bench_modules import bench_module
 
     validate = bench_module("validate")

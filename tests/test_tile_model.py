@@ -2,6 +2,7 @@
 file, the scope it refuses with named errors, and its place in the registry and the CLI."""
 
 import dataclasses
+import gzip
 import json
 import math
 
@@ -217,7 +218,7 @@ def test_event_timing_uses_the_event_fit(shipped):
 
 
 def test_a_file_without_event_kinds_adds_the_measured_gap(tmp_path, shipped):
-    data = json.loads(TILES_PATH.read_text())
+    data = _shipped_json()
     del data["event_kinds"]
     old = load_tile_model(_write(tmp_path, data), base=shipped.base)
     assert old.event_kinds == {}
@@ -250,6 +251,11 @@ def test_formats_that_borrow_a_measured_kind(shipped):
     assert e5 == pytest.approx(e4, rel=1e-12)
 
 
+def _shipped_json():
+    """A fresh copy of the shipped tile file's JSON (committed and shipped gzip-compressed)."""
+    return json.loads(gzip.decompress(TILES_PATH.read_bytes()))
+
+
 def _write(tmp_path, data):
     p = tmp_path / "t.json"
     p.write_text(json.dumps(data))
@@ -257,35 +263,35 @@ def _write(tmp_path, data):
 
 
 def test_bad_files_get_named_errors(tmp_path):
-    good = json.loads(TILES_PATH.read_text())
+    good = _shipped_json()
     load_tile_model(_write(tmp_path, good))  # the shipped file round-trips
     bad = dict(good, schema="perfmodel.tiles/0")
     with pytest.raises(CalibrationError, match="not a tile model"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     del bad["kinds"]["bf16@cr"]
     with pytest.raises(CalibrationError, match="kinds missing: bf16@cr"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     del bad["event_kinds"]["fp8_e4m3/rowwise"]
     with pytest.raises(CalibrationError, match="event_kinds missing: fp8_e4m3/rowwise"):
         load_tile_model(_write(tmp_path, bad))
-    bad = dict(json.loads(TILES_PATH.read_text()), event_kinds=[1, 2])
+    bad = dict(_shipped_json(), event_kinds=[1, 2])
     with pytest.raises(CalibrationError, match="'event_kinds' must be an object"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     bad["kinds"]["bf16@rr"]["params"]["rate_fraction"] = 1.5
     with pytest.raises(CalibrationError, match="above the peak"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     bad["kinds"]["bf16@rr"]["params"]["hbm_bw"] = float("nan")
     with pytest.raises(CalibrationError, match="hbm_bw"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     del bad["kinds"]["bf16@rr"]["params"]["p_norm"]
     with pytest.raises(CalibrationError, match="missing \\['p_norm'\\]"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     bad["kinds"]["bf16@rr"]["tiles"] = [[128, 0, 1, 1, False]]
     with pytest.raises(CalibrationError, match=r"Tile\.n"):
         load_tile_model(_write(tmp_path, bad))
@@ -298,6 +304,28 @@ def test_save_refuses_to_overwrite(tmp_path, shipped):
     with pytest.raises(PerfModelError, match="exists"):
         shipped.save(p)
     assert TileModel.from_dict(json.loads(p.read_text())).kinds.keys() == shipped.kinds.keys()
+
+
+def test_the_shipped_file_is_gzip_and_a_gz_name_saves_gzip(tmp_path, shipped):
+    assert TILES_PATH.name == "h200_tiles.json.gz" and TILES_PATH.read_bytes()[:2] == b"\x1f\x8b"
+    assert not TILES_PATH.with_suffix("").exists()  # no uncompressed copy beside it
+    p = shipped.save(tmp_path / "m.json.gz")
+    raw = p.read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and len(raw) < 0.5 * len(gzip.decompress(raw))
+    assert load_tile_model(p).to_dict() == shipped.to_dict()
+    assert shipped.save(tmp_path / "m.json.gz", force=True).read_bytes() == raw  # same model, same bytes
+
+
+def test_importing_perfmodel_reads_no_tile_file():
+    import subprocess
+    import sys
+
+    code = (
+        "import perfmodel, perfmodel.models.registry as r; assert not r._TILES, 'read at import'; "
+        "perfmodel.gemm_time_s(4096, 4096, 4096, 'bf16', 'H200', model='tiles'); assert r._TILES; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 def test_params_are_named_in_order():
@@ -324,11 +352,11 @@ def test_cli_prices_with_the_tile_model(capsys):
 
 def test_fit_reproduces_the_shipped_formula():
     # the formula fit reads only the two seed-0 sessions; parameters agree to 1e-4 across BLAS builds (7e-6 seen)
-    from perfmodel.calibrate.tiles import EVENT_FIT_FILES, FIT_FILES, fit
+    from benchmarks.harness.calibrate_tiles import EVENT_FIT_FILES, FIT_FILES, fit
 
     assert all("fresh" not in p.name for p in FIT_FILES + EVENT_FIT_FILES)
     got = fit(correction_paths=None).to_dict()
-    want = json.loads(TILES_PATH.read_text())
+    want = _shipped_json()
     for field, stats in (("kinds", "train"), ("event_kinds", "event_train")):
         assert got[field].keys() == want[field].keys()
         for kind, k in want[field].items():
@@ -346,7 +374,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
     # between builds, a split whose two candidates are within that noise can flip (docs/validation.md).
     import dataclasses
 
-    from perfmodel.calibrate.tiles import BOOST, CORRECTION_FILES, fit_corrections
+    from benchmarks.harness.calibrate_tiles import BOOST, CORRECTION_FILES, fit_corrections
 
     # Each kind is fitted on its own rows only (a fallback kind also reads its main kind's prices), so a subset per
     # timing checks those kinds exactly; the two subsets cover six of the eight kinds (not bf16@rc's main kernels
@@ -359,7 +387,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
     main = {f: {k: v for k, v in getattr(shipped, f).items() if "fallback" not in k} for f in ("corrections",
             "event_corrections")}  # fmt: skip
     formula = dataclasses.replace(shipped, **main)
-    want = json.loads(TILES_PATH.read_text())
+    want = _shipped_json()
     subsets = {
         "kernel": ("bf16@cr", "bf16@fallback/rr", "bf16@fallback/rc"),
         "event": ("bf16@rr", "bf16@fallback/cr", "fp8_e4m3/tensorwise"),
@@ -386,7 +414,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
 def test_a_fallback_kind_is_fitted_on_its_main_kinds_padded_times():
     # the fallback kind's trees read the padded shapes' times its main kind's correction prices: fitted in the same
     # call, or fitted for it (and not returned) where the model has none — the same trees either way
-    from perfmodel.calibrate.tiles import FIT_FILES, fit_corrections
+    from benchmarks.harness.calibrate_tiles import FIT_FILES, fit_corrections
 
     formula = dataclasses.replace(load_tile_model(TILES_PATH), corrections={}, event_corrections={})
     both, _ = fit_corrections(formula, FIT_FILES, "kernel", keys=("bf16@cr", "bf16@fallback/cr"), trees=5)
@@ -402,7 +430,7 @@ def test_a_fallback_kind_is_fitted_on_its_main_kinds_padded_times():
 
 
 def test_fit_corrections_names_an_unknown_kind():
-    from perfmodel.calibrate.tiles import FIT_FILES, fit_corrections
+    from benchmarks.harness.calibrate_tiles import FIT_FILES, fit_corrections
 
     formula = dataclasses.replace(load_tile_model(TILES_PATH), corrections={}, event_corrections={})
     with pytest.raises(
@@ -416,7 +444,7 @@ def test_fit_corrections_names_an_unknown_kind():
 def test_one_row_misaligned_gemms_are_fitted_by_the_correction_only():
     # M = 1 with a misaligned leading dimension runs the Hopper or gemv kernels, not the fallback: the formula fit
     # leaves it out, the learned correction fits it in its layout's main kind (where the model prices it)
-    from perfmodel.calibrate.tiles import _kind_of
+    from benchmarks.harness.calibrate_tiles import _kind_of
 
     def rec(layout, M, K, N, dtype="bf16"):
         return {"dtype": dtype, "layout": layout, "M": M, "K": K, "N": N, "scaling": "rowwise"}
@@ -433,8 +461,8 @@ def test_one_row_misaligned_gemms_are_fitted_by_the_correction_only():
 
 
 def test_fit_refuses_data_without_every_kind(tmp_path):
+    from benchmarks.harness.calibrate_tiles import FIT_FILES, fit
     from perfmodel.calibrate import read_data_json
-    from perfmodel.calibrate.tiles import FIT_FILES, fit
 
     recs = read_data_json(FIT_FILES[0])
     recs["records"] = [r for r in recs["records"] if r["dtype"] == "bf16"]
@@ -450,17 +478,25 @@ def test_expected_error_is_the_fresh_sessions():
     from perfmodel.models.registry import TILES_EXPECTED_ERROR
 
     v = bench_module("validate_tiles")
-    fresh = v.score_pooled("kernel")
-    event = v.score_pooled("event")
-    worst = max(fresh[k]["tiles"]["all"]["mdape"] for k in v.KINDS)
+    # held out by shape: the fresh sessions' GEMMs whose shapes no fit session measured (the others are in-sample)
+    fresh = v.score_by_shape("kernel")
+    event = v.score_by_shape("event")
+    worst = max(fresh[k]["unseen"]["mdape"] for k in v.KINDS)
     assert TILES_EXPECTED_ERROR.gemm_time_pct == pytest.approx(worst, abs=0.05)
-    assert f"{fresh['all']['tiles']['all']['mdape']:.1f} % over all" in TILES_EXPECTED_ERROR.basis
-    assert f"{event['all']['tiles']['all']['mdape']:.1f} % by event time" in TILES_EXPECTED_ERROR.basis
+    unseen = fresh["all"]["unseen"]
+    assert f"{unseen['mdape']:.1f} % over all {unseen['n']}" in TILES_EXPECTED_ERROR.basis
+    assert f"the {unseen['n']} GEMMs whose shapes are in no fit" in TILES_EXPECTED_ERROR.basis
+    assert f"{event['all']['unseen']['mdape']:.1f} % by event time" in TILES_EXPECTED_ERROR.basis
+    pooled = fresh["all"]["pooled"]
+    assert f"all {pooled['n']} GEMMs of the sessions" in TILES_EXPECTED_ERROR.basis
+    assert f"{pooled['mdape']:.1f} %)" in TILES_EXPECTED_ERROR.basis
+    assert fresh["all"]["unseen"]["n"] + fresh["all"]["seen"]["n"] == pooled["n"]
     seeds = ", ".join(str(v.SESSIONS[s][1]) for s in v.FRESH_SESSIONS)
     assert f"seeds {seeds}" in TILES_EXPECTED_ERROR.basis
     bar = pm.gemm_error_bar(8192, 4096, 14336, "bf16", "H200", model="tiles")
     assert bar.model == "tiles" and f"seeds {seeds}" in bar.basis and bar.low < 1 < bar.high
-    # the error bars are computed (benchmarks/validate.py) on the same fresh sessions
+    assert f"the {unseen['n']} GEMMs whose shapes are in no fit (held out by shape)" in bar.basis
+    # the error bars are computed (`python benchmarks/validate.py gemm`) on the same fresh sessions
     val = bench_module("validate")
     assert val.TILES_FRESH_SESSIONS == v.FRESH_SESSIONS
     # the GPUs the fresh sessions ran on, as their logs name them, and their count in the bars' basis
@@ -591,7 +627,7 @@ def test_correction_features_with_the_padded_time():
 def test_fallback_corrections_without_the_padded_time_still_load(tmp_path):
     # a file whose fallback corrections read the base features only (written before the padded-shape features):
     # it loads, and prices its fallback GEMMs with those trees alone
-    data = json.loads(TILES_PATH.read_text())
+    data = _shipped_json()
     assert data["event_corrections"]["bf16@fallback/rr"]["n_features"] == N_FALLBACK_FEATURES  # the shipped file's
     for field in ("corrections", "event_corrections"):
         for lay in ("rr", "rc", "cr"):
@@ -611,20 +647,20 @@ def test_fallback_corrections_without_the_padded_time_still_load(tmp_path):
 
 
 def test_bad_correction_files_get_named_errors(tmp_path):
-    good = json.loads(TILES_PATH.read_text())
-    bad = json.loads(TILES_PATH.read_text())
+    good = _shipped_json()
+    bad = _shipped_json()
     bad["corrections"]["bf16@xx"] = bad["corrections"]["bf16@rr"]
     with pytest.raises(CalibrationError, match="corrections key"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())
+    bad = _shipped_json()
     bad["event_corrections"]["bf16@rr"]["n_features"] = 3
     with pytest.raises(CalibrationError, match="feature"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())  # the main kinds' trees may not read the padded features
+    bad = _shipped_json()  # the main kinds' trees may not read the padded features
     bad["corrections"]["bf16@rr"] = bad["corrections"]["bf16@fallback/rr"]
     with pytest.raises(CalibrationError, match=r"'bf16@rr' reads 53 features; this version computes 51 for it"):
         load_tile_model(_write(tmp_path, bad))
-    bad = json.loads(TILES_PATH.read_text())  # a fallback kind reading them needs its main kind's correction
+    bad = _shipped_json()  # a fallback kind reading them needs its main kind's correction
     del bad["corrections"]["bf16@cr"]
     with pytest.raises(CalibrationError, match=r"'bf16@fallback/cr' reads the padded shape's time.*no 'bf16@cr'"):
         load_tile_model(_write(tmp_path, bad))
@@ -640,7 +676,7 @@ def test_bad_correction_files_get_named_errors(tmp_path):
 
 
 def test_measured_range_is_the_fit_datas():
-    from perfmodel.calibrate import tiles as ct
+    from benchmarks.harness import calibrate_tiles as ct
 
     files = [*ct.FIT_FILES, *ct.EVENT_FIT_FILES, *(f for fs in ct.CORRECTION_FILES.values() for f in fs)]
     # the shipped file's range, as loaded, against the sizes in the data it was fitted on (the sweep plan's M and
@@ -687,11 +723,11 @@ def test_bad_measured_range_gets_a_named_error(tmp_path):
         ({"M": 3, "K": [1, 2], "N": [1, 2]}, "must map M, K and N"),
         ([1, 2], "'measured_range' must be an object"),
     ):
-        bad = dict(json.loads(TILES_PATH.read_text()), measured_range=rng)
+        bad = dict(_shipped_json(), measured_range=rng)
         with pytest.raises(CalibrationError, match=what):
             load_tile_model(_write(tmp_path, bad))
     # files written before the range was recorded still load, and claim nothing
-    old = json.loads(TILES_PATH.read_text())
+    old = _shipped_json()
     del old["measured_range"]
     assert load_tile_model(_write(tmp_path, old)).measured_range == {}
 

@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 import pytest
-from bench_modules import bench_module
+from bench_modules import bench_module, validation_docs
 
 import perfmodel as pm
 from perfmodel.calibrate import load_calibration
@@ -20,7 +20,7 @@ def validate():
 
 @pytest.fixture(scope="module")
 def report(validate):
-    return validate.evaluate(sorted(validate.DATA.glob("h200_*.json")))
+    return validate.evaluate(sorted(validate.DATA.glob("h200_*.json.gz")))
 
 
 # The fit runs scipy's least squares and numpy's lstsq on top of OpenBLAS, whose kernels differ between
@@ -73,7 +73,7 @@ def test_number_comparisons_can_fail():
 
 
 def test_docs_tables_are_reproducible(validate, report):
-    doc = (ROOT / "docs" / "validation.md").read_text()
+    doc = validation_docs()
     _, _, rest = doc.partition(validate.BEGIN + "\n")
     shipped, _, _ = rest.partition("\n" + validate.END)
     assert shipped, "docs/validation.md has no generated tables"
@@ -133,7 +133,7 @@ def test_measured_expected_error_is_the_reported_one(report):
 
 
 def _section(validate, begin, end):
-    doc = (ROOT / "docs" / "validation.md").read_text()
+    doc = validation_docs()
     _, _, rest = doc.partition(begin + "\n")
     body, _, _ = rest.partition("\n" + end)
     assert body, f"docs/validation.md has no {begin} section"
@@ -183,14 +183,15 @@ def test_error_bars_are_what_the_data_gives(validate, report):
 
 @pytest.fixture(scope="module")
 def validate_tiles():
-    """benchmarks/validate_tiles.py, loaded once for the tests below (it caches each session's predictions and the
+    """benchmarks/harness/validate_tiles.py (`validate.py tiles`), loaded once for the tests below (it caches each
+    session's predictions and the
     floors, which its tables and the floor test share, and with the other test files that read the sweeps)."""
     return bench_module("validate_tiles")
 
 
 def test_tile_model_section_is_reproducible(validate_tiles):
     module = validate_tiles
-    doc = (ROOT / "docs" / "validation.md").read_text()
+    doc = validation_docs()
     shipped = doc.split(module.BEGIN)[1].split(module.END)[0].strip()
     assert_same_text_but_rounding(module.markdown(module.evaluate()).strip(), shipped)
 
@@ -368,7 +369,9 @@ def test_the_default_do_bench_claims_are_as_the_docs_say(validate_tiles):
         assert mean["mdape"] <= target_md and mean["p90"] <= target_p90, k
     rr = df["kinds"][module.KINDS[0]]
     assert rr["median"]["p90"] > target_p90 and rr["sweep"]["p90"] > target_p90
+    # held out by shape (the GEMMs of shapes no fit session measured) bf16 rr misses the p90 target against the mean
+    assert 0 < rr["mean_unseen"]["n"] < rr["mean"]["n"] and rr["mean_unseen"]["p90"] > target_p90
     assert abs(df["kinds"]["all"]["ratio"][1] - 1) < 0.01
-    doc = " ".join((ROOT / "docs" / "validation.md").read_text().split())
+    doc = " ".join(validation_docs().split())
     assert f"bf16 `rr` {rr['mean']['mdape']:.1f} % / {rr['mean']['p90']:.1f} %" in doc
     assert f"by the median of the same runs bf16 `rr` is at {rr['median']['p90']:.1f} %" in doc

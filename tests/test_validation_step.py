@@ -1,5 +1,5 @@
 """docs/step.md and docs/validation.md's step section, and the shipped layer calibration, are what the committed
-data gives (benchmarks/validate_step.py); torchao's auto filter is applied as torchao applies it."""
+data gives (`python benchmarks/validate.py step`); torchao's auto filter is applied as torchao applies it."""
 
 import importlib.util
 import pathlib
@@ -18,10 +18,9 @@ REL = 1e-4  # refits differ across BLAS builds by ~1e-6 relative (see tests/test
 
 @pytest.fixture(scope="module")
 def validate():
-    spec = importlib.util.spec_from_file_location("validate_step", ROOT / "benchmarks" / "validate_step.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from bench_modules import bench_module  # benchmarks/harness/validate_step.py (`validate.py step`)
+
+    return bench_module("validate_step")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +57,7 @@ def test_rounding_comparison_can_fail():
 def test_step_doc_tables_are_reproducible(validate, report):
     doc = (ROOT / "docs" / "step.md").read_text()
     shipped = validate.generated(doc, validate.TABLES_BEGIN, validate.TABLES_END)
-    assert shipped, "docs/step.md has no generated tables: run python benchmarks/validate_step.py --write"
+    assert shipped, "docs/step.md has no generated tables: run python benchmarks/validate.py step --write"
     assert_same_text_but_rounding(validate.tables(report), shipped)
 
 

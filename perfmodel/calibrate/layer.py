@@ -1,8 +1,12 @@
 """Fit the decoder-layer step model's parameters (:class:`perfmodel.step.LayerParams`) on measured layer steps.
 
-``python -m perfmodel.calibrate.layer [DATA.json ...] [-o perfmodel/calibrations/h200_layer.json]`` fits on the
-layer sweep of ``python -m perfmodel.bench.layer`` (records ``op: "layer"``; default: the quiet H200 sweep,
-:data:`DEFAULT_PARTS`) and writes the JSON the step model ships. Nothing in the package imports this module (floor 5).
+``python -m perfmodel.calibrate.layer (--data DIR | DATA.json ...) [-o perfmodel/calibrations/h200_layer.json]``
+fits on the layer sweep of ``python -m perfmodel.bench.layer`` (records ``op: "layer"``): the files named, or with
+``--data DIR`` the quiet H200 sweep's files in ``DIR`` (:data:`DEFAULT_FILES`; a checkout keeps them in
+:data:`REPO_DATA`, the wheel does not ship them), and writes the JSON the step model ships. The package never looks
+for data by itself: with neither, or a folder without the files, it stops with a :class:`MissingDataError` that
+names them. Progress (a line per stage, with the elapsed seconds) goes to standard error. Nothing in the package
+imports this module (floor 5).
 
 Each parameter is fitted on the kernels it describes, read off the records' kernel lists (GEMMs, cuDNN's
 SDPA kernels and everything else are told apart by kernel name), in this order:
@@ -36,14 +40,16 @@ import argparse
 import dataclasses
 import json
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._files import load_json
-from ..errors import CalibrationError
+from .._files import check_output, load_json
+from ..errors import CalibrationError, MissingDataError, PerfModelError, require
 from ..float8.recipes import get_recipe
 from ..models.calibrated import ReferenceGPU
 from ..models.registry import resolve
@@ -54,7 +60,20 @@ from ..step.kernels import price, raw_kernels, step_kind
 from ..step.names import canonical
 from ..step.params import SHIPPED_LAYER_FILE, STEP_FACTOR_KINDS, LayerParams
 
-__all__ = ["FIT_GPU", "GPU_BOUND_KERNEL_S", "LayerCase", "case_of", "fit", "load_records", "main", "measured_parts"]
+__all__ = [
+    "DEFAULT_FILES",
+    "FIT_GPU",
+    "GPU_BOUND_KERNEL_S",
+    "REPO_DATA",
+    "LayerCase",
+    "case_of",
+    "default_paths",
+    "fit",
+    "fit_with_residuals",
+    "load_records",
+    "main",
+    "measured_parts",
+]
 
 #: the GPU the shipped layer data was measured on
 FIT_GPU = "H200"
@@ -67,6 +86,10 @@ GPU_BOUND_KERNEL_S = 7e-3
 #: sweep, the 28 of a fourth layer size (dim 5120) and the 21 of the mix_order plan (dims 2048, 3072, 4096 at 4096
 #: to 16384 tokens), measured with no compile beside the measurement (``--quiet``)
 DEFAULT_PARTS = ("quiet", "quiet_part2", "quiet_large", "fresh_d5120", "mix_order")
+#: the files of :data:`DEFAULT_PARTS` that ``--data DIR`` looks for (each may also be gzip-compressed, ``.json.gz``)
+DEFAULT_FILES = tuple(f"h200_layer_{part}_2026-12-01.json" for part in DEFAULT_PARTS)
+#: where a checkout of the perfmodel repository keeps :data:`DEFAULT_FILES` (named in errors; never read by default)
+REPO_DATA = "benchmarks/data/h200_2026-12-01"
 _GEMM_PREFIXES = ("nvjet", "sm90_xmma", "sm90_gemm", "cutlass", "ampere_", "sm80_")
 
 
@@ -84,6 +107,34 @@ def load_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
     if not out:
         raise CalibrationError(f"no layer records in {', '.join(map(str, paths))}")
     return out
+
+
+def default_paths(folder: str | Path) -> list[Path]:
+    """The files of the shipped fit (:data:`DEFAULT_FILES`, each ``.json`` or ``.json.gz``) in ``folder``.
+
+    Raises:
+        MissingDataError: ``folder`` is not a folder, or lacks some of the files (the message lists them and
+            says where a checkout keeps them, :data:`REPO_DATA`).
+    """
+    folder = Path(folder)
+    where = f"a checkout of the perfmodel repository keeps them in {REPO_DATA}/ (the wheel does not ship raw sweeps)"
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise MissingDataError(
+            f"--data {folder}: {what}; the layer fit needs a folder with {', '.join(DEFAULT_FILES)} "
+            f"(python -m perfmodel.bench.layer's sweep); {where}. Or name the files themselves."
+        )
+    paths, missing = [], []
+    for name in DEFAULT_FILES:
+        found = [p for p in (folder / name, folder / f"{name}.gz") if p.is_file()]
+        (paths if found else missing).append(found[0] if found else name)
+    if missing:
+        empty = " (the folder is empty)" if not any(folder.iterdir()) else ""
+        raise MissingDataError(
+            f"--data {folder}: {len(missing)} of the {len(DEFAULT_FILES)} layer sweep files are missing{empty}: "
+            f"{', '.join(missing)} (or .json.gz); {where}."
+        )
+    return paths
 
 
 class LayerCase:
@@ -177,7 +228,7 @@ def _fit_key(key: str) -> str:
 
 
 def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    from scipy.optimize import nnls
+    nnls = require("scipy.optimize", "the layer calibration's non-negative least squares").nnls
 
     scale = np.maximum(np.abs(X).max(axis=0), 1e-30)
     coef, _ = nnls(X / scale, y)
@@ -368,13 +419,20 @@ def residuals(params: LayerParams, records: Sequence[Mapping[str, Any]]) -> dict
     }
 
 
-def fit_with_residuals(records: Sequence[Mapping[str, Any]], *, source: str) -> LayerParams:
+def fit_with_residuals(
+    records: Sequence[Mapping[str, Any]], *, source: str, progress: Callable[[str], None] | None = None
+) -> LayerParams:
     """:func:`fit` on all records, with in-sample residuals and the held-out rotation (each layer size
-    predicted by a fit on the others) recorded in ``residuals``."""
+    predicted by a fit on the others) recorded in ``residuals``; ``progress`` (if given) gets a line per stage."""
+    say = progress or (lambda _msg: None)
+    say(f"fit on all {len(records)} records")
     params = fit(records, source=source)
     rotation = {}
     speed, step = [], []
-    for d in sorted({int(r["dim"]) for r in records}):
+    dims = sorted({int(r["dim"]) for r in records})
+    for i, d in enumerate(dims, 1):
+        n = sum(int(r["dim"]) == d for r in records)
+        say(f"held-out rotation {i}/{len(dims)}: fit without dim {d}, predict its {n} records")
         sub = fit(records, exclude_dims=(d,))
         res = residuals(sub, [r for r in records if int(r["dim"]) == d])
         rotation[str(d)] = res
@@ -385,28 +443,67 @@ def fit_with_residuals(records: Sequence[Mapping[str, Any]], *, source: str) -> 
         "speedup_mdape_pct": round(float(np.median([s for s in speed if s is not None])), 2),
         "step_mdape_pct": round(float(np.median(step)), 2),
     }
+    say("in-sample residuals")
     return dataclasses.replace(params, residuals={"in_sample": residuals(params, records), "heldout": held})
 
 
+def _progress() -> Callable[[str], None]:
+    """A progress printer: each line to standard error with the seconds since it was made."""
+    start = time.monotonic()
+
+    def say(msg: str) -> None:
+        print(f"[{time.monotonic() - start:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    return say
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: fit on the layer sweep files and write the layer calibration JSON."""
+    """Command line: fit on the layer sweep files and write the layer calibration JSON. Exit status 0, or 2 with a
+    one-line error (a :class:`~perfmodel.errors.PerfModelError`: missing data, a bad file, an output that exists)."""
     ap = argparse.ArgumentParser(prog="python -m perfmodel.calibrate.layer", description=__doc__.split("\n\n")[0])
-    ap.add_argument("data", nargs="*", help="perfmodel.bench/1 files with layer records")
+    ap.add_argument("data", nargs="*", help="perfmodel.bench/1 files with layer records (or --data DIR)")
+    ap.add_argument(
+        "--data",
+        dest="folder",
+        metavar="DIR",
+        help=f"folder with the shipped fit's files ({', '.join(DEFAULT_FILES)}; a checkout keeps them in {REPO_DATA})",
+    )
     ap.add_argument("-o", "--out", default=str(SHIPPED_LAYER_FILE), help="output JSON (default: the shipped file)")
     ap.add_argument("--force", action="store_true", help="replace the output file if it exists")
     args = ap.parse_args(argv)
-    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "h200_2026-12-01"
-    paths = args.data or [data / f"h200_layer_{part}_2026-12-01.json" for part in DEFAULT_PARTS]
+    try:
+        return _run(args, _progress())
+    except PerfModelError as exc:
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    if args.data and args.folder:
+        raise CalibrationError("name the layer files or give --data DIR, not both")
+    if not args.data and not args.folder:
+        raise MissingDataError(
+            f"no data: the layer fit needs the layer sweep's files — --data DIR with {', '.join(DEFAULT_FILES)} "
+            f"(a checkout of the perfmodel repository keeps them in {REPO_DATA}/; the wheel does not ship raw "
+            "sweeps), or name perfmodel.bench/1 files with layer records"
+        )
+    paths = [Path(p) for p in args.data] if args.data else default_paths(args.folder)
+    for p in paths:
+        if not p.exists():
+            raise MissingDataError(f"{p}: no such file; a checkout keeps the layer sweep in {REPO_DATA}/")
+    check_output(args.out, force=args.force, inputs=paths)  # before the fit, not after it
+    say(f"reading {len(paths)} files")
     records = load_records(paths)
     meta = load_json(paths[0], what="layer dataset", error=CalibrationError).get("meta", {})
     source = (
-        f"measured: python -m perfmodel.bench.layer ({', '.join(Path(p).name for p in paths)}: {len(records)} "
+        f"measured: python -m perfmodel.bench.layer ({', '.join(p.name for p in paths)}: {len(records)} "
         f"decoder-layer steps), {meta.get('gpu_name', FIT_GPU)}, {meta.get('date', '?')}, "
         f"torch {meta.get('torch', '?')}, "
         f"torchao {meta.get('torchao', '?')}"
     )
-    params = fit_with_residuals(records, source=source)
+    params = fit_with_residuals(records, source=source, progress=say)
     params.save(args.out, force=args.force)
+    say(f"wrote {args.out}")
     print(f"wrote {args.out}: {json.dumps(params.to_dict()['params'], indent=1)}")
     return 0
 

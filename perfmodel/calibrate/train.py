@@ -6,7 +6,7 @@ counts. The fit is the median, over the bf16 steps, of::
 
     overhead_bw_fraction = overhead_bytes / (HBM bandwidth · (measured step - predicted layers))
 
-bf16 steps only: the float8 steps are kept out and scored (``benchmarks/validate_train.py``). The shipped
+bf16 steps only: the float8 steps are kept out and scored (``python benchmarks/validate.py train``). The shipped
 ``perfmodel/calibrations/h200_train.json`` is this fit on
 ``benchmarks/data/h200_2026-12-01/h200_train_fsdp_1gpu_2026-12-01.json``::
 
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._files import load_json
-from ..errors import CalibrationError
+from ..errors import CalibrationError, PerfModelError
 from ..specs.gpu import get_gpu
 from ..train.compute import SHIPPED_TRAIN_FILE, TrainParams, overhead_bytes
 
@@ -95,6 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", type=Path, default=SHIPPED_TRAIN_FILE)
     p.add_argument("--force", action="store_true", help="replace the output file")
     args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except PerfModelError as exc:
+        print(f"python -m perfmodel.calibrate.train: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .._files import check_output
+
+    check_output(args.output, force=args.force, inputs=[args.data])  # before any work
     data = load_json(args.data, what="train_step data", error=CalibrationError)
     meta = data.get("meta", {}) if isinstance(data, dict) else {}
     gpu = meta.get("gpu_name", "H200")

@@ -15,14 +15,13 @@ a GPU gets, and the :class:`Provenance` of its answers, is decided by :mod:`perf
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from .._backend import namespace
 from ..counting import _gemm_bytes, gemm_flops
+from ..errors import PerfModelError
 from ..formats import Format
 from ..specs.gpu import GPUSpec
 
@@ -203,27 +202,18 @@ class TimeModel(Protocol):
         ...
 
 
-@functools.lru_cache(maxsize=256)
-def _takes_layout(method: Any) -> bool:
-    try:
-        params = inspect.signature(method).parameters.values()
-    except (TypeError, ValueError):  # builtins without a signature: assume the current protocol
-        return True
-    return any(p.name == "layout" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-
-
 def gemm_kernel_time_s(tm: Any, M: Any, K: Any, N: Any, *, layout: str = "rc", **kwargs: Any) -> Any:
-    """``tm.gemm_time_s(M, K, N, layout=layout, **kwargs)``; a time model written before ``layout`` existed
-    (no ``layout`` parameter) is called without it and prices every layout as ``rc``."""
-    method = tm.gemm_time_s
-    fn = getattr(method, "__func__", method)
+    """``tm.gemm_time_s(M, K, N, layout=layout, **kwargs)``: one GEMM's kernel time under any time model (the
+    :class:`TimeModel` protocol's ``gemm_time_s`` takes ``layout``)."""
     try:
-        takes = _takes_layout(fn)
-    except TypeError:  # unhashable callable
-        takes = _takes_layout.__wrapped__(fn)
-    if takes:
-        return method(M, K, N, layout=layout, **kwargs)
-    return method(M, K, N, **kwargs)
+        return tm.gemm_time_s(M, K, N, layout=layout, **kwargs)
+    except TypeError as exc:
+        if "layout" not in str(exc):
+            raise
+        raise PerfModelError(
+            f"time model {getattr(tm, 'name', type(tm).__name__)!r}: its gemm_time_s takes no layout= ({exc}); the "
+            "TimeModel protocol's gemm_time_s(M, K, N, *, dtype, scaling, gpu, layout) does: add layout: str = 'rc'"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ A prediction ``t`` with the bar ``(low, high)`` means: 80 % of the validation me
 and family lay in ``[t·low, t·high]``.
 
 The table (``perfmodel/calibrations/error_bars.json``) is written by ``python benchmarks/validate.py
---write`` from the committed data and checked against it by the test suite:
+gemm --write`` from the committed data and checked against it by the test suite:
 
 * ``measured``, GEMM time: the shipped H200 calibration on the 2026-12-01 H200 layout sweep (4725 GEMMs
   in bf16 ``rr``/``rc``/``cr`` and fp8 ``rc``, measured after the fit; ``benchmarks/data/h200_2026-12-01``),
@@ -17,7 +17,8 @@ The table (``perfmodel/calibrations/error_bars.json``) is written by ``python be
 * ``roofline``, GEMM time: the constant-fraction roofline on the same GEMMs;
 * ``measured`` with ``model="tiles"``: the H200 tile model on the layout sweep's seed-2037 and 2071 to 2086
   sessions pooled (in no fit, each measured after its formula fits were committed, 2071 to 2086 after its
-  learned correction too; ten GPUs), per family and timing;
+  learned correction too; ten GPUs), held out by shape (only their GEMMs of shapes no fit session measured),
+  per family and timing;
 * ``estimated``, GEMM time: the estimated models on published GEMM throughput of GB200, B200, MI300X,
   A100 (``benchmarks/published/gemm_throughput.json``; 21 shapes, one bar for all families);
 * ``measured``, Linear time and speedup: held-out H200 Linear layers (leave one shape out; fwd+bwd,

@@ -127,7 +127,6 @@ class EstimatedModel(CalibratedModel):
     """A :class:`CalibratedModel` built by :func:`estimated_model`; ``estimate`` says how."""
 
     estimate: Estimate
-    from_registry = True  # a class attribute: handed out by the registry, never pinned to a spec
 
 
 # -- published figures (GEMM throughput and memory bandwidth only; see the module doc) ---------------

@@ -32,7 +32,7 @@ classes.
 **Where the rules come from.** They were read off the H200 layout sweeps of 2026-12-01 (torch 2.11, cuBLAS of
 CUDA 13.0; ``benchmarks/data/h200_2026-12-01``; the profiler's kernel names): :data:`KERNEL_RULE_AGREEMENT` is how
 many GEMMs of every sweep (those and the later ones, of 2026-12-01 and 02) ran the class the rule gives
-(``benchmarks/validate_kernel_choice.py``; mostly a description of the data the rule was read from),
+(``python benchmarks/validate.py kernel-choice``; mostly a description of the data the rule was read from),
 :data:`KERNEL_RULE_HELD_OUT` the same on the sweeps measured after it was read (its
 held-out score). The split-K answer is the H200 tile model's
 (:meth:`perfmodel.models.tiles.TileModel.split_k`: whether the formula's fastest candidate splits K), fitted on the
@@ -85,7 +85,7 @@ KERNELS: dict[str, str] = {
     "gemmSN": "cuBLAS gemmSN kernel (few rows)",
 }
 #: the rule's agreement with the kernels cuBLAS ran for the bf16 GEMMs of every H200 layout sweep (2026-12-01 and
-#: 02; all three layouts; every fp8 GEMM ran a Hopper kernel; ``python benchmarks/validate_kernel_choice.py``, which a
+#: 02; all three layouts; every fp8 GEMM ran a Hopper kernel; ``python benchmarks/validate.py kernel-choice``, which a
 #: test re-runs): GEMMs, those that ran the class the rule gives, and those that ran its alternative (gemmSN)
 KERNEL_RULE_AGREEMENT: dict[str, int] = {"gemms": 230561, "right": 229105, "alternative": 1368}
 #: the same on the bf16 GEMMs of the sweeps measured after the rule was read (seeds 2049 to 2086 and 3003, on twenty
@@ -160,7 +160,7 @@ def kernel_class_of(name: str) -> str | None:
     """The class (a key of :data:`KERNELS`) of a kernel a profiler recorded, from its name; ``None`` for a kernel
     of none of them (a Triton kernel, an elementwise one, a split-K reduction). The measured side of
     :func:`gemm_kernel`: :attr:`perfmodel.measured.proton.Kernel.gemm_kernel` and
-    ``benchmarks/validate_kernel_choice.py``
+    ``python benchmarks/validate.py kernel-choice``
     read profiles with it.
 
     >>> kernel_class_of("cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1")

@@ -25,14 +25,9 @@ MEASURED: dict[str, str] = {"90": "h200.json"}
 
 
 class ShippedCalibration:
-    """A :class:`perfmodel.models.base.TimeModel` backed by a shipped JSON file, loaded on first use.
-
-    ``from_registry``: handed out by the registry (a spec rebuilt with ``dataclasses.replace`` gets
-    the registry's model for its own fields, not this object pinned to it).
-    """
+    """A :class:`perfmodel.models.base.TimeModel` backed by a shipped JSON file, loaded on first use."""
 
     name = "calibrated"
-    from_registry = True
 
     def __init__(self, filename: str) -> None:
         self.filename = filename

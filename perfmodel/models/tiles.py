@@ -4,7 +4,7 @@
 ``[M, K] @ [K, N]`` the way a persistent Hopper kernel runs it: for each candidate tile of a short,
 fitted list (:class:`TileKind`), the time of its waves of CTAs, then a soft minimum over the candidates
 (an idealised cuBLAS heuristic: no kernel name is needed). It is fitted on the profiled kernel times of
-the 2026-12-01 H200 layout sweep (:mod:`perfmodel.calibrate.tiles`, L2 flushed before every call) and
+the 2026-12-01 H200 layout sweep (``benchmarks/harness/calibrate_tiles.py``, L2 flushed before every call) and
 describes the effects the default calibrated model (:mod:`perfmodel.models.calibrated`) leaves out:
 wave quantization at cluster granularity, split-K, per-CTA load and L2 limits, partial M tiles, and
 row strides that are 16-byte but not 32- or 128-byte aligned. Where it comes from and how it scored on
@@ -59,7 +59,8 @@ time by ``exp(c)``, ``c`` the sum of 300 boosted regression trees (:mod:`perfmod
 flags and the formula's own log time; for the fallback kinds also the model's time of the nearest shape the Hopper
 kernels run (:func:`padded_shape`) — one set per kind (bf16 layout, main or fallback kernels; fp8 scaling) and
 per timing, fitted on the layout sweeps measured before it, one row per measurement, so that it predicts a GEMM's
-median time (:mod:`perfmodel.calibrate.tiles`; the sweeps measured after it are its held-out score). It is a lookup
+median time (``benchmarks/harness/calibrate_tiles.py``; later sweeps' GEMMs of shapes in no fit are its held-out
+score). It is a lookup
 learned from our measurements, said as such: it describes the H200 and the shapes' range it was fitted on (M and K
 1–65 536, N 256–28 672), and :meth:`TileModel.formula_time_s` gives the formula alone.
 """
@@ -643,7 +644,7 @@ class TileModel:
                 if trees.n_features not in valid:
                     raise CalibrationError(
                         f"{origin}: {field} {k!r} reads {trees.n_features} features; this version computes "
-                        f"{' or '.join(map(str, valid))} for it (refit with python -m perfmodel.calibrate.tiles)"
+                        f"{' or '.join(map(str, valid))} for it (refit: python -m benchmarks.harness.calibrate_tiles)"
                     )
                 corr[field][k] = trees
             for k, trees in corr[field].items():
@@ -672,7 +673,8 @@ class TileModel:
 
     def save(self, path: str | Path, *, force: bool = False) -> Path:
         """Write the model as JSON (refuses to overwrite an existing file unless ``force``); lists of plain values
-        (a tile, a tree's nodes) on one line each."""
+        (a tile, a tree's nodes) on one line each; gzip-compressed (:func:`perfmodel._files.gzip_bytes`) when the
+        name ends in ``.gz``, as the shipped ``h200_tiles.json.gz`` is."""
         import json
         import re
 
@@ -681,7 +683,12 @@ class TileModel:
             raise PerfModelError(f"{path} exists; pass force=True (--force) to overwrite it")
         text = json.dumps(self.to_dict(), indent=1, sort_keys=True)
         text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
-        path.write_text(text + "\n")
+        if path.name.endswith(".gz"):
+            from .._files import gzip_bytes
+
+            path.write_bytes(gzip_bytes((text + "\n").encode()))
+        else:
+            path.write_text(text + "\n")
         return path
 
 

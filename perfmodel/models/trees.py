@@ -6,8 +6,8 @@ node 0 to the right child (``2i + 2``) when ``x[feature[t, i]] > threshold[t, i]
 is ``base + Σ_t value[t, leaf_t(x)]``. A node that does not split has feature 0 and threshold +inf (every row
 goes left). Numbers and numpy arrays only: a lookup, not a formula (no symbolic form).
 
-The trees are fitted by :func:`perfmodel.calibrate.tiles.fit_boost` (least absolute deviation boosting); this
-module only evaluates them, with numpy.
+The trees are fitted by ``fit_boost`` of ``benchmarks/harness/calibrate_tiles.py`` (least absolute deviation
+boosting); this module only evaluates them, with numpy.
 """
 
 from __future__ import annotations

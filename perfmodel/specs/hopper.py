@@ -83,7 +83,7 @@ _H20_PEAKS = Peaks(
 )
 
 _H200_MEASURED = (
-    "measured: python -m perfmodel.bench (perfmodel/calibrations/data/h200_*_2026-11-30.json), "
+    "measured: python -m perfmodel.bench (benchmarks/data/h200_2026-11-30/h200_*_2026-11-30.json.gz), "
     "H200, 2026-11-30, torch 2.11 / cuBLAS via torch.mm and torch._scaled_mm"
 )
 #: What large kernels reach on the H200 we measured (the roofline model's fractions; the shipped
@@ -215,7 +215,7 @@ HOPPER: tuple[GPUSpec, ...] = (
         efficiency=H200_EFFICIENCY,
         sources={
             "power_w": f"{_H200_DS}: up to 700 W; power.limit 700 W read by nvidia-smi on our H200 "
-            "(calibrations/data/README.md)",
+            "(benchmarks/data/h200_2026-11-30/README.md)",
             "mem_bw_bytes_per_s": f"{_H200_DS}: 4.8 TB/s HBM3e",
             "mem_bytes": f"{_H200_DS}: 141 GB HBM3e",
             "num_sms": "measured: torch.cuda.get_device_properties on an H200, 2026-10-28 (132 SMs)",

@@ -69,7 +69,9 @@ _GH200_DS = (
     "https://nvdam.widen.net/s/rrgqqnpbz8/grace-datasheet-gh200-grace-hopper-superchip-3773000"
 )
 _A100_TDP = f"{_A100_DS}: max TDP 400 W (SXM), 250 W (PCIe 40GB), 300 W (PCIe 80GB)"
-_OUR_H200 = "seen on our own H200 (this workplace's device notes, 2026-10-28; calibrations/data/README.md)"
+_OUR_H200 = (
+    "seen on our own H200 (this workplace's device notes, 2026-10-28; benchmarks/data/h200_2026-11-30/README.md)"
+)
 
 
 def _nv(name: str) -> Efficiency:

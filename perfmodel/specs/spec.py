@@ -15,9 +15,7 @@ Specs are plain data: nothing here knows a time model (see :mod:`perfmodel.model
 from __future__ import annotations
 
 import dataclasses
-import sys
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -34,7 +32,6 @@ __all__ = [
     "Peaks",
     "attached_time_model",
     "default_efficiency",
-    "set_time_model_lookup",
 ]
 
 
@@ -114,60 +111,9 @@ class Efficiency:
         return self.gemm_fraction_by_format.get(get_format(fmt).name, self.gemm_fraction)
 
 
-# The registry (perfmodel.models.registry, a floor above) tells which time model a GPU gets. The spec table
-# knows no time model: the registry registers its lookup here when it is imported, for the deprecated
-# read of GPUSpec.calibration only.
-_time_model_lookup: Callable[[Any], Any] | None = None
-
-
-def set_time_model_lookup(lookup: Callable[[Any], Any]) -> None:
-    """Called once by :mod:`perfmodel.models.registry`: ``lookup(spec)`` -> the calibrated model of ``spec`` or
-    ``None``."""
-    global _time_model_lookup
-    _time_model_lookup = lookup
-
-
-class _AttachedTimeModel:
-    """The ``GPUSpec.calibration`` field: stores what the user attached; reads fall back to the registry.
-
-    ``dataclasses.replace`` reads every field and passes it back in, so a model the registry handed
-    out (``from_registry = True``) is stored as "nothing attached": a replaced spec gets the registry's
-    model for *its own* fields again, never a copy pinned to the original GPU.
-    """
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}_attached"
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        attached = obj.__dict__.get(self._slot)
-        if attached is not None:
-            return attached
-        if _time_model_lookup is None or _called_by_dataclasses_replace():
-            return None  # replace() passes the value back in: "nothing attached" round-trips as None
-        warnings.warn(
-            "GPUSpec.calibration is deprecated for reading the model a GPU predicts with; use "
-            "perfmodel.time_model(gpu) and perfmodel.provenance(gpu)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _time_model_lookup(obj)
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        if value is self or getattr(value, "from_registry", False):
-            value = None
-        obj.__dict__[self._slot] = value
-
-
-def _called_by_dataclasses_replace() -> bool:
-    frame = sys._getframe(2)  # 0: this function, 1: __get__, 2: whoever read the attribute
-    return frame.f_code.co_name in ("replace", "_replace") and frame.f_globals.get("__name__") == "dataclasses"
-
-
 def attached_time_model(spec: GPUSpec) -> Any:
     """The time model the user attached to ``spec`` (``calibration=``), or ``None``; never a lookup."""
-    return spec.__dict__.get("_calibration_attached")
+    return spec.calibration
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -243,9 +189,8 @@ class GPUSpec:
             as clocks drop under it; a transferred calibration scales its throttle term with it.
         calibration: a time model *you* attach (your own ``perfmodel calibrate`` fit, or any object
             with the :class:`perfmodel.models.base.TimeModel` methods): ``dataclasses.replace(gpu,
-            calibration=model)``. Reading it is deprecated: without an attached model it looks up the
-            calibrated model the registry gives this GPU (measured, transferred or estimated), or
-            ``None``; use :func:`perfmodel.time_model` and :func:`perfmodel.provenance` instead.
+            calibration=model)``; ``None`` (the default) when nothing is attached. The model a GPU predicts
+            with, attached or not: :func:`perfmodel.time_model` and :func:`perfmodel.provenance`.
     """
 
     name: str
@@ -264,7 +209,7 @@ class GPUSpec:
     interconnect: Interconnect | None = None
     efficiency: Efficiency
     sources: Mapping[str, str]
-    calibration: Any = dataclasses.field(default=_AttachedTimeModel(), compare=False, repr=False)
+    calibration: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     _SOURCED = ("mem_bw_bytes_per_s", "mem_bytes", "num_sms", "boost_clock_hz")
 

@@ -1,7 +1,7 @@
 """Score the decoder-layer step model (perfmodel.step) on the committed H200 layer data, held out by layer size.
 
-    python benchmarks/validate_step.py            # prints the tables of docs/step.md
-    python benchmarks/validate_step.py --write    # rewrites them in docs/step.md and docs/validation.md
+    python benchmarks/validate.py step            # prints the tables of docs/step.md
+    python benchmarks/validate.py step --write    # rewrites them in docs/step.md and docs/validation.md
 
 Every number comes from ``benchmarks/data/h200_2026-12-01/`` (:data:`LAYER_FILES`, the repeats of
 :data:`REPEAT_FILES`, the dim-5120 predictions committed before it was measured, and the one-GPU FSDP steps)
@@ -14,7 +14,6 @@ are what this script gives.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is benchmarks/harness/*.py)
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness import tables as writer  # noqa: E402 (``tables`` is this module's step tables)
 from perfmodel.calibrate import layer as cl  # noqa: E402
 from perfmodel.presets import LayerShape  # noqa: E402
 from perfmodel.step import best_convert, layer_time  # noqa: E402
@@ -1110,7 +1110,7 @@ def summary(rep: dict[str, Any]) -> str:
         "## Decoder-layer steps",
         "",
         "The step model (`perfmodel.step`, [step.md](step.md)) scored on the H200 layer sweep, each layer size "
-        "predicted by parameters fitted on the others (`python benchmarks/validate_step.py`):",
+        "predicted by parameters fitted on the others (`python benchmarks/validate.py step`):",
         "",
         "| held out | configs | step time MdAPE | float8 speedup MdAPE | max savings error (points of the bf16 step) |",
         "|---|---|---|---|---|",
@@ -1148,26 +1148,15 @@ def generated(text: str, begin: str, end: str) -> str:
     return text[i : text.index(end, i)].strip("\n")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--write", action="store_true", help="rewrite the generated sections of docs/step.md and docs/validation.md"
-    )
-    args = parser.parse_args()
+def run(write: bool = False) -> list[writer.Block]:
+    """The step model's blocks: docs/step.md's tables (``step-tables``) and docs/validation.md's short section
+    (``step``, the step model's summary)."""
     rep = evaluate()
-    text, short = tables(rep), summary(rep)
-    print(text)
-    print()
-    print(short)
     print(json.dumps(criteria(rep)))
-    if args.write:
-        STEP_DOC.write_text(_replace(STEP_DOC.read_text(), TABLES_BEGIN, TABLES_END, text))
-        VALIDATION_DOC.write_text(_replace(VALIDATION_DOC.read_text(), BEGIN, END, short))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return [
+        writer.Block(doc=STEP_DOC, name="step-tables", body=tables(rep)),
+        writer.Block(doc=VALIDATION_DOC, name="step", body=summary(rep)),
+    ]
 
 
 __all__ = ["criteria", "evaluate", "statistics", "summary", "tables", "torchao_auto_convert"]

@@ -8,13 +8,12 @@ Two answers, scored apart:
 * **split-K**: the H200 tile model's formula (its fastest candidate splits K), fitted on the seed-0 sessions only;
   scored on every other session, against the baseline "never split".
 
-    python benchmarks/validate_kernel_choice.py           # print the tables and the constants
-    python benchmarks/validate_kernel_choice.py --write   # also rewrite docs/validation.md's kernel-choice section
+    python benchmarks/validate.py kernel-choice           # print the tables and the constants
+    python benchmarks/validate.py kernel-choice --write   # also rewrite docs/validation/kernel-choice.md
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -22,15 +21,14 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is benchmarks/harness/*.py)
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perfmodel as pm  # noqa: E402
+from benchmarks.harness import tables  # noqa: E402
 from perfmodel.models.kernel_choice import alternative, kernel_class, kernel_class_of  # noqa: E402
 from perfmodel.models.registry import tile_model  # noqa: E402
 
-DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
 #: the sessions the tile model's formula was fitted on (not a score of its split-K answer)
 FORMULA_FIT = ("", "_repeat")
@@ -45,7 +43,7 @@ CLASSES = ("hopper", "cutlass_sm80", "cutlass_sm75", "gemv", "gemmSN", "other")
 
 def all_sessions() -> tuple[str, ...]:
     """Every layout sweep with kernel names: those ``validate_tiles`` scores."""
-    import validate_tiles as vt
+    from benchmarks.harness import validate_tiles as vt
 
     return tuple(vt.SESSIONS)
 
@@ -60,7 +58,7 @@ def measured_class(r: dict[str, Any]) -> str:
 def evaluate(sessions: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Per format and layout and over all: GEMMs, rule right, alternative right, the confusion of classes, and
     the split-K answer's score on the sessions the formula was not fitted on."""
-    import validate_tiles as vt
+    from benchmarks.harness import validate_tiles as vt
 
     spec, tm = pm.get_gpu("H200"), tile_model()
     rows: list[dict[str, Any]] = []
@@ -131,7 +129,7 @@ def _pct(a: int, b: int) -> str:
 def markdown(rep: dict[str, Any]) -> str:
     lines = [
         f"**cuBLAS's kernel class and split-K, predicted and run** ({rep['sessions']} H200 layout sweeps of "
-        "2026-12-01 and 02; `python benchmarks/validate_kernel_choice.py`). `class`: the rule of "
+        "2026-12-01 and 02; `python benchmarks/validate.py kernel-choice`). `class`: the rule of "
         "`perfmodel.gemm_kernel`, read off the sweeps up to seed 3002 (on them a description of its data, not a "
         "held-out score; the row `bf16, held out` is the sweeps measured after it), % of GEMMs that ran the class it "
         "gives, and of those that ran its alternative (gemmSN, for few-row misaligned `rr`/`rc` GEMMs); `split-K`: "
@@ -156,26 +154,49 @@ def markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text()
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+def summary(rep: dict[str, Any]) -> str:
+    """The kernel choice's rows of docs/validation.md's summary table (generated from :func:`evaluate`)."""
+    rule, split = constants(rep)
+    held = held_out(rep)
+    rows = [
+        [
+            "kernel class (H200 bf16)",
+            f"{rule['gemms']} GEMMs of {rep['sessions']} layout sweeps",
+            "**in-sample** for the sweeps the rule was read off (the next row: the sweeps after it)",
+            f"right {tables.pct(100 * rule['right'] / rule['gemms'])}",
+            "—",
+        ],
+        [
+            "kernel class, later sessions",
+            f"{held['gemms']} GEMMs" if held else "—",
+            "by session (measured after the rule was read; their shapes recur)",
+            f"right {tables.pct(100 * held['right'] / held['gemms'])}" if held and held["gemms"] else "—",
+            "—",
+        ],
+        [
+            "split-K (tile formula)",
+            f"{split['gemms']} bf16 GEMMs",
+            "by session (formula fitted on seed 0)",
+            f"right {tables.pct(100 * split['right'] / split['gemms'])}, never-split baseline "
+            f"{tables.pct(100 * split['never'] / split['gemms'])}",
+            "—",
+        ],
+    ]
+    return tables.table(tables.SUMMARY_HEAD, rows)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--write", action="store_true", help="rewrite docs/validation.md's kernel-choice section")
-    args = ap.parse_args()
+#: the appendix this module writes (its generated block ``kernels``) and the summary doc
+APPENDIX = ROOT / "docs" / "validation" / "kernel-choice.md"
+SUMMARY_DOC = ROOT / "docs" / "validation.md"
+
+
+def run(write: bool = False) -> list[tables.Block]:
+    """The kernel choice's blocks: its appendix (``kernels``) and its rows of the summary (``summary-kernel-choice``);
+    also prints the constants of :mod:`perfmodel.models.kernel_choice` this data gives."""
     rep = evaluate()
-    text = markdown(rep)
-    print(text)
     rule, split = constants(rep)
     print(f"KERNEL_RULE_AGREEMENT = {rule}\nKERNEL_RULE_HELD_OUT = {held_out(rep)}\nSPLIT_K_AGREEMENT = {split}")
-    if args.write:
-        write_doc(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return [
+        tables.Block(doc=APPENDIX, name="kernels", body=markdown(rep)),
+        tables.Block(doc=SUMMARY_DOC, name="summary-kernel-choice", body=summary(rep)),
+    ]

@@ -6,13 +6,12 @@
   or tuned on them): every run marked expressible is predicted with its published settings; what is
   assumed where the source is silent is listed per run.
 
-    python benchmarks/validate_train.py           # print the tables
-    python benchmarks/validate_train.py --write   # also rewrite their section of docs/validation.md
+    python benchmarks/validate.py train           # print the tables
+    python benchmarks/validate.py train --write   # also rewrite docs/validation/train.md and the summary's rows
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is benchmarks/harness/*.py)
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness import tables  # noqa: E402
 from perfmodel import train  # noqa: E402
 from perfmodel.calibrate.train import predict_record  # noqa: E402
 from perfmodel.errors import PerfModelError  # noqa: E402
@@ -31,7 +31,6 @@ from perfmodel.train.compute import shipped_train_params  # noqa: E402
 
 ONE_GPU = ROOT / "benchmarks" / "data" / "h200_2026-12-01" / "h200_train_fsdp_1gpu_2026-12-01.json"
 PUBLISHED = ROOT / "benchmarks" / "published" / "float8_training_runs.json"
-DOC = ROOT / "docs" / "validation.md"
 BEGIN, END = "<!-- train:begin -->", "<!-- train:end -->"
 CLEAR = 0.03  # direction is scored on runs whose published speedup is more than 3 % away from 1
 
@@ -253,25 +252,41 @@ def markdown(one: dict[str, Any], pub: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the section of docs/validation.md")
-    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
-    args = parser.parse_args()
+def summary(one: dict[str, Any], pub: dict[str, Any]) -> str:
+    """The cluster model's rows of docs/validation.md's summary table (generated from the two scores)."""
+    held = [abs(r["error_pct"]) for r in one["rows"] if r["role"] == "held out"]
+    fit = [abs(r["error_pct"]) for r in one["rows"] if r["role"] == "fit"]
+    sm = pub["summary"]
+    rows = [
+        [
+            "train step, one GPU (H200 FSDP2)",
+            f"{len(held)} float8 steps ({len(fit)} bf16 steps fit the overhead: {tables.pct(float(np.median(fit)))} "
+            "in-sample)",
+            "by recipe (float8 in no fit); the layer sizes are the fit's",
+            f"step time {tables.pct(float(np.median(held)))} MdAPE, max {tables.pct(max(held))}" if held else "—",
+            "—",
+        ],
+        [
+            "train, published multi-GPU runs",
+            f"{sm['n_scored']} runs of {sm['n_listed']} listed",
+            "published, never fitted on (assumptions per run in the appendix)",
+            f"float8 speedup {tables.pct(sm['mdape'])} MdAPE; direction {sm['direction_right']}/{sm['n_clear']}; "
+            f"tokens/s {tables.pct(sm['tps_mdape'])}",
+            "—",
+        ],
+    ]
+    return tables.table(tables.SUMMARY_HEAD, rows)
+
+
+#: the appendix this module writes (its generated block ``train``) and the summary doc
+APPENDIX = ROOT / "docs" / "validation" / "train.md"
+SUMMARY_DOC = ROOT / "docs" / "validation.md"
+
+
+def run(write: bool = False) -> list[tables.Block]:
+    """The cluster model's blocks: its appendix (``train``) and its rows of the summary (``summary-train``)."""
     one, pub = score_one_gpu(), score_published()
-    if args.json:
-        print(json.dumps({"one_gpu": one, "published": pub}, indent=1))
-        return 0
-    text = markdown(one, pub)
-    print(text)
-    if args.write:
-        doc = DOC.read_text()
-        head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
-        print(f"wrote {DOC.relative_to(ROOT)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return [
+        tables.Block(doc=APPENDIX, name="train", body=markdown(one, pub)),
+        tables.Block(doc=SUMMARY_DOC, name="summary-train", body=summary(one, pub)),
+    ]
