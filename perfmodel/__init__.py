@@ -8,12 +8,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from ._backend import lambdify
 from .errors import (
     CalibrationError,
     FileRefusedError,
     IneligibleLinearError,
     IneligibleShapeError,
     InvalidShapeError,
+    MaskedInputError,
+    MissingExtraError,
     ModuleShapeError,
     NoClosedFormError,
     PerfModelError,
@@ -42,7 +45,7 @@ _LAZY = {
     "float8": "float8",
     "proton": "measured.proton",
     "plot": "measured.plot",
-    "moe": "measured.moe_bench",
+    "moe": "moe",
     "calibrate": "calibrate",
     "presets": "presets",
     "report": "report",
@@ -101,6 +104,8 @@ __all__ = [
     "IneligibleLinearError",
     "IneligibleShapeError",
     "InvalidShapeError",
+    "MaskedInputError",
+    "MissingExtraError",
     "ModuleShapeError",
     "NoClosedFormError",
     "Peaks",
@@ -128,6 +133,7 @@ __all__ = [
     "get_gpu",
     "gpu_from_proton",
     "kernel_class",
+    "lambdify",
     "list_gpus",
     "provenance",
     "time_model",

@@ -3,6 +3,8 @@
 ``xp = namespace(M, K, N)`` picks the backend from the values themselves (the einops way):
 
 * any ``sympy.Basic`` among them  -> :data:`SYMPY` (``Max``, ``Min``, ``ceiling``, ``Piecewise``),
+  where ``ceiling``/``floor`` of a ratio print as exact integer division (``-(-(a*b) // 132)``), so
+  ``sympy.lambdify`` evaluates a wave count exactly as ``.subs`` does (:func:`exact_ceiling`),
 * else any ``numpy.ndarray`` / numpy scalar -> :data:`NUMPY` (elementwise, broadcasting),
 * else plain ``int``/``float``  -> :data:`PYTHON` (builtins and :mod:`math`; ints stay exact).
 
@@ -24,21 +26,28 @@ from typing import Any
 import numpy as np
 
 from ._files import short_repr
-from .errors import InvalidShapeError, PerfModelError
+from .errors import IneligibleShapeError, InvalidShapeError, MaskedInputError, PerfModelError
 
 __all__ = [
+    "FP8_INELIGIBLE_NAME",
     "MAX_SIZE",
     "NUMPY",
     "PYTHON",
     "SYMPY",
     "Namespace",
+    "check_compatible",
     "check_flag",
     "check_nonnegative",
     "check_positive",
     "check_ratio",
     "check_shapes",
     "check_size",
+    "exact_ceiling",
+    "exact_floor",
+    "guard_eligible",
+    "ineligible",
     "is_symbolic",
+    "lambdify",
     "namespace",
     "short_repr",
 ]
@@ -151,10 +160,10 @@ class _Sympy(Namespace):
         return self._sp().Min(a, b)
 
     def ceil(self, x):
-        return self._sp().ceiling(x)
+        return exact_ceiling()(x)
 
     def floor(self, x):
-        return self._sp().floor(x)
+        return exact_floor()(x)
 
     def where(self, cond, a, b):
         sp = self._sp()
@@ -166,6 +175,182 @@ class _Sympy(Namespace):
 
     def log(self, x):
         return self._sp().log(x)
+
+
+def _int_div_code(printer: Any, arg: Any, floor: bool) -> str | None:
+    """``arg`` = numerator / integer denominator as exact floor division code, or None where it is no ratio."""
+    num, den = arg.as_numer_denom()
+    if not (den.is_Integer and den > 1):
+        return None
+    n = printer._print(num)
+    return f"(({n}) // {den})" if floor else f"(-(-({n}) // {den}))"
+
+
+def _exact_rounding_classes() -> tuple[type, type]:
+    """sympy ``ceiling`` / ``floor`` subclasses whose code printers (``lambdify``'s numpy, math, mpmath...) write a
+    ratio ``a*b/132`` as integer floor division, ``-(-(a*b) // 132)``, instead of ``ceil((1/132)*a*b)``: the
+    float product by ``1/132`` is one ulp off at exact multiples (H200: 222 waves became 223), floor division of
+    floats holding integers below 2**53 is exact. They are ``ceiling``/``floor`` for everything else (``.subs``,
+    ``isinstance``, ``str``)."""
+    import sympy
+
+    class ceiling(sympy.ceiling):
+        def _code(self, printer: Any) -> str:
+            return _int_div_code(printer, self.args[0], False) or f"ceil({printer._print(self.args[0])})"
+
+        def _numpycode(self, printer: Any) -> str:
+            code = _int_div_code(printer, self.args[0], False)
+            return code or f"{printer._module_format(printer._module + '.ceil')}({printer._print(self.args[0])})"
+
+        _pythoncode = _mpmathcode = _code
+
+        def _sympystr(self, printer: Any) -> str:
+            return f"ceiling({printer._print(self.args[0])})"
+
+    class floor(sympy.floor):
+        def _code(self, printer: Any) -> str:
+            return _int_div_code(printer, self.args[0], True) or f"floor({printer._print(self.args[0])})"
+
+        def _numpycode(self, printer: Any) -> str:
+            code = _int_div_code(printer, self.args[0], True)
+            return code or f"{printer._module_format(printer._module + '.floor')}({printer._print(self.args[0])})"
+
+        _pythoncode = _mpmathcode = _code
+
+        def _sympystr(self, printer: Any) -> str:
+            return f"floor({printer._print(self.args[0])})"
+
+    return ceiling, floor
+
+
+_ROUNDING: list[type] = []
+#: Module attributes the lazily built sympy classes are reachable under (so expressions pickle and unpickle:
+#: :func:`__getattr__` builds them on first access, e.g. in a fresh process).
+_LAZY_CLASSES = ("_ExactCeiling", "_ExactFloor", "_Float8Ineligible")
+
+
+def _rounding() -> list[type]:
+    if not _ROUNDING:
+        classes = _exact_rounding_classes()
+        for cls, name in zip(classes, _LAZY_CLASSES[:2], strict=True):
+            cls.__qualname__, cls.__module__ = name, __name__
+        _ROUNDING.extend(classes)
+    return _ROUNDING
+
+
+def exact_ceiling() -> type:
+    """The ``ceiling`` class the sympy backend builds expressions with (see :func:`_exact_rounding_classes`)."""
+    return _rounding()[0]
+
+
+def exact_floor() -> type:
+    """The ``floor`` class the sympy backend builds expressions with (see :func:`_exact_rounding_classes`)."""
+    return _rounding()[1]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_ExactCeiling":
+        return exact_ceiling()
+    if name == "_ExactFloor":
+        return exact_floor()
+    if name == "_Float8Ineligible":
+        return type(ineligible())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: How a symbolic float8 answer prints where the shape cannot run in float8 (K or N not a multiple of 16).
+FP8_INELIGIBLE_NAME = "float8_ineligible"
+_INELIGIBLE: list[Any] = []
+
+
+def ineligible() -> Any:
+    """The value a symbolic float8 answer takes for a shape float8 cannot run: a named sympy atom, printed
+    ``float8_ineligible``. It is no number: ``float()``/``int()`` of it raise
+    :class:`~perfmodel.errors.IneligibleShapeError`, comparisons stay unevaluated, plain ``sympy.lambdify`` of an
+    expression holding it fails with ``NameError: float8_ineligible`` (use :func:`lambdify`, which masks those
+    entries). Never NaN, which a sum or a ``max`` would carry on silently."""
+    if _INELIGIBLE:
+        return _INELIGIBLE[0]
+    import sympy
+
+    class Float8Ineligible(sympy.core.expr.AtomicExpr):
+        """Not a value: float8 cannot run this shape (``torch._scaled_mm`` needs K, N multiples of 16)."""
+
+        is_number = False
+        is_comparable = False
+
+        def _hashable_content(self) -> tuple:
+            return (FP8_INELIGIBLE_NAME,)
+
+        def _sympystr(self, printer: Any) -> str:
+            return FP8_INELIGIBLE_NAME
+
+        def _latex(self, printer: Any) -> str:
+            return r"\mathrm{float8\_ineligible}"
+
+        def _code(self, printer: Any) -> str:
+            return FP8_INELIGIBLE_NAME
+
+        _numpycode = _pythoncode = _mpmathcode = _code
+
+        def _eval_evalf(self, prec: int) -> Any:
+            return self
+
+        def _refuse(self, *_: Any) -> Any:
+            raise IneligibleShapeError(
+                "this symbolic float8 answer was substituted with a shape float8 cannot run (torch._scaled_mm needs "
+                "K and N to be multiples of 16): there is no speedup; keep the Linear in bf16"
+            )
+
+        __float__ = __int__ = __complex__ = __index__ = _refuse
+
+    Float8Ineligible.__qualname__, Float8Ineligible.__module__ = "_Float8Ineligible", __name__
+    _INELIGIBLE.append(Float8Ineligible())
+    return _INELIGIBLE[0]
+
+
+def guard_eligible(value: Any, condition: Any) -> Any:
+    """``value`` where the sympy ``condition`` (float8 eligibility) holds, :func:`ineligible` elsewhere:
+    ``Piecewise((value, condition), (float8_ineligible, True))``; ``value`` itself where ``condition`` is True."""
+    import sympy
+
+    if condition is True or condition is sympy.true:
+        return value
+    if condition is False or condition is sympy.false:
+        return ineligible()
+    return sympy.Piecewise((value, condition), (ineligible(), True))
+
+
+def lambdify(args: Any, expr: Any, modules: str = "numpy") -> Any:
+    """``sympy.lambdify(args, expr, modules)`` for perfmodel's closed forms, evaluated exactly as ``.subs`` is.
+
+    Integer rounding (tiles, waves, scale blocks) is printed as integer floor division by the sympy backend's
+    ``ceiling``/``floor`` (so plain ``sympy.lambdify`` is exact too); this wrapper adds the float8 eligibility
+    of symbolic float8 answers: where the inputs are a shape float8 cannot run (:func:`ineligible`), a scalar
+    call raises :class:`~perfmodel.errors.IneligibleShapeError` and an array call returns a
+    ``numpy.ma.MaskedArray`` masked there — never a number. Booleans (``should_use``) come back as they are.
+    """
+    import sympy
+
+    marker = np.float64("nan")  # internal only: every NaN the function makes is an ineligible entry
+    f = sympy.lambdify(args, expr, modules=[{FP8_INELIGIBLE_NAME: marker}, modules])
+
+    def evaluate(*values: Any) -> Any:
+        with np.errstate(invalid="ignore"):
+            out = f(*values)
+        arr = np.asarray(out)
+        if arr.dtype.kind != "f" or not np.isnan(arr).any():
+            return out
+        if arr.ndim == 0:
+            raise IneligibleShapeError(
+                "float8 cannot run this shape (torch._scaled_mm needs K and N to be multiples of 16): no speedup; "
+                "keep the Linear in bf16"
+            )
+        return np.ma.masked_array(np.where(np.isnan(arr), 0.0, arr), mask=np.isnan(arr))
+
+    evaluate.__doc__ = f"perfmodel.lambdify of {short_repr(expr)} over {short_repr(args)}"
+    evaluate.expr = expr  # type: ignore[attr-defined]
+    return evaluate
 
 
 PYTHON: Namespace = _Python()
@@ -212,12 +397,20 @@ def check_size(name: str, value: Any, *, integer: bool = True, limit: float = MA
     """
     kind = "a positive integer" if integer else "a positive number"
     valid = f"{kind} up to {limit:.3g}" if limit != math.inf else kind
+    value = _unmasked(name, value)
     if is_symbolic(value):
         if getattr(value, "is_number", False):
-            if value.is_real is False or value.is_positive is False or (integer and value.is_integer is False):
+            if (
+                not value.is_comparable  # nan, zoo, I
+                or value.is_finite is False
+                or value.is_positive is False
+                or (integer and value.is_integer is False)
+            ):
                 raise InvalidShapeError(f"{name} must be {valid}, got {short_repr(value)}")
             if float(value) > limit:
                 raise InvalidShapeError(f"{name} must be {valid}, got {short_repr(value)}")
+        elif not isinstance(value, sys.modules["sympy"].Expr):  # a relation, a boolean, a set...
+            raise InvalidShapeError(f"{name} must be {valid} or a sympy expression, got {short_repr(value)}")
         elif value.is_positive is False:  # e.g. a symbol declared negative=True
             raise InvalidShapeError(f"{name} must be {kind}, got {short_repr(value)} (declared non-positive)")
         return value
@@ -263,8 +456,49 @@ def check_size(name: str, value: Any, *, integer: bool = True, limit: float = MA
 
 
 def check_shapes(M: Any, K: Any, N: Any) -> tuple[Any, Any, Any]:
-    """:func:`check_size` on the three sizes of a GEMM or Linear, naming each one; returns them normalised."""
-    return check_size("M", M), check_size("K", K), check_size("N", N)
+    """:func:`check_size` on the three sizes of a GEMM or Linear, naming each one, then :func:`check_compatible`;
+    returns them normalised."""
+    M, K, N = check_size("M", M), check_size("K", K), check_size("N", N)
+    check_compatible(M=M, K=K, N=N)
+    return M, K, N
+
+
+def _unmasked(name: str, value: Any) -> Any:
+    """The policy for ``numpy.ma.MaskedArray`` inputs, applied at the gate: one without masked entries is its
+    data; one with masked entries is refused (:class:`~perfmodel.errors.MaskedInputError`) — a formula on
+    its data would price the masked entries (break-even's masked output fed back into ``speedup`` gave
+    1.6e-5x), and numpy drops masks in ``where``/``maximum``."""
+    if not isinstance(value, np.ma.MaskedArray):
+        return value
+    mask = np.ma.getmaskarray(value)
+    if mask.any():
+        raise MaskedInputError(
+            f"{name} is a masked array with {int(mask.sum())} masked entr{'y' if mask.sum() == 1 else 'ies'} of "
+            f"{mask.size}: perfmodel does not price masked entries; pass {name}.compressed() (the unmasked "
+            f"entries) or {name}.filled(value)"
+        )
+    return np.ma.getdata(value)
+
+
+def check_compatible(**values: Any) -> None:
+    """Checked (already normalised) inputs of one formula that can be evaluated together: no numpy array mixed
+    with a sympy expression (substitute numbers, or pass arrays only), and arrays that broadcast."""
+    arrays = {k: v for k, v in values.items() if isinstance(v, np.ndarray) and v.ndim > 0}
+    symbols = [k for k, v in values.items() if is_symbolic(v) and not getattr(v, "is_number", False)]
+    if arrays and symbols:
+        raise InvalidShapeError(
+            f"{', '.join(arrays)} {'is an array' if len(arrays) == 1 else 'are arrays'} and {', '.join(symbols)} "
+            f"symbolic: a formula takes either numbers/arrays or sympy expressions; substitute the symbols "
+            "first, or lambdify the expression (perfmodel.lambdify) and call it on the arrays"
+        )
+    if len(arrays) > 1:
+        try:
+            np.broadcast_shapes(*(a.shape for a in arrays.values()))
+        except ValueError:
+            shapes = ", ".join(f"{k}{tuple(a.shape)}" for k, a in arrays.items())
+            raise InvalidShapeError(
+                f"arrays {shapes} do not broadcast together (numpy rules: trailing dimensions equal or 1)"
+            ) from None
 
 
 def check_positive(name: str, value: Any) -> Any:
@@ -274,9 +508,16 @@ def check_positive(name: str, value: Any) -> Any:
 
 def check_nonnegative(name: str, value: Any) -> Any:
     """A finite real ``>= 0`` (FLOPs, bytes): numbers, numpy arrays or sympy; bools, inf and NaN refused."""
+    value = _unmasked(name, value)
     if is_symbolic(value):
-        if getattr(value, "is_number", False) and (value.is_real is False or value.is_negative):
+        if getattr(value, "is_number", False) and (
+            not value.is_comparable or value.is_finite is False or value.is_negative
+        ):
             raise InvalidShapeError(f"{name} must be a finite number >= 0, got {short_repr(value)}")
+        if not isinstance(value, sys.modules["sympy"].Expr):  # a relation, a boolean, a set...
+            raise InvalidShapeError(
+                f"{name} must be a finite number >= 0 or a sympy expression, got {short_repr(value)}"
+            )
         return value
     if isinstance(value, (bool, np.bool_)) or value is None:
         raise InvalidShapeError(f"{name} must be a finite number >= 0, got {value!r}")

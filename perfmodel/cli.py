@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
-from .errors import PerfModelError, PerfModelWarning
+from .errors import FileRefusedError, PerfModelError, PerfModelWarning, require
 
 __all__ = ["build_parser", "main"]
 
@@ -312,6 +312,8 @@ def _cmd_float8(args: argparse.Namespace) -> int:
             f"--batch {args.batch} needs --seq-len (tokens per step = batch x seq-len); with --tokens give the tokens "
             "per step"
         )
+    if args.tp > 1:
+        return _float8_tp(args)
     shapes = _list("--shapes", args.shapes, "4096x14336,14336x4096")
     what: Any = args.model if shapes is None else [parse_shape(s) for s in shapes]
     opts = dict(
@@ -334,8 +336,11 @@ def _cmd_float8(args: argparse.Namespace) -> int:
     )
     if args.calibration is not None:
         rep = dataclasses.replace(rep, calibration_file=args.calibration)
+    moe_text, moe_rows = _routed_experts(args, rep, spec)
     if args.json:
         out = rep.to_dict()
+        if moe_rows is not None:
+            out["routed_experts"] = moe_rows
         if args.kernels:
             out["kernels"] = [
                 _kernels_dict(float8.linear_time(row.M, row.K, row.N, r, spec, **opts))
@@ -347,11 +352,94 @@ def _cmd_float8(args: argparse.Namespace) -> int:
     print(rep)  # ends with the provenance line
     if rep.provenance is not None and rep.provenance.kind == "roofline":
         print(_provenance_line(rep.provenance).splitlines()[-1])
+    if moe_text:
+        print(moe_text)
     if args.kernels:
         for row in rep.rows:
             for r in ("bf16", *rep.recipes):
                 print()
                 print(float8.linear_time(row.M, row.K, row.N, r, spec, **opts).table())
+    return 0
+
+
+def _routed_experts(args: argparse.Namespace, rep: Any, spec: Any) -> tuple[str, list[dict[str, Any]] | None]:
+    """``perfmodel float8 --model MOE``: the routed experts priced as grouped GEMMs (perfmodel.moe), or ("", None)."""
+    from .presets import get_preset
+
+    if args.model is None or get_preset(args.model).moe is None:
+        return "", None
+    from . import moe
+
+    tm = args.time_model if args.time_model in (None, "calibrated", "roofline") else None
+    recipes = tuple(rep.recipes)
+    return moe.routed_experts_section(args.model, tokens=rep.tokens, gpu=spec, recipes=recipes, time_model=tm)
+
+
+def _float8_tp(args: argparse.Namespace) -> int:
+    """``perfmodel float8 --tp N``: the Linear filter of each recipe on the preset's per-rank shards; prints the
+    recommended recipe's decisions and the filter to paste."""
+    from . import float8
+    from .models.registry import provenance
+
+    if args.model is None:
+        raise PerfModelError(
+            "--tp needs --model: a Linear's sharding (column- or row-parallel) is read from its name; for other "
+            "models use perfmodel.float8.module_filter(gpu=..., tokens=..., tp=N, "
+            "tp_plan={pattern: 'colwise' | 'rowwise'})"
+        )
+    spec = _gpu(args)
+    tokens = args.tokens if args.tokens is not None else (args.seq_len * args.batch if args.seq_len else 8192)
+    recipes = _list("--recipes", args.recipes, "tensorwise,rowwise") or [
+        r for r in float8.supported_recipes(spec) if float8.RECIPES[r].torchao_name and r != "bf16"
+    ]
+    opts = dict(
+        cache_weight_cast=args.cache_weight_cast,
+        fuse_input_with_prev=args.fuse_with_prev,
+        fuse_grad_output_with_prev=args.fuse_with_prev,
+        dynamic_shapes=args.dynamic_shapes,
+        time_model=args.time_model,
+    )
+    by = float8.preset_filters(
+        args.model, gpu=spec, tokens=tokens, recipes=recipes, tp=args.tp, min_speedup=args.min_speedup, **opts
+    )
+    best, (filt, saved) = next(iter(by.items()))
+    if args.json:
+        out = {r: {"saved_s": s, "decisions": [d.to_dict() for d in f.decisions]} for r, (f, s) in by.items()}
+        _print_json({"tp": args.tp, "tokens": tokens, "gpu": spec.name, "recommendation": best, "recipes": out})
+        return 0
+    print(
+        f"float8 training of {args.model}'s Linears on {spec.name} with TP {args.tp}: each rank runs the shard "
+        f"(column-parallel K x N/{args.tp}, row-parallel K/{args.tp} x N; torchtitan's Llama plan), {tokens} tokens "
+        f"per step, enable from {args.min_speedup:g}x"
+    )
+    per = ", ".join(f"{r} {s * 1e3:.2f} ms" for r, (_, s) in by.items())
+    print(f"  saved per step, one rank (Linears where the recipe pays): {per}")
+    print()
+    print(filt.table())
+    print()
+    if saved <= 0:
+        print(f"Recommendation: keep bf16 — no recipe pays on any shard at {tokens} tokens.")
+    else:
+        print(f"Recommended filter (the Linear filter, priced per shard; torchao module_filter_fn, recipe {best}):")
+        per = {d.fqn: d.tokens for d in filt.decisions if d.tokens is not None and d.tokens != tokens}
+        toks = f"{{{', '.join(f'{k!r}: {v}' for k, v in per.items())}, '*': {tokens}}}" if per else str(tokens)
+        print(f"    perfmodel.float8.module_filter(gpu={spec.name!r}, tokens={toks}, recipe={best!r}, tp={args.tp})")
+        if per:
+            print("  (tokens per layer: routed experts see fewer rows; use your model's module names as the keys)")
+        print(f"  kept in bf16: {', '.join(filt.skip_fqns()) or 'none'} (filt.skip_fqns() on your model lists them)")
+    from .presets import get_preset
+
+    dense = get_preset(args.model).layer is not None
+    print(
+        "  The other filter, perfmodel.step.module_filter (layer groups), prices whole unsharded layers; "
+        + (
+            f"with TP use `perfmodel train --tp {args.tp} --convert auto`, which prices the sharded layer with its "
+            "communication."
+            if dense
+            else f"it does not price {args.model}'s MoE layers."
+        )
+    )
+    print(f"provenance: {provenance(spec, args.time_model).line()}")
     return 0
 
 
@@ -523,20 +611,27 @@ def _cmd_train(args: argparse.Namespace) -> int:
     base = None
     if est.config.recipe.name != "bf16":
         base = train.estimate(args.model, recipe="bf16", async_tp=args.async_tp, **kw)
+    code = est.filter_code()  # the filter for the Linears this estimate converts (convert="auto": its choice)
     if args.json:
         out = {"estimate": est.to_dict()}
         if base is not None:
             out["bf16"] = base.to_dict()
             out["speedup"] = float(base.step_s / est.step_s)
+        if code is not None:
+            out["filter"] = code
         _print_json(out)
         return 0
-    print(est.table())
-    if base is not None:
-        sp = float(base.step_s / est.step_s)
-        verdict = "faster" if sp >= 1 else "slower"
+    print(est.table(baseline=base))
+    if code is not None:
+        conv = ", ".join(est.config.converted) or "no Linear"
+        print(f"apply this choice ({est.config.recipe.name} on {conv} of every layer; the output layer stays bf16):")
+        print(f"  torchao:    {code['python']}")
+        print(f"  torchtitan: {code['torchtitan']}")
+        print("              (filter_fqns lists the modules torchtitan SKIPS, matched by substring)")
         print(
-            f"bf16 baseline: {float(base.step_s) * 1e3:.1f} ms per step, {float(base.tokens_per_s_per_gpu):,.0f} "
-            f"tokens/s per GPU -> {est.config.recipe.name} is {sp:.3f}x ({verdict} than bf16)"
+            f"  (the other filter, perfmodel.float8.module_filter(..., tp={est.config.tp}), decides each Linear by its "
+            f"own shard's speedup, without the layer's casts and communication: perfmodel float8 --model {args.model} "
+            f"--tp {est.config.tp})"
         )
     return 0
 
@@ -565,6 +660,42 @@ def _add_time_model(p: argparse.ArgumentParser, *flags: str) -> None:
         choices=_TIME_MODELS,
         help="time model (default: the GPU's calibration if it has one, else roofline)",
     )
+
+
+#: The optional module each verb needs (pyproject extras, named by :func:`perfmodel.errors.require`): checked
+#: before the verb does any work, so a missing one is an environment error (exit 2), not an internal error.
+_VERB_NEEDS = {
+    "roofline": ("matplotlib", "perfmodel roofline (the chart)"),
+    "calibrate": ("scipy.optimize", "perfmodel calibrate (the least-squares fit)"),
+}
+
+
+def _check_environment(args: argparse.Namespace) -> None:
+    """Before any work: the verb's optional dependency is installed, and its output folder can be written."""
+    need = _VERB_NEEDS.get(getattr(args, "command", None) or "")
+    if need:
+        require(*need)
+    out = getattr(args, "output", None)
+    if out is None or str(out) == "":
+        return
+    import os
+    import tempfile
+
+    from ._files import is_stdout
+
+    if is_stdout(out):
+        return
+    folder = os.path.dirname(os.path.abspath(os.fspath(out)))
+    if not os.path.isdir(folder):
+        return  # the verb's own check names the missing folder
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".perfmodel-write-check-"):
+            pass
+    except OSError as exc:
+        raise FileRefusedError(
+            f"{out}: cannot write into the folder {folder!r} ({exc.strerror or exc}); nothing was computed. "
+            "Choose a folder you can write, or '-' for standard output."
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -608,6 +739,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("float8", help="which Linear layers to train in float8 (the decision table)")
     _add_gpu(p)
+    p.add_argument(
+        "--tp",
+        type=_positive_int,
+        default=1,
+        help="tensor-parallel degree: price each Linear as one rank's shard (torchtitan's Llama plan; default 1)",
+    )
     p.add_argument(
         "--tokens",
         type=_positive_int,
@@ -685,8 +822,10 @@ def build_parser() -> argparse.ArgumentParser:
     # -- subcommands owned by their modules: `perfmodel roofline`, `perfmodel calibrate` -------------
     from .calibrate import add_calibrate_cli
     from .measured.moe_bench import add_roofline_cli
+    from .measured.summary import add_profile_cli
 
     add_roofline_cli(sub)
+    add_profile_cli(sub)
     add_calibrate_cli(sub)
     return parser
 
@@ -707,6 +846,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "func", None) is None:
             parser.print_help(sys.stderr)
             return 2
+        _check_environment(args)
         with warnings.catch_warnings():
             # the CLI prints each answer's provenance (and a caveat for roofline answers) itself
             warnings.simplefilter("ignore", PerfModelWarning)

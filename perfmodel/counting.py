@@ -30,6 +30,7 @@ __all__ = [
     "check_fp8_alignment",
     "check_layout",
     "fp8_aligned",
+    "fp8_condition",
     "gemm_bytes",
     "gemm_flops",
     "layout_lead_dims",
@@ -202,10 +203,26 @@ def check_layout(layout: Any, fmt: FormatLike = "bf16") -> str:
     return layout
 
 
+def fp8_condition(K: Any, N: Any) -> Any:
+    """The sympy condition under which a float8 GEMM of symbolic ``K``/``N`` can run,
+    ``Eq(Mod(K, 16), 0) & Eq(Mod(N, 16), 0)`` (:data:`FP8_GEMM_ALIGN`); ``True``/``False`` where neither has free
+    symbols (a bool array for arrays). Symbolic answers are guarded by it
+    (:func:`perfmodel._backend.guard_eligible`)."""
+    if not any(is_symbolic(v) and not v.is_number for v in (K, N)):
+        k, n = fp8_aligned(K), fp8_aligned(N)
+        if isinstance(k, np.ndarray) or isinstance(n, np.ndarray):
+            return np.asarray(k) & np.asarray(n)
+        return bool(k and n)
+    import sympy
+
+    return sympy.And(*(sympy.Eq(sympy.Mod(v, FP8_GEMM_ALIGN), 0) for v in (K, N)))
+
+
 def check_fp8_alignment(K: Any, N: Any, fmt: FormatLike) -> None:
     """A named error if an 8-bit GEMM's ``K`` or ``N`` is not a multiple of :data:`FP8_GEMM_ALIGN`
     (``torch._scaled_mm`` refuses it; a float8 Linear of such a shape stays in bf16, see
-    :func:`perfmodel.float8.linear_time`'s ``eligible``). Symbols are taken as aligned."""
+    :func:`perfmodel.float8.linear_time`'s ``eligible``). Symbols pass here; symbolic answers carry the condition
+    (:func:`fp8_condition`)."""
     if get_format(fmt).bits > 8:
         return
     for name, v in (("K", K), ("N", N)):

@@ -9,16 +9,24 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
+    "EXTRAS",
     "CalibrationError",
     "FileRefusedError",
     "IneligibleLinearError",
     "IneligibleShapeError",
     "InvalidParallelismError",
     "InvalidShapeError",
+    "MaskedInputError",
+    "MissingDataError",
+    "MissingExtraError",
+    "MoEPresetError",
     "ModuleShapeError",
+    "MovedOutOfPackageError",
     "NoClosedFormError",
+    "NoCurrentGPUError",
     "PerfModelError",
     "PerfModelWarning",
     "ProfileError",
@@ -27,11 +35,13 @@ __all__ = [
     "UnknownLayerKindError",
     "UnknownLinearError",
     "UnknownNetworkError",
+    "UnknownOptionError",
     "UnknownPresetError",
     "UnknownRecipeError",
     "UnsupportedFormatError",
     "UnsupportedLayerError",
     "choices_message",
+    "require",
 ]
 
 
@@ -41,6 +51,11 @@ class PerfModelError(Exception):
 
 class UnknownGPUError(PerfModelError, LookupError):
     """A GPU name, alias or device string that is not in the hardware table."""
+
+
+class NoCurrentGPUError(UnknownGPUError):
+    """``gpu="auto"`` asked for the current CUDA device where there is none (torch missing, or no CUDA device
+    visible): the message says to pass ``gpu=`` with the GPU the job runs on."""
 
 
 class UnknownFormatError(PerfModelError, ValueError):
@@ -59,6 +74,16 @@ class InvalidShapeError(PerfModelError, ValueError):
     """A size that is zero, negative, not an integer, or not a number at all."""
 
 
+class MaskedInputError(InvalidShapeError):
+    """A ``numpy.ma.MaskedArray`` with masked entries given as a size or quantity: perfmodel does not guess what
+    a masked entry means; pass ``a.compressed()`` (the unmasked entries) or ``a.filled(value)``."""
+
+
+class MissingExtraError(PerfModelError, ImportError):
+    """An optional dependency (matplotlib, scipy, torch, triton) that a feature needs and is not installed; the
+    message names the extra that brings it (``pip install ".[plot]"`` from a checkout)."""
+
+
 class IneligibleShapeError(PerfModelError, ValueError):
     """A shape a float8 recipe cannot run (``K`` or ``N`` not a multiple of 16): keep it in bf16."""
 
@@ -73,6 +98,11 @@ class ProfileError(PerfModelError, ValueError):
 
 class UnsupportedLayerError(PerfModelError, ValueError):
     """A layer the step model does not price (MoE routing, MLA attention), or not a layer at all."""
+
+
+class MoEPresetError(UnsupportedLayerError):
+    """An MoE model asked of a dense-only API (the decoder-layer step model, the cluster model): its routed experts
+    are priced by :mod:`perfmodel.moe` (``expert_block_time``, ``speedup``), which the message names."""
 
 
 class IneligibleLinearError(PerfModelError, ValueError):
@@ -99,6 +129,18 @@ class CalibrationError(PerfModelError, ValueError):
     """A calibration dataset or file that cannot be used (empty, malformed, wrong GPU)."""
 
 
+class MissingDataError(CalibrationError, FileNotFoundError):
+    """The measurements a fit needs are not where it was told to look (a missing or empty folder, a file of the
+    set missing): the wheel ships fitted calibrations only, the raw sweeps stay in the repository
+    (``benchmarks/data/``). The message names the folder, the files it needs and where the repository keeps them.
+    A :class:`CalibrationError` and a ``FileNotFoundError``."""
+
+
+class UnknownOptionError(PerfModelError, ValueError):
+    """An option value a function does not know (e.g. a grouped GEMM's ``op``, ``timing`` or ``scaling``): the
+    message lists the valid ones, or says what was measured."""
+
+
 class FileRefusedError(PerfModelError, OSError):
     """A file perfmodel will not read or write: not a regular file (a FIFO, device or folder), above
     the size limit, an output that exists (without ``force``), is one of the inputs, or lies in a
@@ -112,6 +154,11 @@ class UnknownNetworkError(PerfModelError, LookupError):
 class InvalidParallelismError(PerfModelError, ValueError):
     """A training configuration that cannot run: GPUs not divisible by the TP degree, heads not divisible by
     it, fewer than one sequence per rank, a collective on a GPU without a known interconnect, ..."""
+
+
+class MovedOutOfPackageError(PerfModelError, ImportError):
+    """A module that moved out of the package into the repository's ``benchmarks/`` (the frozen tile model's fitter
+    and layout sweep): the wheel does not ship it; the message names where it lives now and how to run it."""
 
 
 class PerfModelWarning(UserWarning):
@@ -139,3 +186,24 @@ def choices_message(
     if hint:
         msg += f" {hint}"
     return msg
+
+
+#: The extra of pyproject.toml that installs each optional top-level module.
+EXTRAS = {"matplotlib": "plot", "scipy": "calibrate", "torch": "torch", "triton": "proton"}
+
+
+def require(module: str, feature: str) -> Any:
+    """Import ``module`` (an optional dependency) for ``feature``, or raise :class:`MissingExtraError` naming the
+    extra that installs it. perfmodel is not on the package index, so the install line is the checkout's:
+    ``pip install ".[plot]"`` from a perfmodel checkout (or the package itself, ``pip install matplotlib``)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        top = module.split(".")[0]
+        extra = EXTRAS.get(top, top)
+        raise MissingExtraError(
+            f"{feature} needs {top}, which is not installed (import {module} failed). Install it with "
+            f'pip install ".[{extra}]" from a perfmodel checkout, or pip install {top}'
+        ) from None

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._backend import check_shapes
+from ._backend import check_shapes, guard_eligible, is_symbolic
 from .counting import (
     LAYOUTS,
     SCALINGS,
     Scaling,
     check_fp8_alignment,
     check_layout,
+    fp8_condition,
     gemm_bytes,
     gemm_flops,
     resolve_scaling,
@@ -98,13 +99,16 @@ def gemm_time_s(
     check_fp8_alignment(K, N, fmt)
     spec.peak_flops_per_s(fmt)  # raises UnsupportedFormatError early, with the GPU's formats
     tm = time_model(spec, model)
+    t = None
     if timing == "event":
         event = getattr(tm, "event_gemm_time_s", None)  # a model fitted on event times (the tile model)
         t = event(M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout) if event else None
-        if t is not None:
-            return t
-    t = gemm_kernel_time_s(tm, M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout)
-    return t + event_overhead_s(tm) if timing == "event" else t
+    if t is None:
+        t = gemm_kernel_time_s(tm, M, K, N, fmt=fmt, scaling=scaling, out_fmt=out_fmt, gpu=spec, layout=layout)
+        t = t + event_overhead_s(tm) if timing == "event" else t
+    if fmt.bits <= 8 and is_symbolic(t):  # symbolic K/N: no time where torch._scaled_mm cannot run the shape
+        t = guard_eligible(t, fp8_condition(K, N))
+    return t
 
 
 def check_timing(timing: Any) -> str:

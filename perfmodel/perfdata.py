@@ -12,18 +12,24 @@ read + written. ``tflops``/``tbps`` are the only places that convert (1e12).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ._backend import check_nonnegative, check_positive, is_symbolic, namespace
+import numpy as np
+
+from ._backend import check_compatible, check_nonnegative, check_positive, is_symbolic, namespace, short_repr
 from .errors import PerfModelError
 from .formats import Format, get_format
 from .specs.gpu import GPUSpec, get_gpu
 
-__all__ = ["PerfData", "bitwidth_format"]
+__all__ = ["MIN_TIME_S", "PerfData", "bitwidth_format"]
 
 _BITWIDTH_FORMATS = {32: "tf32", 16: "bf16", 8: "fp8_e4m3", 4: "mxfp4"}
+#: The shortest duration a point may have, seconds: one clock of a 1 THz device. GPU kernels take at least a
+#: microsecond; below this FLOP/s overflow to infinity (1 FLOP in 5e-324 s) long before anything physical.
+MIN_TIME_S = 1e-12
 
 
 def bitwidth_format(bitwidth: int) -> Format:
@@ -32,12 +38,13 @@ def bitwidth_format(bitwidth: int) -> Format:
     Proton's ``specs.max_flops`` only knows widths; for 16 bits bf16 and fp16 share a peak, for 8
     bits E4M3 and E5M2 do, and for 32 bits Proton's formula gives the tf32 tensor-core rate.
     """
-    try:
-        return get_format(_BITWIDTH_FORMATS[int(bitwidth)])
-    except (KeyError, TypeError, ValueError):
+    whole = isinstance(bitwidth, numbers.Integral) and not isinstance(bitwidth, bool)
+    if not whole or int(bitwidth) not in _BITWIDTH_FORMATS:
         raise PerfModelError(
-            f"unknown bit width {bitwidth!r}; valid: {', '.join(str(b) for b in _BITWIDTH_FORMATS)}"
-        ) from None
+            f"unknown bit width {short_repr(bitwidth)}; valid: {', '.join(str(b) for b in _BITWIDTH_FORMATS)} "
+            "(Proton's flops4/8/16/32 metrics)"
+        )
+    return get_format(_BITWIDTH_FORMATS[int(bitwidth)])
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,9 +76,25 @@ class PerfData:
         object.__setattr__(self, "gpu", get_gpu(self.gpu))
         if self.source not in ("predicted", "measured"):
             raise PerfModelError(f"PerfData.source must be 'predicted' or 'measured', got {self.source!r}")
-        object.__setattr__(self, "time_s", check_positive("PerfData.time_s", self.time_s))
+        time_s = check_positive("PerfData.time_s", self.time_s)
+        if not is_symbolic(time_s) and bool(np.any(np.asarray(time_s) < MIN_TIME_S)):
+            raise PerfModelError(
+                f"PerfData.time_s must be at least {MIN_TIME_S:g} s (a picosecond; GPU kernels take microseconds), "
+                f"got {short_repr(self.time_s)}"
+            )
+        object.__setattr__(self, "time_s", time_s)
         for name in ("flops", "bytes"):
             object.__setattr__(self, name, check_nonnegative(f"PerfData.{name}", getattr(self, name)))
+        check_compatible(**{f"PerfData.{k}": getattr(self, k) for k in ("time_s", "flops", "bytes")})
+        if not isinstance(self.label, str):
+            raise PerfModelError(
+                f"PerfData.label must be a string, got {type(self.label).__name__} {short_repr(self.label)}"
+            )
+        if not isinstance(self.meta, Mapping):
+            raise PerfModelError(
+                f"PerfData.meta must be a mapping (a dict of extras), got {type(self.meta).__name__} "
+                f"{short_repr(self.meta)}"
+            )
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
     # -- construction from the seed's fields --------------------------------------------------
@@ -93,6 +116,7 @@ class PerfData:
 
         gpu = gpu_from_proton(device_type, device_info)
         dtype = bitwidth_format(bitwidth)
+        time = check_positive("PerfData.from_proton_fields: time (ns)", time)
         if dtype.bits == 8 and not gpu.supports(dtype) and gpu.supports("int8"):
             # Proton's flops8 on a GPU without fp8 (MI200: gfx90a, A100) is placed against the int8 roof,
             # as Triton 3.6's specs.py does ("For gfx90a we use the performance of INT8")

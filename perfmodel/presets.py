@@ -39,11 +39,13 @@ __all__ = [
     "PRESETS",
     "LayerShape",
     "LinearShape",
+    "MoEShape",
     "ModelPreset",
     "UnknownLayerKindError",
     "UnknownPresetError",
     "get_preset",
     "list_presets",
+    "moe_presets",
 ]
 
 #: norms the step model prices (both: one reduction over ``hidden`` per token, fwd and bwd)
@@ -235,6 +237,88 @@ class LayerShape:
         return dataclasses.asdict(self)
 
 
+#: router score functions of :class:`MoEShape` (``softmax`` over the experts, or a per-expert ``sigmoid``)
+ROUTERS: tuple[str, ...] = ("softmax", "sigmoid")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MoEShape:
+    """The routed-expert block of one MoE layer, as :mod:`perfmodel.moe` prices it.
+
+    Attributes:
+        name: a label (presets: the preset name).
+        dim: model width (``hidden_size``).
+        moe_inter: one routed expert's intermediate size (``moe_intermediate_size``; Mixtral, Llama 4 and
+            gpt-oss call it ``intermediate_size``).
+        experts: routed experts of the layer (``n_routed_experts`` / ``num_experts`` / ``num_local_experts``).
+        top_k: experts per token (``num_experts_per_tok`` / ``experts_per_token``).
+        shared_experts: shared experts (``n_shared_experts``; Llama 4: 1; 0 for none).
+        shared_inter: one shared expert's intermediate size (the shared MLP is ``shared_experts * shared_inter``
+            wide, as DeepSeek builds it; 0 for none).
+        router: ``"softmax"`` or ``"sigmoid"`` (:data:`ROUTERS`; ``scoring_func``).
+        dense_layers: layers with a dense MLP instead (DeepSeek ``first_k_dense_replace``; Llama 4 Maverick the
+            non-MoE half of ``interleave_moe_layer_step`` 2).
+        moe_layers: layers with this MoE block.
+        source: where the numbers come from (config.json URL; torchtitan flavour for deepseek-v3-16b).
+        router_experts: the router's outputs where they differ from ``experts`` (the experts on one GPU of an
+            expert-parallel layer still score all of the model's experts); ``None``: ``experts``.
+
+    Raises:
+        InvalidShapeError: a size not a positive int (``shared_*`` and ``dense_layers`` may be 0), ``top_k`` above
+            ``experts``, one of ``shared_experts``/``shared_inter`` 0 and the other not, an unknown router, an
+            empty source.
+    """
+
+    name: str
+    dim: int
+    moe_inter: int
+    experts: int
+    top_k: int
+    shared_experts: int = 0
+    shared_inter: int = 0
+    router: str = "softmax"
+    dense_layers: int = 0
+    moe_layers: int = 1
+    source: str = ""
+    router_experts: int | None = None
+
+    def __post_init__(self) -> None:
+        who = f"MoEShape {self.name!r}"
+        if self.router_experts is not None:
+            _positive_int(who, "router_experts", self.router_experts, "a positive int or None (= experts)")
+        _text(who, "name", self.name, required="a label")
+        for field in ("dim", "moe_inter", "experts", "top_k", "moe_layers"):
+            _positive_int(who, field, getattr(self, field))
+        for field in ("shared_experts", "shared_inter", "dense_layers"):
+            v = getattr(self, field)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InvalidShapeError(f"{who}: {field} must be an int >= 0, got {short_repr(v)}")
+        if self.top_k > self.experts:
+            raise InvalidShapeError(f"{who}: top_k ({self.top_k}) cannot exceed experts ({self.experts})")
+        if (self.shared_experts == 0) != (self.shared_inter == 0):
+            raise InvalidShapeError(
+                f"{who}: shared_experts ({self.shared_experts}) and shared_inter ({self.shared_inter}) must both be "
+                "0 (no shared expert) or both positive"
+            )
+        if self.router not in ROUTERS:
+            raise InvalidShapeError(f"{who}: router must be one of {', '.join(ROUTERS)}, got {short_repr(self.router)}")
+        _text(who, "source", self.source, required="cite the config.json the numbers come from")
+
+    @property
+    def router_width(self) -> int:
+        """The router's outputs: ``router_experts`` or ``experts``."""
+        return self.experts if self.router_experts is None else self.router_experts
+
+    @property
+    def shared_width(self) -> int:
+        """The shared MLP's intermediate width: ``shared_experts * shared_inter`` (0: none)."""
+        return self.shared_experts * self.shared_inter
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain types (JSON-ready)."""
+        return dataclasses.asdict(self)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelPreset:
     """The Linear layers of a model architecture.
@@ -250,6 +334,8 @@ class ModelPreset:
         layer_note: what the step model assumes for this model, or why it has no ``layer``.
         layer_unpriced: work of this model's decoder layer the step model has no kernel for (left out of its
             time, so the layer step is under-estimated by it); printed with every whole-layer answer.
+        moe: the routed-expert block (:class:`MoEShape`) of an MoE model, priced by :mod:`perfmodel.moe`
+            (``None``: a dense model).
 
     Raises:
         InvalidShapeError: an empty name or source, ``layers`` not a positive int, ``linears`` empty or not all
@@ -264,8 +350,13 @@ class ModelPreset:
     layer: LayerShape | None = None
     layer_note: str = ""
     layer_unpriced: str = ""
+    moe: MoEShape | None = None
 
     def __post_init__(self) -> None:
+        if self.moe is not None and not isinstance(self.moe, MoEShape):
+            raise InvalidShapeError(
+                f"ModelPreset {self.name!r}: moe must be a MoEShape or None, got {short_repr(self.moe)}"
+            )
         if not isinstance(self.name, str) or not self.name:
             raise InvalidShapeError(f"ModelPreset needs a name (a non-empty string), got {short_repr(self.name)}")
         who = f"ModelPreset {self.name!r}"
@@ -364,6 +455,16 @@ def _mixtral() -> ModelPreset:
         name="mixtral-8x7b",
         layers=32,
         source=_hf("mistralai/Mixtral-8x7B-v0.1"),
+        moe=MoEShape(
+            name="mixtral-8x7b",
+            dim=hidden,
+            moe_inter=inter,
+            experts=experts,
+            top_k=top_k,
+            router="softmax",
+            moe_layers=32,
+            source=_hf("mistralai/Mixtral-8x7B-v0.1"),
+        ),
         notes="experts see tokens * 2 / 8 each (balanced top-2 routing); the router is a Linear(4096, 8)",
         layer_note=(
             "MoE block (8 experts, top-2): the step model does not price routing (router softmax/top-k, token "
@@ -404,6 +505,20 @@ def _deepseek_v3() -> ModelPreset:
         name="deepseek-v3",
         layers=layers,
         source=_hf("deepseek-ai/DeepSeek-V3"),
+        # scoring_func sigmoid; n_group 8 / topk_group 4 (group-limited routing) is not priced
+        moe=MoEShape(
+            name="deepseek-v3",
+            dim=hidden,
+            moe_inter=moe_inter,
+            experts=experts,
+            top_k=top_k,
+            shared_experts=shared,
+            shared_inter=moe_inter,
+            router="sigmoid",
+            dense_layers=dense,
+            moe_layers=moe,
+            source=_hf("deepseek-ai/DeepSeek-V3"),
+        ),
         notes=(
             "MLA attention; 3 dense layers then 58 MoE layers; routed experts see tokens * 8 / 256 each; "
             "the router (a bare matmul, not an nn.Linear) and the MTP module are left out"
@@ -456,6 +571,148 @@ def _deepseek_v3() -> ModelPreset:
             LinearShape(name="lm_head", in_features=hidden, out_features=129280, layers=1),
         ),
     )
+
+
+def _moe_model(
+    moe: MoEShape,
+    *,
+    layers: int,
+    attention: tuple[tuple[str, int, int], ...],
+    vocab: int,
+    dense_inter: int = 0,
+    fused_gate_up: bool = False,
+    notes: str = "",
+) -> ModelPreset:
+    """An MoE model's Linears: ``attention`` (name, in, out) in every layer, the router, the routed experts
+    (``token_fraction`` top_k / experts), the shared expert and the dense MLP of the dense layers, lm_head."""
+    d, f, E, k = moe.dim, moe.moe_inter, moe.experts, moe.top_k
+    ml = moe.moe_layers if moe.moe_layers < layers else None
+    frac = k / E  # balanced routing: each routed expert sees top_k / experts of the tokens
+    lins = [LinearShape(name=n, in_features=i, out_features=o) for n, i, o in attention]
+    lins.append(LinearShape(name="moe.router.gate", in_features=d, out_features=E, layers=ml))
+    if fused_gate_up:  # gpt-oss: gate_up_proj [E, dim, 2 * inter]
+        lins.append(
+            LinearShape(name="experts.w13", in_features=d, out_features=2 * f, count=E, layers=ml, token_fraction=frac)
+        )
+    else:
+        for n in ("experts.w1", "experts.w3"):
+            lins.append(LinearShape(name=n, in_features=d, out_features=f, count=E, layers=ml, token_fraction=frac))
+    lins.append(LinearShape(name="experts.w2", in_features=f, out_features=d, count=E, layers=ml, token_fraction=frac))
+    if moe.shared_width:
+        s = moe.shared_width
+        for n, i, o in (("shared_experts.w1", d, s), ("shared_experts.w3", d, s), ("shared_experts.w2", s, d)):
+            lins.append(LinearShape(name=n, in_features=i, out_features=o, layers=ml))
+    if moe.dense_layers:
+        for n, i, o in (("mlp.w1", d, dense_inter), ("mlp.w3", d, dense_inter), ("mlp.w2", dense_inter, d)):
+            lins.append(LinearShape(name=n, in_features=i, out_features=o, layers=moe.dense_layers))
+    lins.append(LinearShape(name="lm_head", in_features=d, out_features=vocab, layers=1))
+    return ModelPreset(
+        name=moe.name,
+        layers=layers,
+        source=moe.source,
+        notes=notes,
+        layer_note=(
+            f"MoE block ({E} routed experts, top-{k}{f', {moe.shared_experts} shared' if moe.shared_experts else ''}): "
+            "the dense step model does not price it; perfmodel.moe.expert_block_time prices the routed-expert block "
+            "(router, permutation, grouped GEMMs, shared experts) and float8.report the Linears one by one"
+        ),
+        linears=tuple(lins),
+        moe=moe,
+    )
+
+
+def _gqa(d: int, heads: int, kv: int, hd: int) -> tuple[tuple[str, int, int], ...]:
+    return (("wq", d, heads * hd), ("wk", d, kv * hd), ("wv", d, kv * hd), ("wo", heads * hd, d))
+
+
+def _moe_presets() -> tuple[ModelPreset, ...]:
+    # torchtitan at commit b5bcd76c66d0acb1a08b176d9639425bc55e0b2a (2026-08-21)
+    tt = "https://github.com/pytorch/torchtitan/blob/b5bcd76/torchtitan/models/deepseek_v3/__init__.py"
+    # torchtitan deepseek_v3 flavour "16B" (_16b): dim 2048, n_layers 27, n_dense_layers 1, n_heads 16, vocab 102400,
+    # moe_hidden_dim 1408, num_experts 64, router_top_k 6, num_shared_experts 2, dense_hidden_dim 10944,
+    # router_score_func softmax; MLA q_lora_rank 0, kv_lora_rank 512, qk_nope 128, qk_rope 64, v_head_dim 128.
+    # The same MoE as deepseek-ai/DeepSeek-V2-Lite (hidden 2048, moe_intermediate 1408, 64 routed, top-6, 2 shared).
+    ds16 = MoEShape(
+        name="deepseek-v3-16b",
+        dim=2048,
+        moe_inter=1408,
+        experts=64,
+        top_k=6,
+        shared_experts=2,
+        shared_inter=1408,
+        router="softmax",
+        dense_layers=1,
+        moe_layers=26,
+        source=tt + " (flavour '16B')",
+    )
+    # Qwen/Qwen3-30B-A3B: hidden 2048, 48 layers (all MoE), moe_intermediate_size 768, num_experts 128,
+    # num_experts_per_tok 8, 32 heads, 4 KV heads, head_dim 128, vocab 151936, norm_topk_prob true, no shared expert.
+    qwen = MoEShape(
+        name="qwen3-30b-a3b",
+        dim=2048,
+        moe_inter=768,
+        experts=128,
+        top_k=8,
+        router="softmax",
+        moe_layers=48,
+        source=_hf("Qwen/Qwen3-30B-A3B"),
+    )
+    # meta-llama/Llama-4-Scout-17B-16E text_config: hidden 5120, 48 layers, interleave_moe_layer_step 1 (all MoE),
+    # intermediate_size 8192 (expert and shared expert), num_local_experts 16, num_experts_per_tok 1, 40 heads,
+    # 8 KV heads, head_dim 128, vocab 202048; sigmoid router, one shared expert.
+    scout = MoEShape(
+        name="llama4-scout",
+        dim=5120,
+        moe_inter=8192,
+        experts=16,
+        top_k=1,
+        shared_experts=1,
+        shared_inter=8192,
+        router="sigmoid",
+        moe_layers=48,
+        source=_hf("meta-llama/Llama-4-Scout-17B-16E"),
+    )
+    # meta-llama/Llama-4-Maverick-17B-128E text_config: as Scout but num_local_experts 128 and
+    # interleave_moe_layer_step 2 (24 MoE layers, 24 dense layers of intermediate_size_mlp 16384).
+    mav = MoEShape(
+        name="llama4-maverick",
+        dim=5120,
+        moe_inter=8192,
+        experts=128,
+        top_k=1,
+        shared_experts=1,
+        shared_inter=8192,
+        router="sigmoid",
+        dense_layers=24,
+        moe_layers=24,
+        source=_hf("meta-llama/Llama-4-Maverick-17B-128E"),
+    )
+    # openai/gpt-oss-120b: hidden 2880, 36 layers (all MoE), intermediate_size 2880, num_local_experts 128,
+    # experts_per_token 4, 64 heads, 8 KV heads, head_dim 64, vocab 201088; softmax over the top-k router logits;
+    # experts carry biases and a clamped SwiGLU (swiglu_limit 7.0), gate_up fused ([E, dim, 2 * inter]).
+    oss = MoEShape(
+        name="gpt-oss-120b",
+        dim=2880,
+        moe_inter=2880,
+        experts=128,
+        top_k=4,
+        router="softmax",
+        moe_layers=36,
+        source=_hf("openai/gpt-oss-120b"),
+    )
+    mla16 = (("wq", 2048, 16 * 192), ("wkv_a", 2048, 512 + 64), ("wkv_b", 512, 16 * 256), ("wo", 16 * 128, 2048))
+    return (
+        _moe_model(ds16, layers=27, attention=mla16, vocab=102400, dense_inter=10944,
+                   notes="torchtitan's DeepSeek-V3 16B flavour (MLA without q LoRA); not the deepseek-moe-16b weights"),
+        _moe_model(qwen, layers=48, attention=_gqa(2048, 32, 4, 128), vocab=151936,
+                   notes="QK-norm not priced; no shared expert"),
+        _moe_model(scout, layers=48, attention=_gqa(5120, 40, 8, 128), vocab=202048,
+                   notes="chunked attention (attention_chunk_size 8192) not modelled; vision encoder left out"),
+        _moe_model(mav, layers=48, attention=_gqa(5120, 40, 8, 128), vocab=202048, dense_inter=16384,
+                   notes="MoE every 2nd layer; vision encoder left out"),
+        _moe_model(oss, layers=36, attention=_gqa(2880, 64, 8, 64), vocab=201088, fused_gate_up=True,
+                   notes="expert biases, attention sinks and the clamped SwiGLU are not priced; weights ship in mxfp4"),
+    )  # fmt: skip
 
 
 def _gpt2() -> ModelPreset:
@@ -583,10 +840,16 @@ _ALL = (
     ),
     _gpt2(),
     _deepseek_v3(),
+    *_moe_presets(),
 )
 
 #: name -> :class:`ModelPreset`
 PRESETS: Mapping[str, ModelPreset] = MappingProxyType({p.name: p for p in _ALL})
+
+
+def moe_presets() -> list[str]:
+    """Names of the presets with an MoE block (:attr:`ModelPreset.moe`), in table order."""
+    return [p.name for p in PRESETS.values() if p.moe is not None]
 
 
 def list_presets() -> list[str]:

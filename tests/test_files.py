@@ -263,7 +263,7 @@ def test_bad_metrics_name_file_frame_and_value(tmp_path: Path, metrics: dict[str
         ({"num_sms": 0}, r"'num_sms' is 0, expected a whole number > 0"),
         ({"num_sms": 13.5}, r"'num_sms' is 13\.5, expected a whole number > 0"),
         ({"clock_rate": -1}, r"'clock_rate' is -1, expected a finite number > 0"),
-        ({"bus_width": "wide"}, r"'bus_width' is 'wide', expected a finite number > 0"),
+        ({"bus_width": "wide"}, r"'bus_width' is 'wide', expected a whole number > 0"),
         ({"memory_clock_rate": None}, r"'memory_clock_rate' is None"),
         ({"arch": [9, 0]}, r"'arch' is \[9, 0\], expected a string"),
     ],

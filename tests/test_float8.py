@@ -324,12 +324,12 @@ def test_module_filter_tokens_per_layer():
     call = f8.module_filter(gpu="H100", tokens=lambda fqn: small if "experts" in fqn else big)
     assert call(dense, "mlp.up") is True and call(expert, "experts.0.w1") is False
     with pytest.raises(InvalidShapeError, match=r"tokens\['experts'\]"):
-        f8.module_filter(tokens={"experts": 0})
-    bad = f8.module_filter(tokens=lambda fqn: -1)
+        f8.module_filter(gpu="H100", tokens={"experts": 0})
+    bad = f8.module_filter(gpu="H100", tokens=lambda fqn: -1)
     with pytest.raises(InvalidShapeError, match="tokens"):
         bad(dense, "x")
     with pytest.raises(pm.PerfModelError, match="empty"):
-        f8.module_filter(tokens={})
+        f8.module_filter(gpu="H100", tokens={})
 
 
 def test_dynamic_shapes_option_reaches_every_entry_point():

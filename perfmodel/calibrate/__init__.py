@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..counting import _gemm_bytes, alignment, resolve_scaling
-from ..errors import CalibrationError, PerfModelError
+from ..errors import CalibrationError, PerfModelError, require
 from ..formats import get_format
 from ..models.calibrated import (
     FALLBACK,
@@ -299,7 +299,7 @@ def _fit_group(
     ``max_bw``: upper bound of the memory bandwidth, B/s (a calibration file refuses more than 1.2x
     the GPU's): a fallback group's bound from the start; any other group is fitted again within it where its
     free fit went above."""
-    from scipy.optimize import least_squares  # the calibrate extra; prediction never needs it
+    least_squares = require("scipy.optimize", "perfmodel calibrate (the least-squares fit)").least_squares
 
     lead = lead if lead is not None else (K, N)
     x0 = _X0.copy()

@@ -17,28 +17,51 @@ from __future__ import annotations
 from typing import Any
 
 from .decide import BREAK_EVEN_EXACT_UP_TO, best_recipe, break_even_tokens, should_use, speedup, speedup_error_bar
-from .filter import FqnPattern, TokensLike, fqn_matches, module_filter
+from .filter import (
+    LLAMA_TP_PLAN,
+    SHARDINGS,
+    FilterDecision,
+    Float8ModuleFilter,
+    FqnPattern,
+    TokensLike,
+    current_gpu,
+    fqn_matches,
+    linear_filter,
+    module_filter,
+    preset_filters,
+)
 from .linear import FP8_ALIGN, GemmCall, KernelCall, LinearTime, eligible, linear_time, supported_recipes
+from .published import KNOWN_WRONG, PublishedDisagreement, known_wrong
 from .recipes import RECIPES, CastOptions, Recipe, get_recipe, recipe_names
 
 __all__ = [
     "BREAK_EVEN_EXACT_UP_TO",
     "FP8_ALIGN",
+    "KNOWN_WRONG",
+    "LLAMA_TP_PLAN",
     "RECIPES",
+    "SHARDINGS",
     "CastOptions",
+    "FilterDecision",
+    "Float8ModuleFilter",
     "FqnPattern",
     "GemmCall",
     "KernelCall",
     "LinearTime",
+    "PublishedDisagreement",
     "Recipe",
     "TokensLike",
     "best_recipe",
     "break_even_tokens",
+    "current_gpu",
     "eligible",
     "fqn_matches",
     "get_recipe",
+    "known_wrong",
+    "linear_filter",
     "linear_time",
     "module_filter",
+    "preset_filters",
     "recipe_names",
     "report",
     "should_use",

@@ -9,6 +9,13 @@ are part of the answer: ``should_use`` is False and ``best_recipe`` is ``"bf16"`
 ``speedup`` or ``break_even_tokens`` raises :class:`~perfmodel.errors.IneligibleShapeError` saying why;
 array inputs get a ``numpy.ma.MaskedArray`` whose masked entries are the ineligible shapes (never NaN,
 and distinct from break-even's "never", which is ``-1``).
+
+Symbolic ``K``/``N`` carry their eligibility: ``speedup`` and ``break_even_tokens`` return
+``Piecewise((answer, Eq(Mod(K, 16), 0) & Eq(Mod(N, 16), 0)), (float8_ineligible, True))``, whose
+otherwise-branch is no number (:func:`perfmodel._backend.ineligible`: ``float()`` of it raises
+``IneligibleShapeError``), and ``should_use`` returns ``And(eligibility, speedup >= min_speedup)``, so no
+substitution of a shape the numeric call refuses yields a speedup or ``True``. Masked arrays as inputs are
+refused (:class:`~perfmodel.errors.MaskedInputError`): pass ``a.compressed()`` or ``a.filled(v)``.
 """
 
 from __future__ import annotations
@@ -17,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import check_ratio, check_shapes, check_size, is_symbolic, namespace
+from .._backend import (
+    check_compatible,
+    check_ratio,
+    check_shapes,
+    check_size,
+    guard_eligible,
+    is_symbolic,
+    namespace,
+    short_repr,
+)
 from ..errors import IneligibleShapeError, NoClosedFormError, PerfModelError
 from ..models.errorbars import ErrorBar
 from ..models.registry import ModelLike, gpu_error_bar, time_model
@@ -106,6 +122,8 @@ def speedup(
     s, ok = _speedup(M, K, N, rec, gpu, opts)
     if namespace(M, K, N).name == "numpy":
         return _masked(s, ok)
+    if is_symbolic(ok):  # symbolic K/N: the answer carries its eligibility (module doc)
+        return guard_eligible(s, ok)
     if not bool(ok):
         raise _ineligible_error(rec, K, N)
     return s
@@ -139,7 +157,9 @@ def should_use(
     )
     s, ok = _speedup(M, K, N, rec, gpu, opts)
     if namespace(M, K, N).name == "sympy":
-        return (s >= min_speedup) if bool(ok) else False
+        import sympy
+
+        return sympy.And(ok, s >= min_speedup)  # False on every substitution float8 cannot run
     result = (np.asarray(s) >= min_speedup) & np.asarray(ok, dtype=bool)
     return bool(result) if result.ndim == 0 else result
 
@@ -165,8 +185,13 @@ def best_recipe(
     spec = get_gpu(gpu)
     if recipes is None:
         recipes = [r for r in supported_recipes(spec) if r == "bf16" or RECIPES[r].torchao_name]
-    elif isinstance(recipes, str):
+    elif isinstance(recipes, (str, Recipe)):
         recipes = [recipes]
+    elif not isinstance(recipes, (list, tuple)) or not all(isinstance(r, (str, Recipe)) for r in recipes):
+        raise PerfModelError(
+            f"best_recipe: recipes must be a recipe name or a list of them (e.g. ['bf16', 'tensorwise']; names: "
+            f"{', '.join(RECIPES)}), got {short_repr(recipes)}"
+        )
     names = [get_recipe(r).name for r in recipes]
     if not names:
         raise PerfModelError("best_recipe needs at least one recipe, e.g. recipes=['bf16', 'tensorwise']")
@@ -207,7 +232,7 @@ def _break_even_symbolic(K, N, rec: Recipe, spec, min_speedup: float, opts: dict
         ) from None
     if len(roots) != 1:
         raise NoClosedFormError(f"no unique closed-form break-even for {rec.name!r}: sympy found roots {roots}")
-    return roots[0]
+    return guard_eligible(roots[0], eligible(K, N))
 
 
 def _token_grid(max_tokens: int) -> np.ndarray:
@@ -258,6 +283,7 @@ def break_even_tokens(
     min_speedup = check_ratio("min_speedup", min_speedup)
     max_tokens = int(check_size("max_tokens", max_tokens))
     K, N = check_size("K", K), check_size("N", N)
+    check_compatible(K=K, N=N)
     rec, spec = get_recipe(recipe), get_gpu(gpu)
     opts = dict(
         fuse_input_with_prev=fuse_input_with_prev,

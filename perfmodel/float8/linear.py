@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import check_flag, check_shapes
-from ..counting import FP8_GEMM_ALIGN, fp8_aligned, gemm_bytes, gemm_flops
+from .._backend import check_flag, check_shapes, is_symbolic
+from ..counting import FP8_GEMM_ALIGN, fp8_aligned, fp8_condition, gemm_bytes, gemm_flops
 from ..errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError
 from ..formats import get_format
 from ..models.base import Provenance, gemm_kernel_time_s
@@ -44,7 +44,11 @@ __all__ = [
 
 def eligible(K: Any, N: Any) -> Any:
     """True where float8 can run ``nn.Linear(K, N)``: both multiples of :data:`FP8_ALIGN` (bool or bool
-    array; sympy symbols are taken as eligible, sympy numbers are checked)."""
+    array; sympy numbers are checked; for sympy expressions with free symbols, the sympy condition
+    ``Eq(Mod(K, 16), 0) & Eq(Mod(N, 16), 0)``, which a substitution decides — ``True`` already for
+    ``K = 16*j`` with ``j`` an integer symbol)."""
+    if any(is_symbolic(v) and not v.is_number for v in (K, N)):
+        return fp8_condition(K, N)
     k, n = fp8_aligned(K), fp8_aligned(N)
     if isinstance(k, np.ndarray) or isinstance(n, np.ndarray):
         return np.asarray(k) & np.asarray(n)
@@ -81,7 +85,9 @@ class LinearTime:
     the tiny launch-only kernels, all in seconds. ``provenance`` says where the time model comes
     from (measured, transferred, estimated, roofline) and its expected error. ``eligible`` is False
     (or False entries) where the recipe's float8 GEMMs cannot run the shape (K or N not a multiple
-    of 16): the times are then what it would cost, not something torchao can run.
+    of 16): the times are then what it would cost, not something torchao can run. For symbolic ``K``/``N``
+    ``eligible`` is a sympy condition (:func:`eligible`) and the times are prices, as for numbers; the
+    decisions (:func:`perfmodel.float8.speedup`, ``should_use``, ``break_even_tokens``) carry the condition.
     """
 
     M: Any
@@ -102,7 +108,16 @@ class LinearTime:
     @property
     def ineligible_reason(self) -> str:
         """Why float8 cannot run this shape ('' where it can)."""
-        if self.recipe.name == "bf16" or bool(np.all(self.eligible)):
+        if self.recipe.name == "bf16" or self.eligible is True:
+            return ""
+        if is_symbolic(self.eligible):
+            if bool(self.eligible == True):  # noqa: E712 - sympy.true
+                return ""
+            return (
+                f"float8 GEMMs (torch._scaled_mm) need K and N multiples of {FP8_ALIGN}: this symbolic shape runs "
+                f"in float8 only where {self.eligible} (keep it in bf16 elsewhere)"
+            )
+        if bool(np.all(self.eligible)):
             return ""
         return (
             f"float8 GEMMs (torch._scaled_mm) need K and N multiples of {FP8_ALIGN}; "

@@ -34,6 +34,7 @@ __all__ = [
     "batch_series",
     "batches_from_ranges",
     "has_native_mx4",
+    "predicted_series",
     "profile_path",
     "read_log_metadata",
     "roofline_chart",
@@ -147,6 +148,102 @@ def batch_series(
     return out
 
 
+#: stored bits per weight element: mx4 (e2m1) is 4 bits plus one 8-bit e8m0 scale per 32 elements = 4.25
+_W_BYTES = {"bf16": 2.0, "fp8": 1.0, "mx4": 4.25 / 8}
+PREDICTED_LABEL = "predicted (perfmodel.moe)"
+
+
+def predicted_series(
+    batches: Iterable[int],
+    *,
+    x_dtype: str,
+    w_dtype: str,
+    dim1: int = 5120,
+    dim2: int = 8192,
+    n_expts_tot: int = 128,
+    n_expts_act: int = 4,
+    tp: int = 1,
+    ep: int = 1,
+    gpu: GPULike = "H200",
+    label: str = PREDICTED_LABEL,
+    matmuls: Sequence[str] = ("w1", "w2"),
+    experts_run: int | None = None,
+) -> list[PerfData]:
+    """One predicted :class:`PerfData` per batch for ``triton_kernels``' ``bench_mlp`` (``source="predicted"``).
+
+    ``bench_mlp`` runs two ``matmul_ogs`` per batch: ``x @ w1`` with ``w1 [E/EP, dim1, dim2/TP]`` and ``h @ w2`` with
+    ``w2 [E/EP, dim2/TP/2, dim1]`` (the SwiGLU halves the width), over ``batch * n_expts_act / EP`` routed rows
+    (balanced over the local experts: :func:`perfmodel.moe.balanced_group_sizes`). Each is priced by
+    :func:`perfmodel.moe.grouped_gemm` (kernel time) and the two are summed, as the measured point sums the matmul
+    kernels. **Labelled estimates**: the grouped model was fitted on ``torch._grouped_mm`` (bf16) and
+    ``torch._scaled_grouped_mm`` (fp8 rowwise), not on triton_kernels' ``matmul_ogs``; fp8 x fp8 is priced as the
+    fp8 rowwise kernel (including its 16-row group padding); a mx4 weight is priced as the compute of the
+    activation's dtype (bf16 without native mx4) with the weight's bytes at 4.25 bits per element (the model's
+    memory term recomputed with those bytes). ``meta``: batch, x (tokens per expert), provenance, note.
+
+    ``matmuls``: which of the two run ("w1", "w2"); ``experts_run``: how many experts' GEMMs run, each with
+    ``batch * n_expts_act / n_expts_tot`` rows (default every local expert, ``n_expts_tot / EP``) — a profile
+    of fewer expert GEMMs (the 4-launch fixture of ``tests/data/moe``) is priced with ``experts_run=4``.
+    """
+    from .. import moe
+
+    if n_expts_tot % ep or dim2 % (2 * tp):
+        raise PerfModelError(f"n_expts_tot={n_expts_tot} must divide by EP={ep} and dim2={dim2} by 2*TP={2 * tp}")
+    if x_dtype not in ("bf16", "fp8") or w_dtype not in _W_BYTES:
+        raise PerfModelError(f"x_dtype must be bf16 or fp8 and w_dtype bf16, fp8 or mx4; got {x_dtype}, {w_dtype}")
+    E = n_expts_tot // ep if experts_run is None else experts_run
+    if isinstance(E, bool) or not isinstance(E, int) or E < 1 or set(matmuls) - {"w1", "w2"} or not matmuls:
+        raise PerfModelError(f"experts_run must be a positive int and matmuls some of w1, w2; got {E!r}, {matmuls!r}")
+    both = {"w1": (dim1, dim2 // tp), "w2": (dim2 // tp // 2, dim1)}
+    shapes = tuple(both[m] for m in matmuls)
+    note = "torch grouped-GEMM model applied to triton_kernels matmul_ogs (not fitted on it)"
+    if w_dtype == "mx4":
+        note += "; mx4 weights: compute of the activation dtype, weight bytes at 4.25 bits/element"
+    out = []
+    for b in batches:
+        g = moe.balanced_group_sizes(b * n_expts_act * E // n_expts_tot, E, 1)  # batch * k / EP rows by default
+        t = flops = nbytes = 0.0
+        prov = ""
+        for K, N in shapes:
+            r = moe.grouped_gemm(g, K, N, dtype=x_dtype, op="fwd", timing="kernel", gpu=gpu)
+            dt, db = _mx4_adjusted(r, g, K, N, x_dtype, w_dtype)
+            # FLOPs of the routed rows (as the profile counts them), not of the fp8 kernel's padded rows
+            t, flops, nbytes, prov = t + dt, flops + 2.0 * float(g.sum()) * K * N, nbytes + db, r.provenance
+        out.append(
+            PerfData(
+                time_s=t, flops=flops, bytes=nbytes, dtype=get_format(x_dtype), gpu=gpu, label=label,
+                source="predicted",
+                meta={"batch": b, "x": b * n_expts_act / n_expts_tot, "provenance": prov, "note": note},
+            )
+        )  # fmt: skip
+    return out
+
+
+def _mx4_adjusted(r: Any, g: Any, K: int, N: int, x_dtype: str, w_dtype: str) -> tuple[float, float]:
+    """(seconds, bytes) of one grouped GEMM with the weights stored in ``w_dtype`` instead of ``x_dtype``: the
+    model's memory term recomputed with the weight bytes (fixed + (compute^p + memory^p)^(1/p) inverted for its
+    compute part); the roofline estimate (other GPUs) keeps its time and reports the bytes."""
+    import numpy as np
+
+    from ..moe import grouped as gm
+
+    in_b = _W_BYTES[x_dtype]
+    used = float(np.count_nonzero(r.rows))
+    w_old, w_new = used * K * N * in_b, used * K * N * _W_BYTES[w_dtype]
+    nbytes = float(r.bytes) - w_old + w_new
+    if w_dtype == x_dtype or r.kernel == "roofline":
+        return float(r.time_s), nbytes
+    p = gm.load_params()["params"][f"kernel/{'bf16' if x_dtype == 'bf16' else 'fp8'}/fwd"]
+    from ..specs.gpu import get_gpu
+
+    bw = p["mem_eff"] * get_gpu(r.gpu).mem_bw_bytes_per_s
+    fixed = p["t0_s"] + p["t_group_s"] * r.G
+    q = p["p"]
+    body = max(float(r.time_s) - fixed, 0.0)
+    comp = max(body**q - (float(r.bytes) / bw) ** q, 0.0) ** (1 / q)
+    return fixed + (comp**q + (nbytes / bw) ** q) ** (1 / q), nbytes
+
+
 def roofline_chart(
     entries: Sequence[LogEntry],
     batches: Sequence[int],
@@ -160,8 +257,14 @@ def roofline_chart(
     ep: int = 1,
     gpu: GPULike | None = None,
     verbose: bool = True,
+    predict: bool = False,
+    dim1: int = 5120,
+    dim2: int = 8192,
+    predict_matmuls: Sequence[str] = ("w1", "w2"),
+    predict_experts: int | None = None,
 ) -> Any:
-    """Read every log's batch series and draw them on one batch-roofline chart; returns the Axes."""
+    """Read every log's batch series and draw them on one batch-roofline chart; returns the Axes. ``predict``: add
+    :func:`predicted_series` for the same batches (on the measured profiles' GPU, or ``gpu``)."""
     from .plot import batch_roofline
 
     case = f"{name} ({x_dtype}x{w_dtype}, TP={tp}, EP={ep})"
@@ -187,6 +290,18 @@ def roofline_chart(
                 print(
                     f"[{e.name}] batch {p.meta['batch']}: util {p.util:.3f}; {p.tflops:.1f} TFLOP/s; {p.tbps:.2f} TB/s"
                 )
+    if predict:
+        first = next(iter(series.values()))
+        on = gpu if gpu is not None else first[0].gpu
+        pred = predicted_series(
+            batches, x_dtype=x_dtype, w_dtype=w_dtype, dim1=dim1, dim2=dim2, n_expts_tot=n_expts_tot,
+            n_expts_act=n_expts_act, tp=tp, ep=ep, gpu=on, matmuls=predict_matmuls, experts_run=predict_experts,
+        )  # fmt: skip
+        series[PREDICTED_LABEL] = pred
+        if verbose:
+            print(f"[{PREDICTED_LABEL}] {pred[0].meta['note']}; {pred[0].meta['provenance']}")
+            for p in pred:
+                print(f"[{PREDICTED_LABEL}] batch {p.meta['batch']}: {p.tflops:.1f} TFLOP/s; {p.tbps:.2f} TB/s")
     if verbose:
         print("=" * 63)
     return batch_roofline(series, roofs=[e.name for e in entries if e.draw_roofline], title=f"{case} roofline")
@@ -255,7 +370,7 @@ def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
         "--batch-ranges", type=_ranges, default=list(MOE_BATCH_RANGES), help=f"start:stop:step,... (default {fmt})"
     )
     p.add_argument("--name", default="llama4-maverick", help="model folder name (default llama4-maverick)")
-    p.add_argument("--dim1", type=_positive_int, default=5120, help="hidden size (default 5120; recorded only)")
+    p.add_argument("--dim1", type=_positive_int, default=5120, help="hidden size (default 5120; used by --predict)")
     p.add_argument("--dim2", type=_positive_int, default=8192, help="expert FFN size (default 8192)")
     p.add_argument("--n-expts-tot", type=_positive_int, default=128, help="experts in total (default 128)")
     p.add_argument("--n-expts-act", type=_positive_int, default=4, help="experts per token (default 4)")
@@ -263,6 +378,21 @@ def add_roofline_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--ep", type=_positive_int, default=1, help="expert parallel degree (default 1)")
     p.add_argument("--gpu", default=None, help="GPU name for the roofs when profiles lack device metadata")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print per-batch numbers")
+    p.add_argument(
+        "--predict",
+        action="store_true",
+        help="also draw perfmodel.moe's predicted points for the same batches (a labelled estimate: the torch "
+        "grouped-GEMM model applied to matmul_ogs)",
+    )
+    p.add_argument(
+        "--predict-matmuls", default="w1,w2", help="which of bench_mlp's matmuls the profiles hold (default w1,w2)"
+    )
+    p.add_argument(
+        "--predict-experts",
+        type=_positive_int,
+        default=None,
+        help="expert GEMMs per profile (default every local expert, n-expts-tot / EP)",
+    )
     p.set_defaults(func=run_roofline)
     return p
 
@@ -330,6 +460,11 @@ def run_roofline(args: argparse.Namespace) -> int:
                 ep=args.ep,
                 gpu=args.gpu,
                 verbose=not args.quiet,
+                predict=args.predict,
+                dim1=args.dim1,
+                dim2=args.dim2,
+                predict_matmuls=tuple(m.strip() for m in args.predict_matmuls.split(",") if m.strip()),
+                predict_experts=args.predict_experts,
             )
         out = save(ax, args.output, force=args.force, inputs=inputs)
     except PerfModelError as exc:

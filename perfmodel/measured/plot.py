@@ -1,6 +1,7 @@
 """Roofline charts of :class:`PerfData` points, predicted and measured on one set of axes.
 
-matplotlib is imported inside the functions (``pip install perfmodel[plot]``); without a display
+matplotlib is imported inside the functions (``pip install ".[plot]"`` from a checkout; without it a
+:class:`~perfmodel.errors.MissingExtraError` says so); without a display
 the Agg backend is selected before pyplot is first imported. Axes units: arithmetic intensity in
 FLOP/byte, performance in TFLOP/s (1e12 FLOP/s), bandwidth in TB/s (1e12 B/s).
 """
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import FileRefusedError, PerfModelError
+from ..errors import FileRefusedError, PerfModelError, require
 from ..formats import FormatLike, get_format
 from ..perfdata import PerfData
 from ..specs.gpu import GPULike, get_gpu
@@ -27,7 +28,7 @@ _MARKERS = "osD^vP*X"
 
 
 def _pyplot() -> Any:
-    import matplotlib
+    matplotlib = require("matplotlib", "a roofline chart")
 
     headless = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if headless and "matplotlib.pyplot" not in sys.modules and "MPLBACKEND" not in os.environ:

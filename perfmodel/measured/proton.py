@@ -42,6 +42,7 @@ from ..formats import Format, FormatLike, get_format
 from ..models.kernel_choice import kernel_class_of
 from ..perfdata import PerfData, bitwidth_format
 from ..specs.gpu import GPULike, GPUSpec, get_gpu
+from ..specs.proton import DEVICE_RANGES, device_range_applies
 from .hatchet import (
     _BYTES,
     _COUNT,
@@ -181,6 +182,12 @@ class Profile:
                     except ValueError as exc:
                         where = _node_where(names, parents, parent, name)
                         raise _fail(path, f"{where}: metric {short(raw_key, 60)!r} {exc}") from None
+                    except OverflowError:  # an integer too large for a float (JSON has no size limit)
+                        where = _node_where(names, parents, parent, name)
+                        raise _fail(
+                            path,
+                            f"{where}: metric {short(raw_key, 60)!r} is {short_repr(value)}, expected at most 1e30",
+                        ) from None
                 if code == FLOPS:
                     if hint_root and value == 0:
                         continue
@@ -506,7 +513,8 @@ def read(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Profi
     Any nesting depth is read, without recursion and without changing process-wide state
     (:func:`perfmodel._files.loads_json`). Every metric is checked as it is read: FLOPs, bytes and
     launch counts finite and >= 0 (counts whole), kernel time > 0; device metadata numbers
-    (``num_sms``, ``clock_rate``, ``memory_clock_rate``, ``bus_width``) positive where present.
+    (``num_sms``, ``clock_rate``, ``memory_clock_rate``, ``bus_width``) within their physical ranges where
+    present (:data:`perfmodel.specs.proton.DEVICE_RANGES`; SM count and bus width whole).
 
     ``max_bytes`` overrides the size limit (default 1 GiB, or ``$PERFMODEL_MAX_FILE_BYTES``).
 
@@ -516,6 +524,11 @@ def read(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> Profi
         ProfileError: the file cannot be read, is not JSON, is not a Proton tree, or holds a bad
             value (the message names the file, the frame and the value).
     """
+    if isinstance(path, (bool, bytes)) or not isinstance(path, (str, os.PathLike)):
+        raise ProfileError(
+            f"proton.read needs the path of a .hatchet file (a str or pathlib.Path), got {type(path).__name__} "
+            f"{short_repr(path)}"
+        )
     path = os.fspath(path)
     data = _load_json(path, max_bytes)
     if isinstance(data, dict) and "frame" in data:
@@ -551,12 +564,18 @@ def _check_devices(path: str, devices: Mapping[str, Mapping[str, Any]]) -> None:
                 if key not in info:
                     continue
                 value = info[key]
+                lo, hi, unit, why = DEVICE_RANGES[key]
+                whole = key in ("num_sms", "bus_width")
                 ok = type(value) in (int, float) and 0 < value <= _MAX_METRIC
-                if ok and key == "num_sms" and value != int(value):
+                if ok and whole and value != int(value):
                     ok = False
                 if not ok:
-                    kind = "a whole number > 0" if key == "num_sms" else "a finite number > 0"
+                    kind = "a whole number > 0" if whole else "a finite number > 0"
                     raise _fail(path, f"{where}: {key!r} is {short_repr(value)}, expected {kind}")
+                if device_range_applies(device_type, key) and not lo <= value <= hi:
+                    raise _fail(
+                        path, f"{where}: {key!r} is {short_repr(value)}, outside [{lo:g}, {hi:g}] {unit} ({why})"
+                    )
             arch = info.get("arch")
             if arch is not None and type(arch) not in (str, int):
                 raise _fail(path, f"{where}: 'arch' is {short_repr(arch)}, expected a string such as '90' or 'gfx942'")

@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,10 @@ from ..specs.gpu import GPUSpec, get_gpu
 __all__ = [
     "ASSUMPTIONS",
     "CAST_LIKE",
+    "CAST_RECIPES",
     "FALLBACK",
+    "FILE_KEYS",
+    "RANGES",
     "SCHEMA",
     "CalibratedModel",
     "CastParams",
@@ -93,6 +96,117 @@ ASSUMPTIONS: tuple[str, ...] = (
     "the in-step GEMM factors (GEMMs inside a training step vs. timed back to back) are the architecture's",
     "recipes whose casts were not measured (mxfp8, blockwise) cost what the measured rowwise casts cost per byte",
 )
+
+
+#: Physical range of each calibration parameter (inclusive), and why: a file outside them is refused
+#: (:class:`~perfmodel.errors.CalibrationError`) instead of pricing GEMMs in days or in zero time. Wide on
+#: purpose: every fit perfmodel's own fitter can produce (its bounds, :mod:`perfmodel.calibrate`) lies inside.
+RANGES: dict[str, tuple[float, float, str]] = {
+    "latency_s": (0.0, 1e-3, "a kernel's fixed cost: 1-11 us measured on the H200; 1 ms is 100x any measured one"),
+    "launch_s": (0.0, 1e-3, "a launch-only kernel: 0.8 us measured on the H200"),
+    "event_overhead_s": (0.0, 1e-3, "the CUDA-event launch gap: 2.9 us measured on the H200"),
+    "k_overhead": (0.0, 1e5, "per-tile prologue/epilogue in elements of K: 160-500 measured, fitter bound 5000"),
+    "throttle_gain": (0.0, 5.0, "clock drop of long GEMMs: 0.06-0.11 measured, fitter bound 2"),
+    "throttle_time_s": (1e-9, 10.0, "time scale of the clock drop: 0.4-1.1 ms measured, fitter bound 0.1 s"),
+    "throttle_settle_s": (1e-9, 3600.0, "kernel time after which clocks settle: 73 ms measured (or null: never)"),
+    "misaligned_factor": (1.0, 100.0, "slowdown of misaligned GEMMs: up to 5.3x measured, fitter bound 30"),
+    "fraction": (1e-3, 1.2, "a rate or bandwidth as a fraction of the GPU's peak: 0.15-0.85 measured on the H200"),
+    "step_gemm_factor": (0.25, 4.0, "GEMMs inside a step vs. timed alone: 0.86-0.94 measured on the H200"),
+    "num_sms": (1, 1024, "streaming multiprocessors / CUs: 16-160 on every GPU of the table"),
+    "mem_bw_bytes_per_s": (1e9, 1e14, "HBM bandwidth: 0.3-8 TB/s on every GPU of the table"),
+    "peak_flops_per_s": (1e9, 1e17, "a dense tensor peak: 100 PFLOP/s is 10x the fastest of the table"),
+    "boost_clock_hz": (1e8, 1e10, "an SM clock: 1-2.6 GHz on every GPU of the table"),
+    "power_w": (1.0, 1e4, "a board power limit: 70-1200 W on every GPU of the table"),
+}
+
+
+def _in_range(owner: str, name: str, value: Any, kind: str | None = None) -> None:
+    """A named error unless ``value`` lies in :data:`RANGES` ``[kind or name]`` (finite numbers only)."""
+    lo, hi, why = RANGES[kind or name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CalibrationError(f"{owner}.{name} must be a finite number in [{lo:g}, {hi:g}], got {value!r}")
+    if not lo <= value <= hi:
+        raise CalibrationError(f"{owner}.{name} = {value!r} is outside [{lo:g}, {hi:g}] ({why}): not physical")
+
+
+def _known_keys(owner: str, data: Mapping[str, Any], valid: Iterable[str]) -> None:
+    """A named error for keys of a calibration file's object ``owner`` that perfmodel does not read."""
+    if not isinstance(data, Mapping):
+        raise CalibrationError(f"{owner} must be a JSON object, got {type(data).__name__}")
+    valid = sorted(valid)
+    unknown = sorted(str(k) for k in data if k not in valid)
+    if unknown:
+        raise CalibrationError(
+            f"{owner}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown[:5]))}"
+            f"{' ...' if len(unknown) > 5 else ''}; valid keys: {', '.join(valid)}"
+        )
+
+
+#: The keys a calibration file (schema 3) may hold, per object; any other is refused with these named.
+FILE_KEYS: dict[str, tuple[str, ...]] = {
+    "top": (
+        "assumptions", "casts", "gemm", "gemm_aliases", "gpu", "kernels", "reference", "residuals", "schema",
+        "source", "step_gemm_factors",
+    ),
+    "gemm": (
+        "k_overhead", "latency_s", "mem_bw_fraction", "misaligned_factors", "rate_fraction", "throttle_gain",
+        "throttle_settle_s", "throttle_time_s", "tile_m", "tile_n", "wave_quantization",
+    ),
+    "kernels": ("bw_fraction", "event_overhead_s", "latency_s", "launch_s"),
+    "casts": ("activation_bw_fraction", "latency_s", "weight_bw_fraction"),
+    "reference": ("arch", "boost_clock_hz", "mem_bw_bytes_per_s", "name", "num_sms", "peaks_flops_per_s", "power_w"),
+}  # fmt: skip
+#: Recipes whose casts a calibration may price (``casts`` keys: a name, or ``name+dynamic``): the float8 recipes
+#: of :data:`perfmodel.float8.RECIPES` (this layer sits below it; ``tests/test_fuzz_inputs.py`` checks the list).
+CAST_RECIPES: tuple[str, ...] = (
+    "blockwise",
+    "delayed",
+    "dynamic",
+    "mxfp8",
+    "rowwise",
+    "rowwise_with_gw_hp",
+    "tensorwise",
+)
+
+
+def _check_file_keys(data: Mapping[str, Any]) -> None:
+    """Unknown keys anywhere a schema-3 file has fixed keys, and cast names that are no recipe: named errors."""
+    _known_keys("calibration", data, FILE_KEYS["top"])
+    _known_keys("reference", data.get("reference", {}), FILE_KEYS["reference"])
+    _known_keys("kernels", data.get("kernels", {}), FILE_KEYS["kernels"])
+    for key, v in _mapping("gemm", data.get("gemm", {})).items():
+        _known_keys(f"gemm[{key!r}]", v, FILE_KEYS["gemm"])
+    valid_casts = [*CAST_RECIPES, *(f"{r}+dynamic" for r in CAST_RECIPES)]
+    for key, v in _mapping("casts", data.get("casts", {})).items():
+        if key not in valid_casts:
+            raise CalibrationError(
+                f"casts: unknown recipe {key!r}; valid keys: a float8 recipe ({', '.join(CAST_RECIPES)}), "
+                "optionally with '+dynamic'"
+            )
+        _known_keys(f"casts[{key!r}]", v, FILE_KEYS["casts"])
+    for name in ("step_gemm_factors", "gemm_aliases", "residuals"):
+        _mapping(name, data.get(name, {}))
+
+
+def _mapping(owner: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise CalibrationError(f"{owner} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _check_label(label: Any, ref: ReferenceGPU) -> None:
+    """The file's ``gpu`` label names the GPU its ``reference`` facts are of (a table name or alias of it)."""
+    if not isinstance(label, str) or not label:
+        raise CalibrationError(f"gpu must be the name of the GPU the calibration was fitted on, got {label!r}")
+    try:
+        name = get_gpu(label).name
+    except UnknownGPUError:
+        name = label  # a GPU outside the table: the reference block carries its facts
+    if name != ref.name:
+        raise CalibrationError(
+            f"the file says gpu {label!r} but its reference facts are those of {ref.name!r}: one calibration is "
+            f"fitted on one GPU; set gpu to {ref.name!r} (or refit on {label})"
+        )
 
 
 def _finite_positive(owner: str, **values: float) -> None:
@@ -160,6 +274,12 @@ class GemmParams:
         )
         if not (isinstance(self.throttle_settle_s, (int, float)) and self.throttle_settle_s > 0):
             raise CalibrationError(f"GemmParams.throttle_settle_s must be > 0 s, got {self.throttle_settle_s!r}")
+        for name in ("latency_s", "k_overhead", "throttle_gain", "throttle_time_s"):
+            _in_range("GemmParams", name, getattr(self, name))
+        if self.throttle_settle_s != math.inf:
+            _in_range("GemmParams", "throttle_settle_s", self.throttle_settle_s)
+        for i, f in enumerate(factors):
+            _in_range("GemmParams", f"misaligned_factors[{i}]", f, "misaligned_factor")
         if not 0 <= self.wave_quantization <= 1:
             raise CalibrationError(f"GemmParams.wave_quantization must be in [0, 1], got {self.wave_quantization!r}")
         if len(factors) != 3 or not all(math.isfinite(f) and f >= 1 for f in factors):
@@ -230,6 +350,8 @@ class KernelParams:
         _finite_nonneg(
             "KernelParams", latency_s=self.latency_s, launch_s=self.launch_s, event_overhead_s=self.event_overhead_s
         )
+        for name in ("latency_s", "launch_s", "event_overhead_s"):
+            _in_range("KernelParams", name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -249,6 +371,7 @@ class CastParams:
             weight_bw_bytes_per_s=self.weight_bw_bytes_per_s,
         )
         _finite_nonneg("CastParams", latency_s=self.latency_s)
+        _in_range("CastParams", "latency_s", self.latency_s)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -278,12 +401,18 @@ class ReferenceGPU:
             if fmt not in FORMATS:
                 raise CalibrationError(f"ReferenceGPU.peaks_flops_per_s: unknown format {fmt!r}")
             _finite_positive("ReferenceGPU", **{f"peak[{fmt}]": value})
+            _in_range("ReferenceGPU", f"peaks_flops_per_s[{fmt!r}]", value, "peak_flops_per_s")
             peaks[fmt] = float(value)
         object.__setattr__(self, "peaks_flops_per_s", peaks)
         _finite_positive("ReferenceGPU", mem_bw_bytes_per_s=self.mem_bw_bytes_per_s, num_sms=self.num_sms)
+        if isinstance(self.num_sms, bool) or not isinstance(self.num_sms, int):
+            raise CalibrationError(f"ReferenceGPU.num_sms must be a whole number, got {self.num_sms!r}")
+        _in_range("ReferenceGPU", "num_sms", self.num_sms)
+        _in_range("ReferenceGPU", "mem_bw_bytes_per_s", self.mem_bw_bytes_per_s)
         for name in ("boost_clock_hz", "power_w"):
             if getattr(self, name) is not None:
                 _finite_positive("ReferenceGPU", **{name: getattr(self, name)})
+                _in_range("ReferenceGPU", name, getattr(self, name))
 
     @classmethod
     def from_spec(cls, spec: GPUSpec) -> ReferenceGPU:
@@ -341,7 +470,7 @@ def fallback_kernels(M: Any, K: Any, a: Any, b: Any) -> Any:
     """Whether cuBLAS runs its pre-Hopper fallback kernels for a 16-bit GEMM of ``M`` rows and reduction ``K``
     whose layout's leading dimensions are ``a``, ``b``: they are :func:`misaligned` and the GEMM has more than one
     row (one row runs cuBLAS's Hopper or gemv kernels), or K < :data:`ALIGN` — measured on every H200 layout sweep
-    of 2026-12-01 (``benchmarks/validate_kernel_choice.py``). A bool, a bool array, or a sympy condition."""
+    of 2026-12-01 (``python benchmarks/validate.py kernel-choice``). A bool, a bool array, or a sympy condition."""
     if namespace(M, K, a, b).name == "sympy":
         import sympy
 
@@ -414,6 +543,7 @@ class CalibratedModel:
             object.__setattr__(self, "reference", ref)
         for key, factor in self.step_gemm_factors.items():
             _finite_positive("CalibratedModel", **{f"step_gemm_factors[{key!r}]": factor})
+            _in_range("CalibratedModel", f"step_gemm_factors[{key!r}]", factor, "step_gemm_factor")
 
     # -- which parameters, rescaled to which GPU ----------------------------------------------------
     def _group(self, fmt: Format, scaling: str | None, layout: str = "rc") -> str:
@@ -582,7 +712,9 @@ class CalibratedModel:
                 return cls._from_v2(data)
             if schema != SCHEMA:
                 raise CalibrationError(f"schema is {schema!r}, expected {SCHEMA!r} (or {_OLD_SCHEMA!r})")
+            _check_file_keys(data)
             ref = ReferenceGPU(**data["reference"])
+            _check_label(data["gpu"], ref)
             bw = ref.mem_bw_bytes_per_s
             gemm = {}
             for key, v in data["gemm"].items():
@@ -596,6 +728,7 @@ class CalibratedModel:
                         raise CalibrationError(
                             f"gemm[{key!r}].{frac} = {v[frac]!r} is above {limit}: faster than the GPU's peak"
                         )
+                    _in_range("calibration", f"gemm[{key!r}].{frac}", v[frac], "fraction")
                 if v.get("throttle_settle_s", 0) is None:
                     v["throttle_settle_s"] = math.inf
                 gemm[key] = GemmParams(
@@ -638,6 +771,17 @@ class CalibratedModel:
     @classmethod
     def _from_v2(cls, data: Mapping[str, Any]) -> CalibratedModel:
         """Schema 2: absolute units on the GPU the file names (which must be in the table)."""
+        fields = {c.__name__: [f.name for f in dataclasses.fields(c)] for c in (GemmParams, KernelParams, CastParams)}
+        _known_keys(
+            "calibration",
+            data,
+            ("assumptions", "casts", "gemm", "gpu", "kernels", "residuals", "schema", "source", "step_gemm_factors"),
+        )
+        for key, v in _mapping("gemm", data["gemm"]).items():
+            _known_keys(f"gemm[{key!r}]", v, fields["GemmParams"])
+        _known_keys("kernels", data["kernels"], fields["KernelParams"])
+        for key, v in _mapping("casts", data.get("casts", {})).items():
+            _known_keys(f"casts[{key!r}]", v, fields["CastParams"])
         return cls(
             gpu=str(data["gpu"]),
             source=str(data["source"]),
@@ -671,6 +815,7 @@ def _fraction(value: Any, what: str) -> float:
     _finite_positive("calibration", **{what: value})
     if value > 1.2:
         raise CalibrationError(f"{what} = {value!r} is above 1.2 of the HBM bandwidth: not physical")
+    _in_range("calibration", what, value, "fraction")
     return float(value)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._backend import check_flag, check_ratio, check_size
 from ..errors import InvalidShapeError, PerfModelError
+from ..float8.published import known_wrong
 from ..float8.torchao_code import TORCHAO_VERSION, torchao_code, torchao_missing_reason
 from ..models.base import Provenance
 from ..models.errorbars import ErrorBar
@@ -305,6 +306,7 @@ class Report:
                 "torchao_missing": "" if self.recommendation == "bf16" else torchao_missing_reason(self.recommendation),
             },
             "provenance": None if self.provenance is None else self.provenance.to_dict(),
+            "known_wrong": [dataclasses.asdict(d) for r in self.recipes for d in known_wrong(self.gpu, r)],
             "speedup_error_bar": None if self.speedup_error_bar is None else self.speedup_error_bar.to_dict(),
             "seq_len": self.seq_len,
             "batch": self.batch,
@@ -676,9 +678,10 @@ def _steps(
 
 
 def _moe_note(preset: ModelPreset) -> str:
+    moe = "; routed experts as grouped GEMMs: perfmodel.moe.block_decision (the CLI prints them)" if preset.moe else ""
     return (
         f"{preset.name} is not a dense decoder: the step model does not price MoE routing, token permutation, "
-        "grouped expert GEMMs or MLA attention; its Linears are priced one by one above"
+        "grouped expert GEMMs or MLA attention; its Linears are priced one by one above" + moe
     )
 
 

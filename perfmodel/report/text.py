@@ -80,6 +80,9 @@ def format_report(rep: Any) -> str:
     lines += ["", *_recommendation_lines(rep)]
     if rep.step is not None or rep.step_note:
         lines += ["", *_step_lines(rep)]
+    from ..float8.published import known_wrong_lines
+
+    lines += known_wrong_lines(rep.gpu, rep.recipes)
     if rep.provenance is not None:
         lines.append(f"provenance: {rep.provenance.line()}")
     if rep.recipes:
@@ -125,12 +128,25 @@ def _recommendation_lines(rep: Any) -> list[str]:
     if code is None:
         lines.append(f"  no torchao code: {torchao_missing_reason(rec)}.")
         return lines
+    if rep.step is not None and rep.step.chosen:  # the layer-group filter below is the one to paste
+        call = _filter_call(code)
+        lines.append(
+            f"  Linear filter for this table (each nn.Linear priced by its own shape; for models the layer model does "
+            f"not price): {call}"
+        )
+        return lines
     api, caveat = ("torchao", "") if rec != "mxfp8" else ("torchao's MX training prototype", ", whose names change")
     lines.append(f"Apply it with {api} (code for torchao {TORCHAO_VERSION}{caveat}; `model` is your nn.Module):")
     lines += [f"    {line}" if line else "" for line in code.splitlines()]
     if rep.gpu_modified or (rep.calibration_attached and rep.calibration_file is None):
         what = "GPUSpec you built" if rep.gpu_modified else "calibration attached to your GPUSpec"
         lines.append(f"  note: the table used the {what}: pass that GPUSpec as gpu=.")
+    if rep.step is None:
+        how = "not for this model (see below)" if rep.step_note else "for a dense preset, give --seq-len to see it"
+        lines.append(
+            "  (the other filter, perfmodel.step.module_filter, prices a dense preset's whole decoder layer and "
+            f"converts groups of Linears: {how})"
+        )
     moe = [row for row in rep.rows if row.M != rep.tokens]
     if moe:
         example = ", ".join(f"{row.names[0]!r}: {row.M}" for row in moe[:2])
@@ -140,6 +156,19 @@ def _recommendation_lines(rep: Any) -> list[str]:
             f"'*': {rep.tokens}}}, or exclude them."
         )
     return lines
+
+
+def _filter_call(code: str) -> str:
+    """The ``perfmodel.float8.module_filter(...)`` call of torchao code, on one line."""
+    start = code.index("perfmodel.float8.module_filter(")
+    depth, stop = 0, len(code)
+    for i, ch in enumerate(code[start:], start):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == ")" and depth == 0:
+            stop = i + 1
+            break
+    call = " ".join(code[start:stop].split())
+    return call.replace("( ", "(").replace(", )", ")").replace(",)", ")")
 
 
 def _step_lines(rep: Any) -> list[str]:
@@ -205,8 +234,20 @@ def _step_lines(rep: Any) -> list[str]:
             "change(s) the Linear table above only"
         )
     if st.chosen:
-        lines.append("  Convert by groups of Linears that share an input (the layer's decision, torchao filter):")
+        lines.append(
+            "  Recommended filter (the layer-group filter: the whole layer priced, shared and fused casts included). "
+            "Convert by groups of Linears that share an input:"
+        )
         lines += [f"    {line}" for line in _step_filter_code(rep, st.recipe)]
+        if st.recipe in ("tensorwise", "rowwise", "rowwise_with_gw_hp"):
+            lines.append(
+                f"  apply it with torchao {TORCHAO_VERSION} (`model` is your nn.Module): import perfmodel.step; "
+                "from torchao.float8 import Float8LinearConfig, convert_to_float8_training;"
+            )
+            lines.append(
+                f"  convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name({st.recipe!r}), "
+                "module_filter_fn=module_filter_fn)"
+            )
     return lines
 
 

@@ -15,7 +15,13 @@ from ..formats import FORMATS
 from .spec import AMD_DEFAULT_EFFICIENCY, NVIDIA_DEFAULT_EFFICIENCY, GPUSpec, Peaks, default_efficiency
 from .table import TABLE
 
-__all__ = ["gpu_from_proton", "proton_mem_bw_bytes_per_s", "proton_peak_flops_per_s"]
+__all__ = [
+    "DEVICE_RANGES",
+    "device_range_applies",
+    "gpu_from_proton",
+    "proton_mem_bw_bytes_per_s",
+    "proton_peak_flops_per_s",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -53,6 +59,23 @@ _ARCH_FORMATS = {
 }
 _PROTON_SOURCE = "derived from Proton device metadata with triton.profiler.specs formulas (Triton 3.6)"
 _PROTON_KEYS = ("arch", "num_sms", "clock_rate", "memory_clock_rate", "bus_width")
+
+
+#: Physical range of each number of Proton's device metadata (inclusive): (low, high, unit, why). Outside them a
+#: profile's metadata is refused (:class:`~perfmodel.errors.ProfileError`) instead of giving an infinite or zero
+#: peak (a memory clock of 5e-324 kHz made every util infinite).
+DEVICE_RANGES: dict[str, tuple[float, float, str, str]] = {
+    "num_sms": (1, 1024, "SMs/CUs", "16-160 on every GPU of the table"),
+    "clock_rate": (1e4, 1e7, "kHz", "an SM clock of 10 MHz to 10 GHz; 1.98e6 kHz on the H200"),
+    "memory_clock_rate": (1e4, 1e8, "kHz", "a DRAM clock of 10 MHz to 100 GHz; 3.2e6 kHz HBM3e, 1.05e7 GDDR6X"),
+    "bus_width": (8, 65536, "bits", "a memory bus of 8 bits to 64 Kibit; 6144 on the H200, 8192 on the MI300X"),
+}
+
+
+def device_range_applies(device_type: str, key: str) -> bool:
+    """Whether :data:`DEVICE_RANGES` ``[key]`` is checked for ``device_type``: always, except the memory clock
+    and bus width of HIP devices, which Proton's formulas do not use (a constant bandwidth per arch)."""
+    return not (str(device_type).strip().upper() == "HIP" and key in ("memory_clock_rate", "bus_width"))
 
 
 def _known_archs(device_type: str) -> list[str]:
@@ -127,16 +150,21 @@ def _parse_device_info(device_type: Any, device_info: Mapping[str, Any]) -> tupl
     if isinstance(arch, bool) or not isinstance(arch, (str, int)) or not str(arch).strip():
         raise ProfileError(f"Proton device_info 'arch' must be a string like '90' or 'gfx942', got {short_repr(arch)}")
     arch = str(arch).strip().split(":")[0].lower()  # "gfx942:sramecc+:xnack-" -> "gfx942"
+    _check_arch(dtype, arch)
     numbers: dict[str, float] = {}
     for key in _PROTON_KEYS[1:]:
         value = device_info[key]
+        lo, hi, unit, why = DEVICE_RANGES[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < float("inf")):
             raise ProfileError(f"Proton device_info {key!r} must be a positive number, got {short_repr(value)}")
-        numbers[key] = value
-    if numbers["num_sms"] != int(numbers["num_sms"]):
-        raise ProfileError(f"Proton device_info 'num_sms' must be a whole number, got {numbers['num_sms']!r}")
-    numbers["num_sms"] = int(numbers["num_sms"])
-    _check_arch(dtype, arch)
+        if device_range_applies(dtype, key) and not lo <= value <= hi:
+            raise ProfileError(
+                f"Proton device_info {key!r} = {short_repr(value)} is outside [{lo:g}, {hi:g}] {unit} ({why}): "
+                "not a device Proton can have profiled; check the profile's metadata"
+            )
+        if key in ("num_sms", "bus_width") and value != int(value):
+            raise ProfileError(f"Proton device_info {key!r} must be a whole number, got {value!r}")
+        numbers[key] = int(value) if key in ("num_sms", "bus_width") else float(value)
     return dtype, arch, numbers
 
 

@@ -49,7 +49,14 @@ from ..float8.recipes import Recipe, get_recipe
 from ..models.registry import ModelLike
 from ..presets import LayerShape, ModelPreset
 from ..specs.gpu import GPULike
-from .filter import GroupFilter, module_filter
+from .filter import (
+    UNMATCHED_WARN_AFTER,
+    GroupFilter,
+    LayerGroupFilter,
+    layer_filter,
+    module_filter,
+    torchtitan_filter_fqns,
+)
 from .kernels import StepKernel
 from .layer import AC_MODES, FP8_ALIGN, LayerTime, best_convert, eligible_groups, layer_time, resolve_layer
 from .names import CONVENTIONS
@@ -59,8 +66,10 @@ __all__ = [
     "AC_MODES",
     "CONVENTIONS",
     "FP8_ALIGN",
+    "UNMATCHED_WARN_AFTER",
     "GroupFilter",
     "IneligibleLinearError",
+    "LayerGroupFilter",
     "LayerParams",
     "LayerTime",
     "ModuleShapeError",
@@ -70,10 +79,12 @@ __all__ = [
     "UnsupportedLayerError",
     "best_convert",
     "eligible_groups",
+    "layer_filter",
     "layer_time",
     "module_filter",
     "resolve_layer",
     "step_report",
+    "torchtitan_filter_fqns",
 ]
 
 

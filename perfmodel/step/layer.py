@@ -12,6 +12,7 @@ from .._backend import check_size, namespace
 from ..errors import (
     IneligibleLinearError,
     ModuleShapeError,
+    MoEPresetError,
     PerfModelError,
     UnknownLinearError,
     UnsupportedFormatError,
@@ -57,6 +58,12 @@ def resolve_layer(layer: str | ModelPreset | LayerShape) -> tuple[LayerShape, in
         return layer, 1
     if isinstance(layer, (str, ModelPreset)):
         preset = get_preset(layer)
+        if preset.layer is None and preset.moe is not None:
+            raise MoEPresetError(
+                f"{preset.name} is an MoE model the decoder-layer step model does not price ({preset.layer_note}). "
+                f"Its routed experts: perfmodel.moe.expert_block_time({preset.name!r}, tokens=...) and "
+                f"perfmodel.moe.speedup; its Linears one by one: perfmodel.float8.report({preset.name!r}, ...)"
+            )
         if preset.layer is None:
             raise UnsupportedLayerError(
                 f"{preset.name} has no decoder layer the step model prices: {preset.layer_note or 'no LayerShape'}. "

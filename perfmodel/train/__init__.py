@@ -43,6 +43,7 @@ import numpy as np
 from .._backend import is_symbolic
 from .._files import short
 from ..errors import PerfModelError
+from ..float8.published import known_wrong_lines
 from ..float8.recipes import Recipe
 from ..models.base import ExpectedError, Provenance
 from ..models.registry import ModelLike
@@ -60,18 +61,29 @@ from .compute import (
     shipped_train_params,
 )
 from .config import ModelSizes, TrainConfig, check_config, model_sizes, shard_layer
+from .mfu import MFU, StepFlops, mfu_from_run, predicted_mfu, step_flops
 
 __all__ = [
     "MEMORY_HEADROOM",
+    "MFU",
+    "TOKENS_PER_S_BIAS",
     "TRAIN_EXPECTED_ERROR",
     "CommCall",
+    "StepFlops",
     "TrainEstimate",
     "TrainParams",
     "estimate",
+    "mfu_from_run",
+    "step_flops",
 ]
 
 #: a configuration "fits" when its estimated peak memory is below this share of the GPU's memory
 MEMORY_HEADROOM = 0.95
+#: how far absolute throughput was from published runs (docs/validation.md, "Training at cluster scale"): shown
+#: beside multi-GPU step times, never applied (published runs validate the model; they do not tune it)
+TOKENS_PER_S_BIAS = (
+    "predicted tokens/s per GPU were a median 55 % above 28 published multi-GPU runs (bf16 and float8 alike)"
+)
 #: measured error of :func:`estimate` (docs/validation.md, "Training at cluster scale"; a test checks it)
 TRAIN_EXPECTED_ERROR = ExpectedError(
     speedup_pct=6.6,
@@ -121,8 +133,19 @@ class TrainEstimate:
     provenance: Provenance
 
     @property
+    def mfu_report(self) -> MFU:
+        """The predicted MFU, against the mixed-precision peak and the bf16 peak (:mod:`perfmodel.train.mfu`)."""
+        return predicted_mfu(self.config, self.tokens_per_s_per_gpu)
+
+    @property
     def mfu(self) -> Any:
-        """Model FLOPs utilisation: model FLOP/s of one GPU over its dense bf16 peak."""
+        """Model FLOPs utilisation: model FLOP/s of one GPU over the peak of the step's format mix (every FLOP at
+        its own format's dense peak; for bf16 steps the bf16 peak). :attr:`mfu_bf16` is the bf16-peak figure."""
+        return self.mfu_report.mfu
+
+    @property
+    def mfu_bf16(self) -> Any:
+        """Model FLOP/s of one GPU over its dense bf16 peak (torchtitan's MFU; a float8 step can pass 100 %)."""
         return self.model_flops_per_step / self.config.tp / self.step_s / self.config.gpu.peak_flops_per_s("bf16")
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,6 +169,7 @@ class TrainEstimate:
             "step_s": _plain(self.step_s),
             "tokens_per_s_per_gpu": _plain(self.tokens_per_s_per_gpu),
             "mfu": _plain(self.mfu),
+            "mfu_bf16": _plain(self.mfu_bf16),
             "compute_s": {k: _plain(v) for k, v in self.compute_s.items()},
             "layer_s": {"fwd": _plain(self.layer.fwd_s), "bwd": _plain(self.layer.bwd_s)},
             "comm": [x.to_dict() for x in self.comm],
@@ -177,6 +201,18 @@ class TrainEstimate:
             f"{_num(c.batch_per_gpu)} per rank, {c.recipe.name}{conv}{fp8ag}, AC {c.ac}"
         )
 
+    def filter_code(self) -> dict[str, Any] | None:
+        """How to apply the Linears this estimate converts (``config.converted``, what ``convert="auto"`` chose):
+        the torchao ``module_filter_fn`` and torchtitan's ``filter_fqns`` (:func:`perfmodel.step.choice_code`);
+        ``None`` for bf16 or a model that is not a preset (a LayerShape: name its Linears yourself)."""
+        from ..presets import PRESETS
+        from ..step.filter import choice_code
+
+        c = self.config
+        if c.recipe.name == "bf16" or c.sizes.name not in PRESETS:
+            return None
+        return choice_code(c.sizes.name, c.converted, c.recipe.name)
+
     @property
     def is_scalar(self) -> bool:
         """True when the estimate is one configuration (numbers), False for numpy-array or sympy results."""
@@ -184,9 +220,12 @@ class TrainEstimate:
         values = (c.seq_len, c.batch_per_gpu, c.sizes.layers, self.step_s)
         return not any(is_symbolic(v) or np.ndim(v) > 0 for v in values)
 
-    def table(self) -> str:
-        """A readable breakdown of one configuration: step in ms, compute by part, every collective (MB, ms),
-        memory in GB, provenance.
+    def table(self, baseline: TrainEstimate | None = None) -> str:
+        """A readable breakdown of one configuration, what is validated first: the float8/bf16 speedup with its
+        measured error (when ``baseline``, the bf16 estimate of the same job, is given), whether it fits in memory,
+        then step in ms with the measured bias of absolute throughput, compute by part, every collective (MB, ms),
+        memory by part in GB, provenance. A configuration that does not fit says so first and shows no step time
+        or MFU (it would not run).
 
         Raises:
             PerfModelError: an array or symbolic estimate (``seq_len``, ``batch_per_gpu`` or ``layers`` a numpy
@@ -201,11 +240,28 @@ class TrainEstimate:
                 "batch_per_gpu and layers, or read the fields (step_s, tokens_per_s_per_gpu, compute_s, comm, "
                 "memory_bytes) directly; str(est) prints a short summary"
             )
-        lines = [
-            self._header(),
+        lines = [self._header()]
+        gb = float(self.memory_bytes) / 1e9
+        cap = f"{c.gpu.mem_bytes / 1e9:.0f} GB" if c.gpu.mem_bytes else "(GPU memory not known)"
+        if not bool(self.fits):
+            lines.append(
+                f"  DOES NOT FIT: estimated peak memory {gb:.1f} GB is above {MEMORY_HEADROOM:.0%} of {cap}; no step "
+                "time or MFU shown (the job would not run). Shard more (tp, n_gpus), checkpoint more (ac) or "
+                "shorten seq_len / batch_per_gpu."
+            )
+            lines += self._memory_lines()
+            lines.append(f"provenance: {self.provenance.kind} (memory: estimate, not yet checked against an allocator)")
+            return "\n".join(lines)
+        if baseline is not None:
+            lines.append(self._speedup_line(baseline))
+            lines += [f"  {x}" for x in known_wrong_lines(c.gpu, c.recipe)]
+        lines.append(
             f"  step            {float(self.step_s) * 1e3:10.1f} ms   {float(self.tokens_per_s_per_gpu):,.0f} "
-            f"tokens/s per GPU, MFU {float(self.mfu):.1%}",
-        ]
+            f"tokens/s per GPU, MFU {float(self.mfu):.1%} of the mixed-precision peak"
+            + (f" ({float(self.mfu_bf16):.1%} of bf16's)" if c.recipe.name != "bf16" else "")
+        )
+        if c.n_gpus > 1:
+            lines.append(f"  {'':15} absolute figures: {TOKENS_PER_S_BIAS} (not corrected)")
         for part, t in self.compute_s.items():
             lines.append(f"  {part:<15} {float(t) * 1e3:10.1f} ms")
         ms = {k: float(getattr(self, k)) * 1e3 for k in ("exposed_comm_s", "exposed_fsdp_s", "exposed_tp_s")}
@@ -218,11 +274,35 @@ class TrainEstimate:
                 f"    {x.group:<9} {x.op:<14} {x.name:<36} {float(x.nbytes) / 1e6:9.1f} MB x {x.calls:<5} "
                 f"{float(x.time_s) * 1e3:8.3f} ms each"
             )
-        gb = float(self.memory_bytes) / 1e9
-        cap = f"of {c.gpu.mem_bytes / 1e9:.0f} GB" if c.gpu.mem_bytes else "(GPU memory not known)"
-        lines.append(f"  memory          {gb:10.1f} GB {cap}" + ("" if bool(self.fits) else "   DOES NOT FIT"))
+        lines.append(f"  memory          {gb:10.1f} GB of {cap}: fits (estimate)")
+        lines += self._memory_lines()[1:]
         lines.append(f"provenance: {self.provenance.line()}")
         return "\n".join(lines)
+
+    def _memory_lines(self) -> list[str]:
+        """The memory total and its parts, GB (an estimate: :func:`perfmodel.train.compute.memory_bytes`)."""
+        gb = float(self.memory_bytes) / 1e9
+        parts = ", ".join(f"{k} {float(v) / 1e9:.1f}" for k, v in self.memory.items())
+        return [f"  memory          {gb:10.1f} GB (estimate)", f"    by part (GB): {parts}"]
+
+    def _speedup_line(self, baseline: TrainEstimate) -> str:
+        """``recipe vs bf16: 1.105x faster`` with the speedup's measured error on published runs."""
+        if baseline.config.recipe.name != "bf16":
+            raise PerfModelError(f"baseline must be the bf16 estimate of the same job, got {baseline.config.recipe}")
+        sp = float(baseline.step_s / self.step_s)
+        verdict = "faster" if sp >= 1 else "slower"
+        err = self.provenance.expected_error
+        how = []
+        if err.speedup_pct is not None:
+            how.append(f"±{err.speedup_pct:.1f} % median error")
+        if err.decisions_pct is not None:
+            how.append(f"{err.decisions_pct:.0f} % of clear decisions right")
+        where = "published multi-GPU runs" if self.config.n_gpus > 1 else "H200 layer steps"
+        sure = f"{', '.join(how)} on {where}" if how else "error not measured"
+        return (
+            f"  {self.config.recipe.name} vs bf16: {sp:.3f}x ({verdict}; bf16 step "
+            f"{float(baseline.step_s) * 1e3:.1f} ms); {sure}"
+        )
 
     @property
     def _symbolic(self) -> bool:

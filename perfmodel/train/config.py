@@ -25,6 +25,7 @@ from ..errors import (
     IneligibleLinearError,
     InvalidParallelismError,
     InvalidShapeError,
+    MoEPresetError,
     PerfModelError,
     UnsupportedLayerError,
     choices_message,
@@ -82,6 +83,12 @@ def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vo
         lay, n, v, name = model, layers, vocab if vocab is not None else 0, model.name
     else:
         preset = get_preset(model) if not isinstance(model, ModelPreset) else model
+        if preset.layer is None and preset.moe is not None:
+            raise MoEPresetError(
+                f"{preset.name} is an MoE model: the cluster model prices dense decoder layers only (MoE layers with "
+                "expert-parallel all-to-all are not modeled yet). The routed-expert block on one GPU: "
+                f"perfmodel.moe.expert_block_time({preset.name!r}, tokens=...), its float8 call perfmodel.moe.speedup"
+            )
         if preset.layer is None:
             raise UnsupportedLayerError(
                 f"{preset.name}: the cluster model prices dense decoder layers only; {preset.layer_note or 'no layer'}"

@@ -1,0 +1,95 @@
+"""Held-out score of the grouped-GEMM model (perfmodel.moe.grouped) on our H200 sweep of 2026-12-03.
+
+    python benchmarks/validate_grouped.py [--data benchmarks/data/h200_2026-12-03] [--split held_out]
+
+Prints markdown tables: for each timing (event, kernel), dtype (bf16, fp8), op (fwd, wgrad, all) and group-size
+distribution (balanced; skewed = Dirichlet-skewed and empty-group vectors), the median and 90th percentile of
+|predicted / measured - 1| of the shipped calibration (perfmodel/calibrations/h200_grouped.json), with the
+compute-only roofline as torchao's MoE roofline prices it (perfmodel.moe.roofline_grouped_gemm_time_s) beside it.
+Splits (by model family, chosen before any score was seen; see docs/moe.md): ``fit``, ``validation`` (looked at
+while the model form was chosen), ``test`` (looked at once), ``held_out`` (validation + test), ``shape_disjoint``
+(held-out families whose (K, N) no fit family has: all but llama4_scout). Output is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from perfmodel.calibrate import grouped as cg  # noqa: E402
+from perfmodel.moe import grouped as gm  # noqa: E402
+
+SPLITS = {
+    "fit": cg.FIT_FAMILIES,
+    "validation": cg.VALIDATION_FAMILIES,
+    "test": cg.TEST_FAMILIES,
+    "held_out": cg.VALIDATION_FAMILIES + cg.TEST_FAMILIES,
+}
+
+
+def shape_overlap(records: list[dict]) -> dict[str, list[tuple[int, int]]]:
+    """Held-out family -> its (K, N) pairs that a fit family also has (such rows are held out by family only)."""
+    fit_shapes = {(r["K"], r["N"]) for r in records if r["family"] in cg.FIT_FAMILIES}
+    out: dict[str, set] = {}
+    for r in records:
+        if r["family"] not in cg.FIT_FAMILIES and (r["K"], r["N"]) in fit_shapes:
+            out.setdefault(r["family"], set()).add((r["K"], r["N"]))
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def table(records: list[dict], params: dict) -> str:
+    pred = cg.predict_records(records, params)
+    roof = np.array(
+        [
+            gm.roofline_grouped_gemm_time_s(
+                gm.pad_group_sizes(np.asarray(r.get("rows_requested") or r["rows"]), cg._dtype(r)),
+                r["K"],
+                r["N"],
+                dtype=r["dtype"],
+                gpu="H200",
+            )
+            for r in records
+        ]
+    )
+    lines = [
+        "| timing | dtype | op | groups | n | MdAPE % | p90 % | roofline MdAPE % | roofline p90 % |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in cg.score(records, pred, roof):
+        lines.append(
+            f"| {row['timing']} | {row['dtype']} | {row['op']} | {row['dist']} | {row['n']} | {row['mdape']:.1f} | "
+            f"{row['p90']:.1f} | {row['roof_mdape']:.0f} | {row['roof_p90']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=str(ROOT / "benchmarks" / "data" / "h200_2026-12-03"))
+    ap.add_argument("--split", default="all", choices=[*SPLITS, "shape_disjoint", "all"])
+    args = ap.parse_args(argv)
+    records = cg.load_records(args.data)
+    params = gm.load_params()["params"]
+    overlap = shape_overlap(records)
+    splits = dict(SPLITS)
+    splits["shape_disjoint"] = tuple(f for f in SPLITS["held_out"] if f not in overlap)
+    names = list(splits) if args.split == "all" else [args.split]
+    print("# Grouped-GEMM model on the H200 sweep of 2026-12-03 (shipped calibration)\n")
+    print("Fit families: " + ", ".join(cg.FIT_FAMILIES))
+    for fam, shapes in overlap.items():
+        print(f"Held out by family but not by shape: {fam} has the (K, N) of a fit family: {shapes}")
+    for name in names:
+        sub = [r for r in records if r["family"] in splits[name]]
+        print(f"\n## {name}: {', '.join(splits[name])} ({len(sub)} records)\n")
+        print(table(sub, params))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

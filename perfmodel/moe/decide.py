@@ -1,0 +1,285 @@
+"""float8 decisions for the routed experts of an MoE layer: speedup, enable/skip, break-even tokens, the filters.
+
+``speedup = bf16 block time / recipe block time`` (fwd + bwd, :func:`perfmodel.moe.block.expert_block_time`), on
+the same per-expert counts. The block's shared experts are priced in both (bf16, or ``shared_recipe`` on the
+recipe side), so the speedup is the whole block's, as a user timing the MoE layer's feed-forward sees it.
+
+What the conversion looks like:
+
+* torchao (0.17): ``quantize_(model, Float8TrainingOpConfig.from_recipe(Float8TrainingRecipe.FP8_ROWWISE),
+  filter_fn=fn)`` calls ``fn(module, fqn)`` per module (``torchao/prototype/moe_training/conversion_utils.py``,
+  ``_swap_params``) and swaps the parameters of those that pass; :func:`filter_fn` returns such an ``fn``.
+* torchtitan v0.2.x: ``--quantize.grouped_mm.float8.fqns="experts"`` (``Float8GroupedMMConverter``: a module is
+  converted when one of the strings is a substring of its fqn; ``torchtitan/config/job_config.py``);
+  :func:`fqns` returns that list. torchtitan's main branch (2026-08, ``Float8GroupedExpertsConverter``) converts
+  every ``GroupedExperts`` and takes no list: there, the answer is whether to add the converter at all
+  (:func:`should_use`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvalidShapeError
+from ..presets import ModelPreset, MoEShape
+from .block import ALIGN, ExpertBlockTime, as_moe_shape, expert_block_time
+
+__all__ = [
+    "BlockDecision",
+    "BreakEven",
+    "block_decision",
+    "break_even_tokens",
+    "filter_fn",
+    "fqns",
+    "routed_experts_section",
+    "should_use",
+    "speedup",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockDecision:
+    """bf16 against ``recipe`` for one block: both :class:`ExpertBlockTime` s, ``speedup``, ``use`` (speedup >=
+    ``min_speedup``), and ``reason``."""
+
+    bf16: ExpertBlockTime
+    fp8: ExpertBlockTime
+    speedup: float
+    use: bool
+    min_speedup: float
+    reason: str
+
+
+def _with_experts(config: Any, experts: int | None) -> MoEShape:
+    m = as_moe_shape(config)
+    if experts is None:
+        return m
+    if isinstance(experts, bool) or not isinstance(experts, numbers.Integral) or experts < m.top_k:
+        raise InvalidShapeError(
+            f"experts must be a whole number >= top_k ({m.top_k}): the routed experts on this GPU, got {experts!r}"
+        )
+    return dataclasses.replace(m, experts=int(experts))
+
+
+def _min_speedup(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v <= 0:
+        raise InvalidShapeError(f"min_speedup must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+def block_decision(
+    preset_or_config: Any,
+    *,
+    tokens: Any,
+    gpu: Any = "H200",
+    recipe: str = "rowwise",
+    min_speedup: float = 1.0,
+    experts: int | None = None,
+    **block: Any,
+) -> BlockDecision:
+    """Price the block in bf16 and in ``recipe`` (same counts) and decide. ``block``: the other keywords of
+    :func:`~perfmodel.moe.block.expert_block_time` (counts, skew, fused_gate_up, shared_recipe, compiled, timing,
+    time_model). ``experts``: routed experts on this GPU (expert parallelism), default the preset's."""
+    ms = _min_speedup(min_speedup)
+    m = _with_experts(preset_or_config, experts)
+    shared = block.pop("shared_recipe", None)
+    b = expert_block_time(m, tokens=tokens, gpu=gpu, recipe="bf16", **block)
+    f = expert_block_time(m, tokens=tokens, gpu=gpu, recipe=recipe, shared_recipe=shared, **block)
+    s = b.total_s / f.total_s
+    use = s >= ms
+    quant = sum(k.seconds for k in f.kernels if k.kind == "quant")
+    gem_b = sum(k.seconds for k in b.kernels if k.kind == "gemm")
+    gem_f = sum(k.seconds for k in f.kernels if k.kind == "gemm")
+    reason = (
+        f"{recipe} saves {(gem_b - gem_f) * 1e3:.3f} ms of grouped GEMMs and adds {quant * 1e3:.3f} ms of "
+        f"quantization: speedup {s:.3f} {'>=' if use else '<'} {ms:g}"
+    )
+    return BlockDecision(bf16=b, fp8=f, speedup=s, use=use, min_speedup=ms, reason=reason)
+
+
+def speedup(preset_or_config: Any, *, tokens: Any, gpu: Any = "H200", recipe: str = "rowwise", **kw: Any) -> float:
+    """bf16 block time / ``recipe`` block time (fwd + bwd): > 1 means float8 is faster. Keywords as
+    :func:`block_decision`."""
+    kw.pop("min_speedup", None)
+    return block_decision(preset_or_config, tokens=tokens, gpu=gpu, recipe=recipe, **kw).speedup
+
+
+def should_use(
+    preset_or_config: Any,
+    *,
+    tokens: Any,
+    gpu: Any = "H200",
+    recipe: str = "rowwise",
+    min_speedup: float = 1.0,
+    **kw: Any,
+) -> bool:
+    """True where the block's float8 speedup is at least ``min_speedup``. Keywords as :func:`block_decision`."""
+    return block_decision(preset_or_config, tokens=tokens, gpu=gpu, recipe=recipe, min_speedup=min_speedup, **kw).use
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakEven:
+    """The smallest tokens per step (on this GPU, a multiple of 16) at which the block's speedup reaches
+    ``min_speedup``; ``None`` if not up to ``max_tokens``.
+
+    Attributes:
+        tokens: tokens per step (``T``; the block routes ``T * top_k`` rows). tokens_per_expert: the mean routed
+            rows per expert at that point, ``T * top_k / experts``. speedup: the speedup there.
+        monotone: False where the speedup on the search grid falls below ``min_speedup`` again above the
+            crossing (then ``crossings`` lists the grid intervals where it crosses upward). note: a sentence.
+    """
+
+    tokens: int | None
+    tokens_per_expert: float | None
+    speedup: float | None
+    min_speedup: float
+    monotone: bool
+    crossings: tuple[tuple[int, int], ...]
+    note: str
+
+
+def break_even_tokens(
+    preset_or_config: Any,
+    *,
+    gpu: Any = "H200",
+    recipe: str = "rowwise",
+    experts: int | None = None,
+    min_speedup: float = 1.0,
+    max_tokens: int = 1 << 20,
+    **block: Any,
+) -> BreakEven:
+    """Smallest tokens per step at which ``speedup >= min_speedup`` (balanced routing, or ``skew=``): a doubling grid
+    16, 32, ... up to ``max_tokens``, then bisection over multiples of 16 inside the first upward crossing.
+    Both the tokens per step and per expert are returned (:class:`BreakEven`). ``counts=`` is refused (a count
+    vector belongs to one token count)."""
+    if block.get("counts") is not None:
+        raise InvalidShapeError("break_even_tokens searches token counts: pass skew= or balanced routing, not counts=")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral) or max_tokens < 16:
+        raise InvalidShapeError(f"max_tokens must be a whole number >= 16, got {max_tokens!r}")
+    ms = _min_speedup(min_speedup)
+    m = _with_experts(preset_or_config, experts)
+
+    def s_of(t: int) -> float:
+        return speedup(m, tokens=t, gpu=gpu, recipe=recipe, **block)
+
+    grid = [16 << i for i in range(int(math.log2(max_tokens // 16)) + 1)]
+    vals = [s_of(t) for t in grid]
+    ok = [v >= ms for v in vals]
+    crossings = tuple((grid[i - 1], grid[i]) for i in range(1, len(grid)) if ok[i] and not ok[i - 1])
+    monotone = all(ok[j] for j in range(ok.index(True), len(ok))) if any(ok) else True
+    if not any(ok):
+        best = max(vals)
+        note = f"speedup stays below {ms:g} up to {grid[-1]} tokens (largest {best:.3f} at {grid[vals.index(best)]})"
+        return BreakEven(None, None, None, ms, monotone, crossings, note)
+    first = ok.index(True)
+    if first == 0:
+        lo_t, hi_t = 0, 16
+    else:
+        lo_t, hi_t = grid[first - 1], grid[first]
+    while hi_t - lo_t > 16:  # bisection on multiples of 16: s(lo) < ms <= s(hi)
+        mid = (lo_t + hi_t) // 32 * 16
+        if s_of(mid) >= ms:
+            hi_t = mid
+        else:
+            lo_t = mid
+    s_hi = s_of(hi_t)
+    note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
+    if not monotone:
+        note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
+    return BreakEven(hi_t, hi_t * m.top_k / m.experts, s_hi, ms, monotone, crossings, note)
+
+
+def _is_routed_experts(module: Any, fqn: str) -> bool:
+    """The routed-experts module: fqn ends with "experts" (not "shared_experts"/"shared_expert"), or a module with
+    3-D ``w1``, ``w2``, ``w3`` parameters (torchtitan's ``GroupedExperts``)."""
+    last = fqn.rsplit(".", 1)[-1]
+    if last.startswith("shared_expert"):
+        return False
+    if last == "experts":
+        return True
+    ws = [getattr(module, n, None) for n in ("w1", "w2", "w3")]
+    return all(w is not None and getattr(w, "ndim", 0) == 3 for w in ws)
+
+
+def filter_fn(
+    preset_or_config: Any, *, tokens: Any, gpu: Any = "H200", recipe: str = "rowwise", **kw: Any
+) -> Callable[[Any, str], bool]:
+    """A ``filter_fn(module, fqn) -> bool`` for torchao's ``quantize_(model, config, filter_fn=...)``: True for the
+    routed-experts module when the block pays (:func:`should_use` with ``kw``), False for everything else (the
+    shared experts, the router and attention stay with the dense float8 path). The decision is made once, here;
+    the callable carries it as ``fn.decision`` (:class:`BlockDecision`)."""
+    d = block_decision(preset_or_config, tokens=tokens, gpu=gpu, recipe=recipe, **kw)
+
+    def fn(module: Any, fqn: str) -> bool:
+        return d.use and _is_routed_experts(module, fqn)
+
+    fn.decision = d  # type: ignore[attr-defined]
+    fn.__doc__ = f"routed experts in {recipe}: {'convert' if d.use else 'keep bf16'} ({d.reason})"
+    return fn
+
+
+def fqns(preset_or_config: Any, *, tokens: Any, gpu: Any = "H200", recipe: str = "rowwise", **kw: Any) -> list[str]:
+    """The list for torchtitan's ``--quantize.grouped_mm.float8.fqns`` (v0.2.x; substring match on module fqns):
+    ``["experts"]`` when the block pays, ``[]`` when it does not. Every MoE layer of a preset has the same block, so
+    the answer is all or none."""
+    return ["experts"] if block_decision(preset_or_config, tokens=tokens, gpu=gpu, recipe=recipe, **kw).use else []
+
+
+def routed_experts_section(
+    preset: ModelPreset | str, *, tokens: int, gpu: Any = "H200", recipes: tuple[str, ...] = ("rowwise",), **kw: Any
+) -> tuple[str, list[dict[str, Any]]]:
+    """The CLI's "Routed experts (grouped GEMMs, perfmodel.moe)" section for an MoE preset: text and JSON rows.
+    Recipes the block does not price (tensorwise, ...) or the GPU cannot run are listed as skipped."""
+    from ..errors import PerfModelError
+    from .block import RECIPES
+
+    m = as_moe_shape(preset)
+    lines = [
+        "",
+        "Routed experts (grouped GEMMs, perfmodel.moe):",
+        f"  {m.name}: {m.experts} experts, top-{m.top_k}, dim {m.dim}, moe_inter {m.moe_inter}, shared width "
+        f"{m.shared_width}; {tokens} tokens; the per-expert Linears above are a balanced-routing approximation, "
+        "this block is the grouped-GEMM price (router, permutation, grouped GEMMs, quantization, shared experts)",
+    ]
+    rows: list[dict[str, Any]] = []
+    for r in recipes:
+        if r not in RECIPES or r == "bf16":
+            lines.append(f"  {r}: not a grouped-GEMM recipe of torchao's moe_training (rowwise, mxfp8): skipped")
+            continue
+        try:
+            d = block_decision(m, tokens=tokens, gpu=gpu, recipe=r, **kw)
+        except PerfModelError as e:
+            lines.append(f"  {r}: skipped ({e})")
+            continue
+        verdict = "convert" if d.use else "keep bf16"
+        lines.append(
+            f"  {r}: block bf16 {d.bf16.total_s * 1e3:.3f} ms vs {r} {d.fp8.total_s * 1e3:.3f} ms (fwd+bwd, align "
+            f"{ALIGN[r]}) -> speedup {d.speedup:.3f}: {verdict}"
+        )
+        lines.append(f"    {d.reason} (eager, as torchao 0.17 runs it without torch.compile)")
+        if r == "rowwise" and "compiled" not in kw:
+            c = block_decision(m, tokens=tokens, gpu=gpu, recipe=r, compiled=True, **kw)
+            lines.append(
+                f"    under torch.compile (the weight casts fused; an estimate): {c.fp8.total_s * 1e3:.3f} ms -> "
+                f"speedup {c.speedup:.3f}: {'convert' if c.use else 'keep bf16'}"
+            )
+        filt = 'lambda mod, fqn: fqn.rsplit(".", 1)[-1] == "experts"' if d.use else "lambda mod, fqn: False"
+        lines.append(f"    torchao: quantize_(model, Float8TrainingOpConfig.from_recipe(...), filter_fn={filt})")
+        lines.append(f"    torchtitan v0.2: --quantize.grouped_mm.float8.fqns={'experts' if d.use else '(none)'}")
+        lines.append(f"    {d.fp8.provenance}")
+        rows.append(
+            {
+                "recipe": r,
+                "bf16_ms": d.bf16.total_s * 1e3,
+                "recipe_ms": d.fp8.total_s * 1e3,
+                "speedup": d.speedup,
+                "use": d.use,
+                "reason": d.reason,
+                "provenance": d.fp8.provenance,
+            }
+        )
+    return "\n".join(lines), rows

@@ -1,0 +1,620 @@
+"""Grouped GEMMs (MoE experts): the time of one ``torch._grouped_mm`` / ``torch._scaled_grouped_mm`` call.
+
+What is modelled (see ``docs/moe.md``, section "Grouped GEMMs"):
+
+* ``op="fwd"``: ``out[T, N] = x[T, K] @ w[G, K, N]`` (2D x 3D), ``T = sum(group_sizes)``; ``op="dgrad"`` is the
+  same form with K and N swapped (``dx[T, K] = dy[T, N] @ w[G, N, K]``) and is priced as ``fwd`` with them swapped;
+* ``op="wgrad"``: ``dw[G, K, N] = x.T[K, T] @ dy[T, N]`` per group (2D x 2D, the contraction runs over each
+  group's rows). torch computes it as ``out[G, N, K] = dy.T @ x`` (weights stored ``[G, out, in]``), which is
+  what was measured and what the tile counts below use (output tiles over ``N x K``).
+
+The kernel: one CUTLASS persistent launch whose tiles of all groups are dealt round robin over the SMs
+(group after group, the scheduler's linear order). The tile shape is the one torch 2.11 picks (read from the
+profiled kernel names of ``benchmarks/data/h200_2026-12-03/grouped_gemm_kernels.json.gz``, :data:`KERNELS`).
+A group's M tiles round up to the 2 x 1 cluster. An SM's time is the sum over its tiles of ``(k-blocks + c0) *
+t_kb``; the kernel's compute time is the busiest SM's, slowed by the power cap for long kernels
+(:func:`_throttled`); the memory time is ``bytes / (mem_eff * bandwidth)``; they overlap as a p-norm; a fixed floor
+``t0`` and a cost per group ``t_group`` (empty groups included) are added. The parameters are fitted per timing,
+dtype and op on our H200 measurements (:mod:`perfmodel.calibrate.grouped`) and shipped in
+``perfmodel/calibrations/h200_grouped.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .._files import CALIBRATIONS, load_json
+from ..counting import check_fp8_alignment
+from ..errors import CalibrationError, InvalidShapeError, UnknownOptionError, UnsupportedFormatError
+from ..float8.recipes import get_recipe
+from ..models.base import TIMINGS
+from ..perfdata import PerfData
+from ..specs.gpu import ORIGINAL_EFFICIENCY, GPUSpec, get_gpu
+
+__all__ = [
+    "CALIBRATION_FILE",
+    "FP8_GROUP_ALIGN",
+    "KERNELS",
+    "OPS",
+    "GroupedGemmTime",
+    "KernelConfig",
+    "balanced_group_sizes",
+    "grouped_gemm",
+    "grouped_gemm_time_s",
+    "grouped_gemm_time_s_balanced",
+    "kernel_config",
+    "load_params",
+    "model_time_s",
+    "pad_group_sizes",
+    "roofline_grouped_gemm_time_s",
+    "sm_loads",
+]
+
+#: ``op=`` values
+OPS: tuple[str, ...] = ("fwd", "dgrad", "wgrad")
+#: the shipped calibration (in :data:`perfmodel._files.CALIBRATIONS`)
+CALIBRATION_FILE = "h200_grouped.json"
+#: fp8 token groups are padded to ``max(n, 16)`` rounded up to 16 rows, as torchtitan/torchao do
+#: (``TOKEN_GROUP_ALIGN_SIZE_M``) and as our sweep ran them (README of benchmarks/data/h200_2026-12-03)
+FP8_GROUP_ALIGN = 16
+#: the SM count the calibration was measured on (H200, torch.cuda.get_device_properties)
+_REF_SMS = 132
+#: the memory kernels' output element size: bf16 out for both ops (``out_dtype`` of every record), bytes
+_OUT_BYTES = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelConfig:
+    """The CUTLASS kernel torch 2.11 runs: schedule and tile (BM x BN x BK, elements)."""
+
+    name: str
+    schedule: str
+    bm: int
+    bn: int
+    bk: int
+    cluster_m: int = 2
+
+
+#: (dtype, op, small) -> the kernel. Read from the mangled kernel names of the profiled sweep
+#: (grouped_gemm_kernels.json.gz, 2250 records): fwd picks Pingpong when mean rows per group <= 128 (no
+#: exception in 844 fwd records), wgrad always Cooperative. BK of the Pingpong and fp8 tiles is a mangled
+#: back-reference: 128 is taken (torch's GroupMM.cu / ScaledGroupMM.cu); c0 absorbs a wrong guess.
+KERNELS: dict[tuple[str, str, bool], KernelConfig] = {
+    ("bf16", "fwd", True): KernelConfig("bf16_pingpong_64x128", "pingpong", 64, 128, 128),
+    ("bf16", "fwd", False): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("bf16", "wgrad", True): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("bf16", "wgrad", False): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("fp8", "fwd", True): KernelConfig("fp8_pingpong_64x128", "pingpong", 64, 128, 128),
+    ("fp8", "fwd", False): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+    ("fp8", "wgrad", True): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+    ("fp8", "wgrad", False): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+}
+#: measured threshold: Pingpong while sum(rows) <= 128 * G
+_SMALL_MEAN_ROWS = 128
+
+
+# -------------------------------------------------------------------------------------------------
+# input checks
+# -------------------------------------------------------------------------------------------------
+def _dtype_key(dtype: Any, scaling: str | None) -> str:
+    from ..formats import get_format
+
+    fmt = get_format(dtype)
+    if fmt.name == "bf16":
+        if scaling is not None:
+            raise UnknownOptionError(f"scaling={scaling!r} is for dtype='fp8'; bf16 grouped GEMMs take scaling=None")
+        return "bf16"
+    if fmt.name == "fp8_e4m3":
+        if scaling is None:
+            scaling = "rowwise"
+        get_recipe(scaling)  # an unknown name: UnknownRecipeError listing the recipes
+        if scaling != "rowwise":
+            raise UnknownOptionError(
+                f"scaling={scaling!r}: only rowwise fp8 grouped GEMMs (torch._scaled_grouped_mm, e4m3, per-row "
+                "scales, as torchao's MoE training calls it) were measured; use scaling='rowwise'"
+            )
+        return "fp8"
+    raise UnsupportedFormatError(
+        f"grouped GEMMs are modelled in bf16 (torch._grouped_mm) and fp8 e4m3 rowwise (torch._scaled_grouped_mm), "
+        f"got dtype={fmt.name!r}"
+    )
+
+
+def _check_op_timing(op: str, timing: str) -> None:
+    if op not in OPS:
+        raise UnknownOptionError(f"op={op!r}: use one of {', '.join(OPS)}")
+    if timing not in TIMINGS:
+        raise UnknownOptionError(f"timing={timing!r}: use one of {', '.join(TIMINGS)}")
+
+
+def _positive_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not float(v).is_integer() or v <= 0:
+        raise InvalidShapeError(f"{name} must be a whole number > 0, got {v!r}")
+    return int(v)
+
+
+def _is_symbolic(v: Any) -> bool:
+    return type(v).__module__.startswith("sympy")
+
+
+def _group_matrix(group_sizes: Any) -> tuple[np.ndarray, bool]:
+    """``group_sizes`` -> (int64 array [batch, G], was 2-D); every bad input a named error."""
+    if _is_symbolic(group_sizes) or (
+        isinstance(group_sizes, (list, tuple))
+        and any(_is_symbolic(x) for x in np.ravel(np.array(group_sizes, dtype=object)))
+    ):
+        raise InvalidShapeError(
+            "symbolic group sizes are priced only for balanced routing: use grouped_gemm_time_s_balanced(tokens, "
+            "experts, top_k, K, N) with a sympy tokens"
+        )
+    try:
+        arr = np.asarray(group_sizes)
+    except ValueError:
+        arr = None
+    if arr is None or arr.dtype == object:
+        raise InvalidShapeError(
+            "group_sizes must be a 1-D sequence of whole numbers, or a 2-D array whose rows all have the same "
+            "number of groups (a ragged batch is not one: call once per vector)"
+        )
+    if arr.ndim not in (1, 2):
+        raise InvalidShapeError(f"group_sizes must be 1-D (one vector) or 2-D (a batch), got {arr.ndim}-D")
+    if arr.shape[-1] == 0 or arr.size == 0:
+        raise InvalidShapeError("group_sizes is empty (G = 0): a grouped GEMM needs at least one group")
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)) or arr.dtype == bool:
+        raise InvalidShapeError(f"group_sizes must be whole numbers, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating) and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
+        raise InvalidShapeError("group_sizes must be whole numbers of rows; a fractional or non-finite one was given")
+    if np.any(arr < 0):
+        raise InvalidShapeError(f"group_sizes must be >= 0 rows each, got {arr.min()}")
+    two_d = arr.ndim == 2
+    return np.atleast_2d(arr.astype(np.int64)), two_d
+
+
+# -------------------------------------------------------------------------------------------------
+# shapes the kernel runs
+# -------------------------------------------------------------------------------------------------
+def pad_group_sizes(group_sizes: Any, dtype: str = "bf16") -> np.ndarray:
+    """The rows each group runs with: fp8 ``max(n, 16)`` rounded up to 16 (:data:`FP8_GROUP_ALIGN`), bf16 as given."""
+    g = np.asarray(group_sizes, dtype=np.int64)
+    if dtype != "fp8":
+        return g
+    return -(-np.maximum(g, FP8_GROUP_ALIGN) // FP8_GROUP_ALIGN) * FP8_GROUP_ALIGN
+
+
+def kernel_config(dtype: str, op: str, total_rows: int, groups: int) -> KernelConfig:
+    """The kernel of :data:`KERNELS` for ``dtype`` ("bf16"/"fp8"), ``op`` ("fwd"/"wgrad") and the padded rows."""
+    return KERNELS[(dtype, op, total_rows <= _SMALL_MEAN_ROWS * groups)]
+
+
+def sm_loads(rows: np.ndarray, K: int, N: int, op: str, cfg: KernelConfig, sms: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per SM: (k-blocks summed over its tiles, its number of tiles), tiles dealt round robin in group order.
+
+    ``fwd``: group i has ``ceil(rows_i/BM) * ceil(N/BN)`` tiles of ``ceil(K/BK)`` k-blocks; ``wgrad``: every
+    group has ``ceil(N/BM) * ceil(K/BN)`` tiles of ``ceil(rows_i/BK)`` k-blocks. Returns two arrays of ``sms``.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if op == "fwd":
+        tiles = _round_up(-(-rows // cfg.bm), cfg.cluster_m) * -(-N // cfg.bn)
+        kb = np.full(rows.shape, -(-K // cfg.bk), dtype=np.int64)
+    else:
+        tiles = np.full(rows.shape, _round_up(-(-N // cfg.bm), cfg.cluster_m) * -(-K // cfg.bn), dtype=np.int64)
+        kb = -(-rows // cfg.bk)
+    # tile t goes to SM t % sms; group i covers tiles [start_i, start_i + tiles_i)
+    start = np.concatenate(([0], np.cumsum(tiles)[:-1]))
+    j = np.arange(sms)
+    # tiles of group i on SM j: count of t in [s, s+n) with t % sms == j
+    s, n = start[:, None], tiles[:, None]
+    count = (s + n - 1 - j + sms) // sms - (s - 1 - j + sms) // sms
+    count = np.maximum(count, 0)
+    return (count * kb[:, None]).sum(axis=0), count.sum(axis=0)
+
+
+def _round_up(n: Any, m: int) -> Any:
+    """``n`` rounded up to a multiple of ``m`` (the cluster's M extent: a cluster of 2 CTAs covers 2 M-tiles)."""
+    return -(-n // m) * m
+
+
+def _throttled(compute: Any, p: dict[str, Any]) -> Any:
+    """Compute time under the power cap: ``c * (1 + a * c / (c + tau))``. A long compute-dense kernel runs at
+    lower SM clocks (our sweep's nvidia-smi log: SW power cap active in 57 % of the samples, SM clock 1250-1980
+    MHz under load); a short one, between L2 flushes, at boost. ``a``: the slow-down at full duty, ``tau``: the
+    compute time at half of it (both fitted)."""
+    return compute * (1.0 + p["throttle"] * compute / (compute + p["throttle_tau_s"]))
+
+
+def _bytes(rows: np.ndarray, K: int, N: int, op: str, in_bytes: float) -> float:
+    """Device-memory bytes: ``fwd`` reads the weights of the non-empty groups and the activations, writes the output;
+    ``wgrad`` reads both activations and writes G weight gradients (bf16)."""
+    T = float(rows.sum())
+    G, used = rows.size, float(np.count_nonzero(rows))
+    if op == "fwd":
+        return used * K * N * in_bytes + T * K * in_bytes + T * N * _OUT_BYTES
+    return T * (K + N) * in_bytes + G * K * N * _OUT_BYTES
+
+
+# -------------------------------------------------------------------------------------------------
+# parameters
+# -------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict[str, Any]:
+    data = load_json(CALIBRATIONS / CALIBRATION_FILE, what="grouped-GEMM calibration", error=CalibrationError)
+    if data.get("schema") != 1:
+        raise CalibrationError(f"{CALIBRATION_FILE}: schema {data.get('schema')!r}, this perfmodel reads schema 1")
+    return data
+
+
+def load_params() -> dict[str, Any]:
+    """The shipped calibration (``perfmodel/calibrations/h200_grouped.json``), read on first use."""
+    return _shipped()
+
+
+def _class_key(timing: str, dtype: str, op: str) -> str:
+    return f"{timing}/{dtype}/{op}"
+
+
+def model_time_s(
+    rows: np.ndarray, K: int, N: int, op: str, dtype: str, p: dict[str, Any], spec: GPUSpec, ref: GPUSpec
+) -> tuple[float, dict[str, Any]]:
+    """One padded vector's time with parameters ``p`` (one class of the calibration) on ``spec`` (rescaled from
+    ``ref``, the GPU the parameters were fitted on: per-SM tile rate by peak/SM, memory by bandwidth)."""
+    cfg = kernel_config(dtype, op, int(rows.sum()), rows.size)
+    tile = p["tiles"][cfg.name]
+    fmt = "bf16" if dtype == "bf16" else "fp8_e4m3"
+    rate = (spec.peak_flops_per_s(fmt) / spec.num_sms) / (ref.peak_flops_per_s(fmt) / ref.num_sms)
+    D, C = sm_loads(rows, K, N, op, cfg, spec.num_sms)
+    load = float(np.max(D + tile["c0"] * C))
+    compute = _throttled(tile["t_kb_s"] / rate * load, p)
+    nbytes = _bytes(rows, K, N, op, 1.0 if dtype == "fp8" else 2.0)
+    memory = nbytes / (p["mem_eff"] * spec.mem_bw_bytes_per_s)
+    q = p["p"]
+    body = (compute**q + memory**q) ** (1.0 / q)
+    t = p["t0_s"] + p["t_group_s"] * rows.size + body
+    tiles = int(C.sum())
+    bound = "compute" if compute >= memory else "memory"
+    if p["t0_s"] + p["t_group_s"] * rows.size > body:
+        bound = "launch"
+    return t, {"cfg": cfg, "tiles": tiles, "waves": -(-tiles // spec.num_sms), "bytes": nbytes, "bound": bound}
+
+
+def roofline_grouped_gemm_time_s(group_sizes: Any, K: Any, N: Any, *, dtype: Any = "bf16", gpu: Any = "H200") -> Any:
+    """Compute-only roofline as torchao's MoE roofline prices a grouped GEMM: ``2 * sum(rows) * K * N / (peak *
+    0.6)`` — the spec-sheet dense peak of ``dtype`` times torchao's achievable fraction
+    (:data:`perfmodel.specs.gpu.ORIGINAL_EFFICIENCY`, 0.6); no memory term, no launch, no tile or wave
+    quantization. Seconds; a 2-D ``group_sizes`` gives one time per row. For comparison only."""
+    from ..formats import get_format
+
+    fmt = get_format(dtype)
+    _dtype_key(fmt.name, None if fmt.name == "bf16" else "rowwise")
+    spec = get_gpu(gpu)
+    rows, two_d = _group_matrix(group_sizes)
+    K, N = _positive_int("K", K), _positive_int("N", N)
+    t = 2.0 * rows.sum(axis=1).astype(float) * K * N / (spec.peak_flops_per_s(fmt) * ORIGINAL_EFFICIENCY.gemm(fmt))
+    return t if two_d else float(t[0])
+
+
+# -------------------------------------------------------------------------------------------------
+# which parameters a GPU gets, and where they come from
+# -------------------------------------------------------------------------------------------------
+def _resolve(spec: GPUSpec, time_model: str | None) -> tuple[str, GPUSpec | None]:
+    """(provenance kind, the reference GPU of the calibration or None for the roofline estimate)."""
+    if time_model not in (None, "calibrated", "roofline"):
+        raise UnknownOptionError(f"time_model={time_model!r}: use None (the default), 'calibrated' or 'roofline'")
+    if time_model == "roofline":
+        return "roofline", None
+    ref = get_gpu(_shipped()["gpu"])
+    if spec.name == ref.name:
+        return "measured", ref
+    if spec.vendor == ref.vendor and spec.arch == ref.arch:
+        return "transferred", ref
+    if time_model == "calibrated":
+        raise UnknownOptionError(
+            f"time_model='calibrated': the grouped-GEMM calibration was measured on {ref.name} (arch {ref.arch}) and "
+            f"transfers to GPUs of that architecture only; {spec.name} is arch {spec.arch}. Leave time_model=None "
+            "for the labelled roofline estimate"
+        )
+    return "roofline", None
+
+
+def _provenance(kind: str, spec: GPUSpec, key: str) -> str:
+    cal = _shipped()
+    data = ", ".join(f"{v['file']} (sha256 {v['sha256'][:12]}…)" for v in cal["data"].values())
+    fams = ", ".join(cal["fit_families"])
+    if kind == "measured":
+        return f"measured-fit: {cal['gpu']} grouped-GEMM sweep of {cal['date']} ({data}), fitted on families {fams}"
+    if kind == "transferred":
+        return (
+            f"transferred from {cal['gpu']} ({cal['date']} fit on {fams}): per-SM tile rate rescaled by "
+            f"{spec.name}'s dense peak per SM, memory by its HBM bandwidth, {spec.num_sms} SMs; overheads kept"
+        )
+    return (
+        f"roofline estimate on {spec.name}: max(FLOP / (peak x {spec.efficiency.gemm_fraction:.2f}), bytes / (HBM x "
+        f"{spec.efficiency.mem_bw_fraction:.2f})) + launch ({spec.efficiency.source}); the Hopper CUTLASS kernel "
+        "rules (tiles, waves, group costs) are not assumed"
+    )
+
+
+def _error_bar(kind: str, key: str) -> dict[str, Any] | None:
+    bars = _shipped().get("error_bars", {}).get(key)
+    if bars is None or kind == "roofline":
+        return None
+    out = {"p50": bars["p50"], "p90": bars["p90"], "n": bars["n"], "basis": bars["basis"]}
+    if kind == "transferred":
+        out["basis"] += "; measured on the H200 only, the transfer itself is not validated"
+    return out
+
+
+def _roofline_estimate(
+    rows: np.ndarray, K: int, N: int, op: str, dtype: str, spec: GPUSpec, timing: str
+) -> tuple[float, dict[str, Any]]:
+    from ..models.base import EVENT_OVERHEAD_S
+
+    fmt = "bf16" if dtype == "bf16" else "fp8_e4m3"
+    flops = 2.0 * float(rows.sum()) * K * N
+    compute = flops / (spec.peak_flops_per_s(fmt) * spec.efficiency.gemm(fmt))
+    nbytes = _bytes(rows, K, N, op, 1.0 if dtype == "fp8" else 2.0)
+    memory = nbytes / spec.achievable_mem_bw_bytes_per_s
+    launch = spec.launch_overhead_s + (EVENT_OVERHEAD_S if timing == "event" else 0.0)
+    bound = "compute" if compute >= memory else "memory"
+    if launch > max(compute, memory):
+        bound = "launch"
+    return max(compute, memory) + launch, {"cfg": None, "tiles": 0, "waves": 0, "bytes": nbytes, "bound": bound}
+
+
+# -------------------------------------------------------------------------------------------------
+# public API
+# -------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class GroupedGemmTime:
+    """One grouped GEMM's predicted time and what it is made of (arrays, one entry per vector, for a 2-D batch).
+
+    Attributes:
+        time_s: predicted time, seconds (``timing`` "event": CUDA-event wall time of one call incl. launch;
+            "kernel": profiled GPU time, prepare kernel included).
+        flops: ``2 * sum(rows) * K * N`` of the padded rows. bytes: device-memory bytes the model counts.
+        G: number of groups. rows: the padded rows per group the kernel runs (int array).
+        tiles, waves: output tiles of all groups, and ``ceil(tiles / SMs)``. kernel: the CUTLASS config name.
+        bound: "compute", "memory" or "launch" (fixed + per-group costs above the rest).
+        provenance: where the number comes from (measured-fit / transferred / roofline estimate), GPU and data.
+        error_bar: held-out relative error, %, ``{"p50", "p90", "n", "basis"}``; None for the roofline estimate.
+    """
+
+    time_s: Any
+    flops: Any
+    bytes: Any
+    G: int
+    rows: np.ndarray
+    tiles: Any
+    waves: Any
+    bound: Any
+    provenance: str
+    error_bar: dict[str, Any] | None
+    kernel: Any
+    dtype: str
+    op: str
+    timing: str
+    gpu: str
+
+    def perfdata(self) -> PerfData:
+        """This prediction as a roofline point (:class:`perfmodel.PerfData`, ``source="predicted"``)."""
+        return PerfData(
+            time_s=self.time_s,
+            flops=self.flops,
+            bytes=self.bytes,
+            dtype="bf16" if self.dtype == "bf16" else "fp8_e4m3",
+            gpu=self.gpu,
+            label=f"grouped {self.op} G={self.G} ({self.dtype})",
+            source="predicted",
+            meta={"provenance": self.provenance, "kernel": self.kernel, "timing": self.timing},
+        )
+
+
+def _prepare(
+    group_sizes: Any, K: Any, N: Any, dtype: Any, scaling: Any, op: str, timing: str
+) -> tuple[np.ndarray, bool, int, int, str, str]:
+    _check_op_timing(op, timing)
+    key = _dtype_key(dtype, scaling)
+    K, N = _positive_int("K", K), _positive_int("N", N)
+    if key == "fp8":
+        check_fp8_alignment(K, N, "fp8_e4m3")
+    rows, two_d = _group_matrix(group_sizes)
+    if op == "dgrad":  # dx[T, K] = dy[T, N] @ w[G, N, K]: the fwd form with K and N swapped
+        K, N, op = N, K, "fwd"
+    return rows, two_d, K, N, key, op
+
+
+def grouped_gemm(
+    group_sizes: Any,
+    K: Any,
+    N: Any,
+    *,
+    dtype: Any = "bf16",
+    gpu: Any = "H200",
+    scaling: str | None = None,
+    op: str = "fwd",
+    timing: str = "event",
+    time_model: str | None = None,
+) -> GroupedGemmTime:
+    """Predict one grouped GEMM (or a batch of group-size vectors) and say what it is made of.
+
+    Args:
+        group_sizes: rows per expert (1-D whole numbers >= 0; a 2-D array is a batch: one answer per row).
+        K, N: ``op="fwd"``: ``x[sum(g), K] @ w[G, K, N]``; ``"dgrad"``: ``dy[sum(g), N] @ w[G, N, K]`` (priced as fwd
+            with K, N swapped); ``"wgrad"``: ``dw[G, K, N]`` contracted over each group's rows.
+        dtype: "bf16" (``torch._grouped_mm``) or "fp8" (e4m3, ``torch._scaled_grouped_mm``; scaling "rowwise").
+        gpu: a GPU name or spec: H200 measured, other Hopper GPUs transferred, others a roofline estimate.
+        timing: "event" (do_bench wall time incl. launch) or "kernel" (profiled GPU time).
+        time_model: None (default), "calibrated" (refuse a non-Hopper GPU) or "roofline".
+
+    Raises:
+        InvalidShapeError, IneligibleShapeError, UnknownOptionError, UnsupportedFormatError: bad input.
+    """
+    rows, two_d, K, N, dt, op_k = _prepare(group_sizes, K, N, dtype, scaling, op, timing)
+    spec = get_gpu(gpu)
+    kind, ref = _resolve(spec, time_model)
+    key = _class_key(timing, dt, op_k)
+    out: dict[str, list[Any]] = {k: [] for k in ("t", "flops", "bytes", "rows", "tiles", "waves", "bound", "cfg")}
+    for g in rows:
+        padded = pad_group_sizes(g, dt)
+        if ref is None:
+            t, info = _roofline_estimate(padded, K, N, op_k, dt, spec, timing)
+        else:
+            t, info = model_time_s(padded, K, N, op_k, dt, _shipped()["params"][key], spec, ref)
+        out["t"].append(t)
+        out["flops"].append(2.0 * float(padded.sum()) * K * N)
+        out["bytes"].append(info["bytes"])
+        out["rows"].append(padded)
+        out["tiles"].append(info["tiles"])
+        out["waves"].append(info["waves"])
+        out["bound"].append(info["bound"])
+        out["cfg"].append(info["cfg"].name if info["cfg"] else "roofline")
+    pick = (lambda v: np.array(v)) if two_d else (lambda v: v[0])
+    return GroupedGemmTime(
+        time_s=pick(out["t"]),
+        flops=pick(out["flops"]),
+        bytes=pick(out["bytes"]),
+        G=int(rows.shape[1]),
+        rows=np.array(out["rows"]) if two_d else out["rows"][0],
+        tiles=pick(out["tiles"]),
+        waves=pick(out["waves"]),
+        bound=pick(out["bound"]),
+        provenance=_provenance(kind, spec, key),
+        error_bar=_error_bar(kind, key),
+        kernel=pick(out["cfg"]),
+        dtype=dt,
+        op=op,
+        timing=timing,
+        gpu=spec.name,
+    )
+
+
+def grouped_gemm_time_s(
+    group_sizes: Any,
+    K: Any,
+    N: Any,
+    *,
+    dtype: Any = "bf16",
+    gpu: Any = "H200",
+    scaling: str | None = None,
+    op: str = "fwd",
+    timing: str = "event",
+    time_model: str | None = None,
+) -> Any:
+    """Seconds of one grouped GEMM (``float``), or one per row of a 2-D ``group_sizes`` (``np.ndarray``).
+
+    Same arguments as :func:`grouped_gemm`; a sympy expression comes only from
+    :func:`grouped_gemm_time_s_balanced` (symbolic tokens)."""
+    return grouped_gemm(
+        group_sizes, K, N, dtype=dtype, gpu=gpu, scaling=scaling, op=op, timing=timing, time_model=time_model
+    ).time_s
+
+
+def balanced_group_sizes(tokens: Any, experts: Any, top_k: Any) -> np.ndarray:
+    """Rows per expert when ``tokens * top_k`` routed rows spread evenly over ``experts``: each gets
+    ``floor(tokens * top_k / experts)``, the remainder one more row each to the first groups (int64 array)."""
+    if _is_symbolic(tokens):
+        raise InvalidShapeError("symbolic tokens: use grouped_gemm_time_s_balanced, which has the closed form")
+    tokens = _whole("tokens", tokens, allow_zero=True)
+    experts, top_k = _positive_int("experts", experts), _positive_int("top_k", top_k)
+    q, r = divmod(tokens * top_k, experts)
+    out = np.full(experts, q, dtype=np.int64)
+    out[:r] += 1
+    return out
+
+
+def _whole(name: str, v: Any, *, allow_zero: bool) -> int:
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, numbers.Real)
+        or not float(v).is_integer()
+        or v < (0 if allow_zero else 1)
+    ):
+        raise InvalidShapeError(f"{name} must be a whole number {'>= 0' if allow_zero else '> 0'}, got {v!r}")
+    return int(v)
+
+
+def grouped_gemm_time_s_balanced(
+    tokens: Any,
+    experts: Any,
+    top_k: Any,
+    K: Any,
+    N: Any,
+    *,
+    dtype: Any = "bf16",
+    gpu: Any = "H200",
+    scaling: str | None = None,
+    op: str = "fwd",
+    timing: str = "event",
+    time_model: str | None = None,
+) -> Any:
+    """Seconds of the grouped GEMM of balanced routing (:func:`balanced_group_sizes`): a number for whole
+    ``tokens``, a sympy expression (ceilings, floors, Piecewise for the kernel switch) for a sympy ``tokens``.
+
+    The closed form is the same model as the vector path: the first ``r = tokens*top_k mod experts`` groups have
+    one row more, so SM 0 carries the most tiles and the most long tiles and is the busiest SM."""
+    if not _is_symbolic(tokens):
+        g = balanced_group_sizes(tokens, experts, top_k)
+        return grouped_gemm_time_s(
+            g, K, N, dtype=dtype, gpu=gpu, scaling=scaling, op=op, timing=timing, time_model=time_model
+        )
+    import sympy as sp
+
+    def _ceil(x: Any) -> Any:
+        # unevaluated: sympy 1.x rewrites ceiling(a*b/c + ...) of integer-looking sums wrongly (drops the ceiling)
+        return sp.ceiling(x, evaluate=False)
+
+    _check_op_timing(op, timing)
+    dt = _dtype_key(dtype, scaling)
+    K, N = _positive_int("K", K), _positive_int("N", N)
+    E, k = _positive_int("experts", experts), _positive_int("top_k", top_k)
+    if dt == "fp8":
+        check_fp8_alignment(K, N, "fp8_e4m3")
+    if op == "dgrad":
+        K, N, op = N, K, "fwd"
+    spec = get_gpu(gpu)
+    _, ref = _resolve(spec, time_model)
+    if ref is None:
+        raise UnknownOptionError(
+            f"the symbolic balanced path prices the calibrated model only; {spec.name} gets the "
+            "roofline estimate: pass a number of tokens"
+        )
+    p = _shipped()["params"][_class_key(timing, dt, op)]
+    A = tokens * k
+    q = sp.floor(A / E)
+    r = A - E * q
+
+    def pad(n: Any) -> Any:
+        return sp.ceiling(sp.Max(n, FP8_GROUP_ALIGN) / FP8_GROUP_ALIGN) * FP8_GROUP_ALIGN if dt == "fp8" else n
+
+    long_, short = pad(q + 1), pad(q)
+    total = r * long_ + (E - r) * short
+    fmt = "bf16" if dt == "bf16" else "fp8_e4m3"
+    rate = (spec.peak_flops_per_s(fmt) / spec.num_sms) / (ref.peak_flops_per_s(fmt) / ref.num_sms)
+    P, in_b = spec.num_sms, 1 if dt == "fp8" else 2
+    if op == "fwd":
+        used = E if dt == "fp8" else sp.Piecewise((E, q > 0), (r, True))
+        nbytes = used * K * N * in_b + total * K * in_b + total * N * _OUT_BYTES
+    else:
+        nbytes = total * (K + N) * in_b + E * K * N * _OUT_BYTES
+    memory = nbytes / (p["mem_eff"] * spec.mem_bw_bytes_per_s)
+
+    def compute(small: bool) -> Any:
+        cfg = KERNELS[(dt, op, small)]
+        c0, tkb = sp.Float(p["tiles"][cfg.name]["c0"]), sp.Float(p["tiles"][cfg.name]["t_kb_s"]) / rate
+        if op == "fwd":
+            mt = lambda n: cfg.cluster_m * sp.ceiling(sp.ceiling(n / cfg.bm) / cfg.cluster_m)  # noqa: E731
+            tiles = -(-N // cfg.bn) * (r * mt(long_) + (E - r) * mt(short))
+            return _throttled(tkb * _ceil(tiles / P) * (-(-K // cfg.bk) + c0), p)
+        nt = _round_up(-(-N // cfg.bm), cfg.cluster_m) * -(-K // cfg.bn)
+        n_long, n_all = _ceil(r * nt / P), -(-E * nt // P)
+        d1, d2 = sp.ceiling(long_ / cfg.bk), sp.ceiling(short / cfg.bk)
+        return _throttled(tkb * (n_long * (d1 + c0) + (n_all - n_long) * (d2 + c0)), p)
+
+    qn = sp.Float(p["p"])
+    body = lambda c: (c**qn + memory**qn) ** (1 / qn)  # noqa: E731
+    comp = sp.Piecewise((body(compute(True)), total <= _SMALL_MEAN_ROWS * E), (body(compute(False)), True))
+    return sp.Float(p["t0_s"]) + sp.Float(p["t_group_s"]) * E + comp

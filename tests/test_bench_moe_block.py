@@ -1,0 +1,359 @@
+"""perfmodel.bench.moe_block: config table, shape rules, permutation, the block's math on CPU, the deadline and
+partial-output logic, the selftest path and the seed driver (CPU only; torch CPU build)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from perfmodel.bench import moe_block as MB
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_does_not_import_torch_triton_torchao():
+    code = (
+        "import sys, perfmodel.bench.moe_block;"
+        "print(sorted(m for m in ('torch', 'triton', 'torchao') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+# ---- the config table against the cited config.json values ------------------------------------------------------
+
+EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter, score, router outputs)
+    "deepseek_v3_16b": (2048, 1408, 64, 6, 2816, "softmax", 64),  # n_shared_experts 2 x 1408
+    "deepseek_v3": (7168, 2048, 256, 8, 2048, "sigmoid", 256),
+    "deepseek_v3_ep8": (7168, 2048, 32, 8, 2048, "sigmoid", 256),  # 256 / EP 8
+    "qwen3_30b_a3b": (2048, 768, 128, 8, 0, "softmax", 128),
+    "llama4_scout": (5120, 8192, 16, 1, 8192, "sigmoid", 16),
+    "llama4_maverick": (5120, 8192, 128, 1, 8192, "sigmoid", 128),
+    "mixtral_8x7b": (4096, 14336, 8, 2, 0, "softmax", 8),
+    "gpt_oss_120b": (2880, 2880, 128, 4, 0, "softmax", 128),
+}
+
+
+def test_config_table_matches_cited_values():
+    assert set(MB.MODEL_BY_NAME) == set(EXPECTED)
+    for name, exp in EXPECTED.items():
+        c = MB.MODEL_BY_NAME[name]
+        assert (c.dim, c.inter, c.experts, c.top_k, c.shared_inter, c.score_func, c.router_experts) == exp, name
+        assert "config.json" in c.source
+        # fp8 rowwise needs K and N multiples of 16 in every expert GEMM
+        assert c.dim % 16 == 0 and c.inter % 16 == 0
+
+
+def test_expert_params_by_hand():
+    assert MB.MODEL_BY_NAME["mixtral_8x7b"].expert_params == 3 * 8 * 4096 * 14336
+
+
+# ---- shape rules by hand ---------------------------------------------------------------------------------------------
+
+
+def test_max_rows_by_hand():
+    assert MB.max_rows(8192, 8, 256, 16) == 8192 * 8 + 256 * 16  # already a multiple of 16
+    assert MB.max_rows(10, 3, 4, 8) == 64  # 30 + 32 = 62 -> 64
+    assert MB.max_rows(5, 1, 2, 1) == 7
+    with pytest.raises(MB.MoEBlockError, match="top_k"):
+        MB.max_rows(8, 0, 4, 8)
+
+
+def test_padded_group_sizes_by_hand():
+    # counts 3, 0, 17 with align 8: 8, 8 (empty -> align), 24; total 48 leaves 8 for the last group
+    assert MB.padded_group_sizes([3, 0, 17], 8, 48) == [8, 8, 32]
+    assert MB.padded_group_sizes([16, 16], 16, 32) == [16, 16]
+    with pytest.raises(MB.MoEBlockError, match="total rows"):
+        MB.padded_group_sizes([17], 16, 16)
+
+
+def test_balanced_counts_round_robin():
+    assert MB.balanced_counts(8, 2, 4) == [4, 4, 4, 4]
+    assert MB.balanced_counts(5, 1, 3) == [2, 2, 1]
+    assert sum(MB.balanced_counts(8192, 6, 64)) == 8192 * 6
+
+
+def test_dirichlet_weights_deterministic_and_normalised():
+    w = MB.dirichlet_weights(64, 1.0, 3)
+    assert w == MB.dirichlet_weights(64, 1.0, 3)
+    assert w != MB.dirichlet_weights(64, 1.0, 4)
+    assert sum(w) == pytest.approx(1.0, rel=1e-12)
+    assert max(w) > 2 / 64  # skewed: alpha 1 over 64 experts puts well over twice the mean on the top one
+    with pytest.raises(MB.MoEBlockError):
+        MB.dirichlet_weights(4, 0.0, 0)
+
+
+def test_permutation_reference_by_hand():
+    idx = [[1, 0], [1, 2], [0, 1]]  # T=3, k=2; flat 1,0,1,2,0,1
+    tok, pos, sizes = MB.permutation_reference(idx, 3, 2, 12)
+    assert sizes == [2, 4, 6]  # counts 2, 3, 1 -> 2, 4, 2; the last takes 12 - 8
+    assert pos == [1, 4, 0, 2, 5, 6, 3, 6, 6, 6, 6, 6]  # expert 0: flat 1, 4; expert 1: 0, 2, 5, pad; expert 2: 3
+    assert tok == [0, 2, 0, 1, 2, 3, 1, 3, 3, 3, 3, 3]
+
+
+# ---- plan ---------------------------------------------------------------------------------------------------------
+
+
+def test_plan_order_covers_every_model_first():
+    items = MB.plan_items()
+    n = len(MB.MODELS)
+    assert len(items) == n * len(MB.TOKENS) * len(MB.ROUTINGS)
+    assert {it.model for it in items[:n]} == set(MB.MODEL_BY_NAME)
+    assert {(it.tokens, it.routing) for it in items[:n]} == {(8192, "balanced")}
+    assert len({it.id for it in items}) == len(items)
+
+
+def test_bad_items_raise_named_errors():
+    with pytest.raises(MB.MoEBlockError, match="valid:"):
+        MB.BlockItem("nope", 8192, "balanced")
+    with pytest.raises(MB.MoEBlockError, match="routing"):
+        MB.BlockItem("mixtral_8x7b", 8192, "uniform")
+    with pytest.raises(MB.MoEBlockError, match="tokens"):
+        MB.BlockItem("mixtral_8x7b", 0, "balanced")
+
+
+def test_memory_estimate_skips_only_the_largest():
+    it = MB.BlockItem("llama4_maverick", 8192, "balanced")
+    assert MB.fits_memory(it, "bf16")
+    assert not MB.fits_memory(it, "fp8_rowwise")  # 128 x 5120 x 8192 experts: fp32 cast temporaries
+    for name in ("deepseek_v3_16b", "qwen3_30b_a3b", "mixtral_8x7b", "deepseek_v3_ep8"):
+        assert MB.fits_memory(MB.BlockItem(name, 32768, "skewed"), "fp8_rowwise")
+
+
+def test_expert_flops_by_hand():
+    it = MB.BlockItem("mixtral_8x7b", 4096, "balanced")
+    rows = 4096 * 2 + 8 * 16
+    assert it.expert_flops_fwd("fp8_rowwise") == 2 * rows * 4096 * 14336 * 3
+    assert it.shared_flops_fwd() == 0
+
+
+def test_estimates_positive_and_grow_with_tokens():
+    a = MB.estimate_item_s(MB.BlockItem("deepseek_v3", 4096, "balanced"))
+    b = MB.estimate_item_s(MB.BlockItem("deepseek_v3", 32768, "balanced"))
+    assert 0 < a < b
+
+
+# ---- the block on CPU (torch CPU build) -----------------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+
+
+def test_permute_plan_matches_reference():
+    g = torch.Generator().manual_seed(0)
+    for T, k, E, a in ((37, 3, 5, 8), (16, 1, 4, 16), (9, 2, 8, 1)):
+        idx = torch.stack([torch.randperm(E, generator=g)[:k] for _ in range(T)])
+        idx[: T // 2, 0] = 0  # skew onto expert 0
+        tok, pos, offs = MB.permute_plan(torch, idx, E, a)
+        rt, rp, sizes = MB.permutation_reference(idx.tolist(), E, a, MB.max_rows(T, k, E, a))
+        assert tok.tolist() == rt and pos.tolist() == rp
+        assert offs.dtype == torch.int32
+        assert torch.diff(torch.cat([torch.zeros(1, dtype=torch.int32), offs])).tolist() == sizes
+        assert all(s % a == 0 for s in sizes)
+
+
+def test_routing_indices_balanced_and_skewed():
+    cfg = MB.MODEL_BY_NAME["deepseek_v3_16b"]
+    bal = MB.routing_indices(torch, cfg, 1024, "balanced")
+    assert torch.bincount(bal.reshape(-1), minlength=64).tolist() == MB.balanced_counts(1024, 6, 64)
+    sk = MB.routing_indices(torch, cfg, 1024, "skewed")
+    assert sk.shape == (1024, 6)
+    assert all(len(set(r)) == 6 for r in sk.tolist())  # distinct experts per token
+    counts = torch.bincount(sk.reshape(-1), minlength=64)
+    assert counts.sum().item() == 1024 * 6 and counts.max().item() > 2 * 96  # max well over the mean (96)
+    assert torch.equal(sk, MB.routing_indices(torch, cfg, 1024, "skewed"))  # seeded
+    assert MB.routing_indices(torch, cfg, 8, "natural") is None
+
+
+@pytest.mark.parametrize("loop", [False, True])
+@pytest.mark.parametrize("routing", ["balanced", "skewed", "natural"])
+def test_block_matches_float64_reference(routing, loop):
+    if not loop and not MB._grouped_mm_runs(torch, "cpu", torch.float32):
+        pytest.skip("torch._grouped_mm does not run on this CPU build")
+    cfg = MB.SELFTEST_CFG if routing != "natural" else MB.SELFTEST_CFG_SIGMOID
+    r = MB.selftest_case(torch, cfg, routing, "cpu", tokens=24, loop=loop)
+    assert r["loop"] is loop
+    for key in ("out_rel_err", "x_grad_rel_err", "w1_grad_rel_err"):
+        assert r[key] < 1e-5, (key, r)
+
+
+def test_block_output_changes_with_routing():
+    """Wrong indexing would hide behind a reference with the same bug; the routing must change the output."""
+    cfg = MB.SELFTEST_CFG
+    blk = MB.build_block(torch, cfg, "bf16", device="cpu", dtype=torch.float32, loop=True)
+    x = torch.randn(16, cfg.dim, generator=torch.Generator().manual_seed(1))
+    blk.forced = MB.routing_indices(torch, cfg, 16, "balanced")
+    a = blk(x)
+    blk.forced = MB.routing_indices(torch, cfg, 16, "skewed")
+    b = blk(x)
+    assert (a - b).norm() > 1e-3 * a.norm()
+    assert blk.experts.w1.shape == (cfg.experts, cfg.inter, cfg.dim)  # torchtitan's GroupedExperts layout
+    assert blk.experts.w2.shape == (cfg.experts, cfg.dim, cfg.inter)
+
+
+def test_selftest_cli_on_cpu(tmp_path):
+    rc = MB.main(["selftest", "--device", "cpu", "--out", str(tmp_path)])
+    assert rc == 0
+    data = json.loads((tmp_path / "moe_block_selftest.json").read_text())
+    assert data["status"]["ok"] is True and data["status"]["finished"] is True
+    assert len(data["status"]["cases"]) == 3
+
+
+# ---- deadline and partial output ------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _items(n: int) -> list[MB.BlockItem]:
+    return MB.plan_items(tokens=[4096])[:n]
+
+
+def test_run_items_stops_at_budget_and_records_errors(tmp_path):
+    clock = FakeClock()
+    items = _items(6)
+    path = tmp_path / "t.json"
+    rec = MB.Recorder(path, {"command": "x"})
+    seen_sizes = []
+
+    def measure(it):
+        seen_sizes.append(len(json.loads(path.read_text())["records"]))  # file valid while measuring
+        clock.t += 10.0
+        if it is items[1]:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return [{"id": it.id, "status": "ok", "recipe": "bf16"}]
+
+    st = MB.run_items(items, measure, budget_s=35.0, recorder=rec, estimate=lambda it: 10.0, clock=clock,
+                      log=lambda m: None)  # fmt: skip
+    data = json.loads(path.read_text())
+    assert [r["status"] for r in data["records"]] == ["ok", "error", "ok"]  # 0, 10, 20 start; 30 + 10 > 35
+    assert data["records"][1]["error_type"] == "RuntimeError" and "simulated" in data["records"][1]["error"]
+    assert st["skipped_budget"] == [it.id for it in items[3:]]
+    assert data["status"]["finished"] is True and data["status"]["ok_items"] == 2
+    assert seen_sizes == [0, 1, 2]
+
+
+def test_resume_skips_done_and_marks_a_dead_process(tmp_path):
+    path = tmp_path / "t.json"
+    items = _items(3)
+    rec = MB.Recorder(path, {})
+    rec.add({"id": items[0].id, "status": "ok"})
+    rec.status["current"] = items[1].id  # as if the process died inside item 1
+    rec.flush()
+    rec2 = MB.Recorder(path, {}, resume=True)
+    assert rec2.records[-1] == {"id": items[1].id, "status": "error", "error_type": "ProcessDied",
+                                "error": "the process ended while measuring this item"}  # fmt: skip
+    ran = []
+    MB.run_items(items, lambda it: ran.append(it.id) or [{"id": it.id, "status": "ok"}], budget_s=100,
+                 recorder=rec2, estimate=lambda it: 1.0, log=lambda m: None)  # fmt: skip
+    assert ran == [items[2].id]
+
+
+def test_partial_file_survives_a_kill(tmp_path):
+    """A phase killed mid-item leaves valid JSON with every finished record (subprocess killed by timeout)."""
+    code = (
+        "import time, perfmodel.bench.moe_block as MB\n"
+        f"rec = MB.Recorder({str(tmp_path / 'k.json')!r}, {{}})\n"
+        "items = MB.plan_items(tokens=[4096])[:3]\n"
+        "def m(it):\n"
+        "    if it is items[1]: time.sleep(60)\n"
+        "    return [{'id': it.id, 'status': 'ok'}]\n"
+        "MB.run_items(items, m, budget_s=100, recorder=rec, estimate=lambda it: 0.1)\n"
+    )
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=8, capture_output=True)
+    data = json.loads((tmp_path / "k.json").read_text())
+    assert [r["status"] for r in data["records"]] == ["ok"]
+    assert data["status"]["current"] == MB.plan_items(tokens=[4096])[1].id and not data["status"]["finished"]
+
+
+def test_cli_rejects_bad_arguments(tmp_path, capsys):
+    assert MB.main(["plan", "--budget-s", "0", "--out", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as e:
+        MB.main(["plan", "--models", "gpt5", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "valid:" in capsys.readouterr().err
+
+
+def test_plan_cli_writes_items(tmp_path):
+    assert MB.main(["plan", "--budget-s", "30", "--out", str(tmp_path), "--models", "mixtral_8x7b"]) == 0
+    data = json.loads((tmp_path / "moe_block_plan.json").read_text())
+    ids = [r["id"] for r in data["items"]][:2]
+    assert ids == ["mixtral_8x7b-T8192-balanced", "mixtral_8x7b-T8192-skewed"]
+
+
+# ---- seed driver ---------------------------------------------------------------------------------------------------
+
+
+def test_seed_batches_in_the_seeds_set():
+    bs = MB.seed_batches()
+    allowed = set(range(128, 512, 32)) | set(range(512, 32000, 128))
+    assert 18 <= len(bs) <= 21 and len(set(bs)) == len(bs)
+    assert set(bs) <= allowed and min(bs) == 128 and max(bs) == 8192
+    assert all(b % 32 == 0 for b in bs)  # batch_per_expt = batch * 4 / 128 is an integer
+    assert set(bs[:3]) >= {128, 8192}  # a budget cut keeps the span
+
+
+FAKE_BENCH = """
+import tempfile
+from pathlib import Path
+class _R:
+    @staticmethod
+    def parse_profile(*a, **k):
+        raise AssertionError("parse_profile must be skipped")
+roofline = _R()
+CALLS = []
+def bench_mlp(batch_per_expt, dim1, dim2, n_expts_tot, n_expts_act, x_dtype, w_dtype, TP, EP):
+    CALLS.append((batch_per_expt, dim1, dim2, n_expts_tot, n_expts_act, x_dtype, w_dtype, TP, EP))
+    fpath = Path(tempfile.mktemp())
+    fpath.with_suffix(".hatchet").write_text("{}")
+    return roofline.parse_profile(fpath.with_suffix(".hatchet"))
+"""
+
+
+def test_run_seed_writes_the_seed_layout(tmp_path, monkeypatch):
+    tk = tmp_path / "tk"
+    (tk / "bench").mkdir(parents=True)
+    (tk / "bench" / "bench_mlp.py").write_text(FAKE_BENCH)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "bench_mlp", raising=False)
+    st = MB.run_seed(tk, tmp_path / "logs", ("fp8", "fp8"), [128, 8192], budget_s=60, log=lambda m: None)
+    base = tmp_path / "logs" / "llama4-maverick" / "fp8-fp8-TP1-EP1" / "profiles"
+    assert sorted(p.name for p in base.iterdir()) == ["batch-128.hatchet", "batch-8192.hatchet"]
+    assert st["done"] == [128, 8192] and not st["errors"]
+    calls = sys.modules["bench_mlp"].CALLS
+    assert calls[0] == (4, 5120, 8192, 128, 4, "fp8", "fp8", 1, 1)  # 128 tokens x 4 / 128 experts
+    assert calls[1][0] == 256
+    st2 = MB.run_seed(tk, tmp_path / "logs", ("fp8", "fp8"), [128], budget_s=60, log=lambda m: None)
+    assert st2["done"] == [128] and len(calls) == 2  # resume: an existing profile is kept
+
+
+def test_shell_scripts_parse():
+    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh"):
+        subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / name)], check=True)
+
+
+def test_counts_helper_on_skewed_vector():
+    c = Counter(MB.routing_indices(torch, MB.MODEL_BY_NAME["mixtral_8x7b"], 512, "skewed").reshape(-1).tolist())
+    assert sum(c.values()) == 1024 and len(c) <= 8
+
+
+def test_fp8_conversion_targets_only_the_routed_experts():
+    """torchao's converter (0.17 API, also in 0.18) wraps experts.w1/w2/w3 and leaves router and shared expert."""
+    pytest.importorskip("torchao.prototype.moe_training.config")
+    blk = MB.build_block(torch, MB.SELFTEST_CFG, "bf16", device="cpu", dtype=torch.bfloat16)
+    assert blk.align == 8
+    conv = MB.convert_fp8(torch, blk)
+    assert sorted(conv) == ["experts.w1", "experts.w2", "experts.w3"]
+    assert blk.align == 16
+    assert type(blk.gate.weight).__name__ == "Parameter"
+    assert type(blk.shared_experts.w1.weight).__name__ == "Parameter"

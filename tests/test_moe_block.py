@@ -1,0 +1,280 @@
+"""perfmodel.moe.block: the routed-expert block fwd+bwd, kernel by kernel; and the MoE bench's predicted points."""
+
+import argparse
+import contextlib
+import io
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.errors import (
+    IneligibleShapeError,
+    InvalidShapeError,
+    NoClosedFormError,
+    UnknownOptionError,
+    UnsupportedFormatError,
+)
+from perfmodel.models.base import EVENT_OVERHEAD_S
+from perfmodel.models.registry import resolve
+from perfmodel.moe import block as bm
+from perfmodel.presets import MoEShape, get_preset, moe_presets
+
+H200 = pm.get_gpu("H200")
+TINY = MoEShape(name="tiny", dim=256, moe_inter=128, experts=4, top_k=2, source="test")
+
+
+# ------------------------------------------------------------------ padding and counts, by hand
+def test_group_sizes_static_remainder_by_hand():
+    # counts 5, 0, 17, 10 (sum 32) with align 16: 16, 16, 32, 16 = 80; static total round_up(32 + 4*16, 16) = 96
+    g = bm.block_group_sizes([5, 0, 17, 10], 16)
+    assert g.tolist() == [16, 16, 32, 32] and g.sum() == 96
+    assert bm.block_group_sizes([5, 0, 17, 10], 16, static_rows=False).tolist() == [16, 16, 32, 16]
+    assert bm.block_group_sizes([8, 8], 8).tolist() == [8, 24]  # total round_up(16 + 16, 8) = 32
+
+
+def test_group_sizes_match_the_bench():
+    from perfmodel.bench import moe_block as bench
+
+    counts = [3, 100, 0, 41, 7, 1]
+    for align in (8, 16):
+        total = bench.max_rows(38, 4, 6, align)  # 38 tokens, top-4: 152 rows
+        assert bm.block_group_sizes(counts, align).tolist() == bench.padded_group_sizes(counts, align, total)
+
+
+def test_balanced_counts_default():
+    r = bm.expert_block_time(TINY, tokens=10, recipe="bf16")
+    assert r.counts.tolist() == [5, 5, 5, 5] and r.counts.sum() == 20
+
+
+def test_dirichlet_counts_follow_the_bench_weights():
+    from perfmodel.bench import moe_block as bench
+
+    c = bm.skewed_counts(4096, 16, 2, ("dirichlet", 1.0, 3))
+    w = np.array(bench.dirichlet_weights(16, 1.0, 3))
+    assert c.sum() == 8192 and c.max() <= 4096
+    if w.max() < 0.5:  # no cap reached: the counts are the rounded expected counts
+        assert np.abs(c - 8192 * w).max() < 1.0 + 1e-9
+    z = bm.skewed_counts(100, 4, 1, ("zipf", 1.0))  # 1, 1/2, 1/3, 1/4 of 100 / 2.0833: 48, 24, 16, 12
+    assert z.tolist() == [48, 24, 16, 12]
+
+
+def test_counts_capped_at_tokens():
+    c = bm.skewed_counts(100, 8, 4, ("zipf", 3.0))  # the top expert would get > 100 rows: capped
+    assert c.max() == 100 and c.sum() == 400
+
+
+# ------------------------------------------------------------------ kernel prices, by hand
+def _kernel(r, name):
+    (k,) = [k for k in r.kernels if k.name == name]
+    return k
+
+
+def test_memory_kernels_by_hand():
+    tm, _ = resolve(H200, None)
+    T, d, E = 10, 256, 4
+    r = bm.expert_block_time(TINY, tokens=T, recipe="bf16", timing="kernel")
+    R = int(r.group_sizes.sum())
+    assert R == -(-(T * 2 + E * 8) // 8) * 8 == 56
+    k = _kernel(r, "permute.index_select")
+    assert k.bytes == R * d * 4 + R * 8
+    assert k.seconds == pytest.approx(tm.memory_kernel_time_s(k.bytes, gpu=H200), rel=1e-12)
+    k = _kernel(r, "experts.swiglu.mul")
+    assert k.bytes == R * 128 * 6
+
+
+def test_rowwise_quant_bytes_by_hand():
+    r = bm.expert_block_time(TINY, tokens=10, recipe="rowwise")
+    R = int(r.group_sizes.sum())  # static total round_up(10 * 2 + 4 * 16, 16) = 96
+    assert R == -(-(20 + 4 * 16) // 16) * 16 == 96
+    w = 4 * 256 * 128  # E * dim * inter
+    assert _kernel(r, "experts.w1.A_rowwise_cast").bytes == R * 256 * 3 + R * 4
+    eager = sum(k.bytes for k in r.kernels if k.name.startswith("experts.w1.w_") and k.phase == "fwd")
+    assert eager == 33 * w
+    assert _kernel(r, "experts.w2.w_t_cast").bytes == 4 * 128 * 256 * 3 + 4 * 128 * 4
+    c = bm.expert_block_time(TINY, tokens=10, recipe="rowwise", compiled=True)
+    assert sum(k.bytes for k in c.kernels if k.name.startswith("experts.w1.w_") and k.phase == "fwd") == 5 * w
+
+
+def test_grouped_gemms_are_the_grouped_model():
+    m = get_preset("deepseek-v3-16b").moe
+    r = bm.expert_block_time(m, tokens=4096, recipe="bf16", timing="kernel")
+    g = r.group_sizes
+    for name, K, N, op in (
+        ("experts.w1.fwd", 2048, 1408, "fwd"),
+        ("experts.w2.dgrad", 1408, 2048, "dgrad"),
+        ("experts.w3.wgrad", 2048, 1408, "wgrad"),
+    ):
+        want = pm.moe.grouped_gemm_time_s(g, K, N, dtype="bf16", op=op, timing="kernel")
+        assert _kernel(r, name).seconds == pytest.approx(want, rel=1e-12)
+    assert sum(k.kind == "gemm" for k in r.kernels) == 9  # 3 expert weights x (fwd, dgrad, wgrad)
+    assert sum(k.kind == "router" and k.flops > 0 for k in r.kernels) == 3  # the router Linear's 3 GEMMs
+
+
+def test_fused_gate_up_is_one_gemm_of_twice_n():
+    r = bm.expert_block_time(TINY, tokens=64, fused_gate_up=True)
+    names = {k.name for k in r.kernels}
+    assert "experts.w13.fwd" in names and "experts.w1.fwd" not in names and "experts.x_grad_add" not in names
+
+
+def test_totals_and_timing():
+    r = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="kernel")
+    fwd = sum(k.seconds for k in r.kernels if k.phase == "fwd")
+    assert r.fwd_s == pytest.approx(fwd, rel=1e-12) and r.total_s == pytest.approx(r.fwd_s + r.bwd_s, rel=1e-12)
+    e = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event")
+    assert e.total_s - r.total_s == pytest.approx(EVENT_OVERHEAD_S, rel=1e-9)
+    assert set(r.by_kind()) == set(bm.KINDS) and r.by_kind()["shared"] == 0.0
+    assert "qwen3-30b-a3b expert block" in r.table()
+
+
+def test_shared_experts_are_dense_linears():
+    m = get_preset("deepseek-v3-16b").moe
+    r = bm.expert_block_time(m, tokens=2048, timing="kernel")
+    lt = pm.float8.linear_time(2048, 2048, 2816, None, "H200")
+    assert _kernel(r, "shared.w1.output").seconds == pytest.approx(float(lt.gemms[0].time_s), rel=1e-12)
+    f = bm.expert_block_time(m, tokens=2048, recipe="rowwise", shared_recipe="rowwise")
+    assert any(k.kind == "shared" and "cast" in k.name for k in f.kernels)
+    assert f.shared_recipe == "rowwise"
+
+
+def test_skew_costs_more_than_balance():
+    bal = bm.expert_block_time("deepseek-v3-16b", tokens=8192)
+    sk = bm.expert_block_time("deepseek-v3-16b", tokens=8192, skew=("dirichlet", 0.3, 0))
+    assert sk.total_s > bal.total_s
+
+
+def test_every_moe_preset_prices():
+    for name in moe_presets():
+        r = bm.expert_block_time(name, tokens=4096, recipe="rowwise")
+        assert np.isfinite(r.total_s) and r.total_s > 0 and r.fwd_s < r.total_s
+
+
+def test_mxfp8_on_blackwell_is_estimated():
+    r = bm.expert_block_time("llama4-scout", tokens=8192, recipe="mxfp8", gpu="B200")
+    assert r.provenance.startswith("estimated") and r.group_sizes.min() >= 32 and r.group_sizes.sum() % 32 == 0
+    with pytest.raises(UnsupportedFormatError, match="Blackwell"):
+        bm.expert_block_time("llama4-scout", tokens=8192, recipe="mxfp8", gpu="H200")
+
+
+def test_tokens_array():
+    t = bm.expert_block_time_s(TINY, tokens=np.array([64, 128]))
+    assert t.shape == (2,) and t[1] > t[0]
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "counts, match",
+    [
+        ([5, 5, 5, -5], ">= 0"),
+        ([5.5, 4.5, 5, 5], "whole"),
+        ([5, 5, 5, 6], "sum to 21"),
+        ([5, 5, 10], "4 routed experts"),
+        ([[5, 5, 5, 5]], "1-D"),
+        ([11, 9, 0, 0], "only 10 tokens"),
+    ],
+)
+def test_bad_counts(counts, match):
+    with pytest.raises(InvalidShapeError, match=match):
+        bm.expert_block_time(TINY, tokens=10, counts=counts)
+
+
+def test_bad_options():
+    with pytest.raises(UnknownOptionError):
+        bm.expert_block_time(TINY, tokens=10, recipe="tensorwise")
+    with pytest.raises(UnknownOptionError):
+        bm.expert_block_time(TINY, tokens=10, timing="wall")
+    with pytest.raises(InvalidShapeError):
+        bm.expert_block_time(TINY, tokens=0)
+    with pytest.raises(InvalidShapeError):
+        bm.expert_block_time(TINY, tokens=10, counts=[5] * 4, skew=("zipf", 1.0))
+    with pytest.raises(InvalidShapeError, match="skew"):
+        bm.expert_block_time(TINY, tokens=10, skew=("pareto", 1.0))
+    with pytest.raises(InvalidShapeError, match="dense model"):
+        bm.expert_block_time("llama3-8b", tokens=10)
+    odd = MoEShape(name="odd", dim=2880, moe_inter=1000, experts=4, top_k=1, source="test")
+    with pytest.raises(IneligibleShapeError, match="multiples of 16"):
+        bm.expert_block_time(odd, tokens=64, recipe="rowwise")
+    assert bm.expert_block_time(odd, tokens=64).total_s > 0  # bf16 runs it
+
+
+def test_symbolic_tokens_named():
+    sp = pytest.importorskip("sympy")
+    with pytest.raises(NoClosedFormError, match="grouped_gemm_time_s_balanced"):
+        bm.expert_block_time(TINY, tokens=sp.Symbol("T", positive=True, integer=True))
+
+
+def test_mapping_config():
+    r = bm.expert_block_time({"dim": 256, "inter": 128, "experts": 4, "top_k": 2, "shared_inter": 64}, tokens=10)
+    assert r.config.shared_width == 64 and any(k.kind == "shared" for k in r.kernels)
+    with pytest.raises(InvalidShapeError, match="dim, moe_inter"):
+        bm.expert_block_time({"dim": 256}, tokens=10)
+
+
+# ------------------------------------------------------------------ the seed's chart, predicted (roofline --predict)
+MOE_LOGS = pathlib.Path(__file__).parent / "data" / "moe"
+BATCHES = list(range(256, 4097, 256))
+
+
+def test_predicted_series_beside_the_fixture_profiles():
+    from perfmodel.measured import moe_bench as mb
+
+    # the fixture: 4 launches (one per active expert) of [batch * 4 / 128, 5120] @ [5120, 8192] fp8 (tests/data/README)
+    for log, lo, hi in (("triton_128x128x128", 0.70, 0.80), ("triton_64x128x128", 0.80, 0.90)):
+        meas = mb.batch_series(MOE_LOGS / log, "llama4-maverick", "fp8", "fp8", BATCHES, n_expts_tot=128, n_expts_act=4)
+        pred = mb.predicted_series(
+            BATCHES, x_dtype="fp8", w_dtype="fp8", gpu=meas[0].gpu, matmuls=("w1",), experts_run=4
+        )
+        assert [p.source for p in pred] == ["predicted"] * len(BATCHES)
+        assert [p.meta["x"] for p in pred] == [m.meta["x"] for m in meas]
+        for m, p in zip(meas, pred, strict=True):
+            assert p.flops == pytest.approx(m.flops, rel=1e-12)  # 4 * 2 * (batch * 4 / 128) * 5120 * 8192
+        ratio = np.array([p.time_s / m.time_s for m, p in zip(meas, pred, strict=True)])
+        # recorded 2026-12-03 on these profiles: the torch CUTLASS grouped model is 15-26 % faster than the
+        # fixture's 4 dense Triton launches (median predicted / measured 0.74 and 0.85)
+        assert lo < np.median(ratio) < hi, (log, np.median(ratio))
+        assert "not fitted on it" in pred[0].meta["note"]
+
+
+def test_predicted_series_of_bench_mlp_by_hand():
+    from perfmodel.measured import moe_bench as mb
+
+    (p,) = mb.predicted_series([256], x_dtype="fp8", w_dtype="fp8")
+    g = pm.moe.balanced_group_sizes(256 * 4, 128, 1)  # 1024 routed rows over 128 experts
+    want = sum(
+        pm.moe.grouped_gemm_time_s(g, K, N, dtype="fp8", op="fwd", timing="kernel")
+        for K, N in ((5120, 8192), (4096, 5120))
+    )
+    assert p.time_s == pytest.approx(want, rel=1e-12)
+    assert p.flops == pytest.approx(2 * 1024 * (5120 * 8192 + 4096 * 5120), rel=1e-12)
+
+
+def test_predicted_mx4_weights_are_cheaper_to_read():
+    from perfmodel.measured import moe_bench as mb
+
+    bf = mb.predicted_series([256, 8192], x_dtype="bf16", w_dtype="bf16")
+    mx = mb.predicted_series([256, 8192], x_dtype="bf16", w_dtype="mx4")
+    assert mx[0].bytes < bf[0].bytes and mx[0].time_s < bf[0].time_s and mx[0].flops == bf[0].flops
+    w = 128 * (5120 * 8192 + 4096 * 5120)
+    assert bf[0].bytes - mx[0].bytes == pytest.approx(w * (2 - 4.25 / 8), rel=1e-9)
+    assert "4.25 bits" in mx[0].meta["note"]
+    with pytest.raises(pm.errors.PerfModelError):
+        mb.predicted_series([256], x_dtype="fp8", w_dtype="int4")
+
+
+def test_roofline_cli_predict(tmp_path):
+    pytest.importorskip("matplotlib")
+    from perfmodel.measured import moe_bench as mb
+
+    meta = tmp_path / "log_metadata.json"
+    meta.write_text(json.dumps([["triton", str(MOE_LOGS / "triton_128x128x128"), True]]))
+    parser = argparse.ArgumentParser(prog="perfmodel")
+    mb.add_roofline_cli(parser.add_subparsers(dest="command"))
+    out = tmp_path / "out.png"
+    argv = ["roofline", "-m", str(meta), "-o", str(out), "--batch-ranges", "256:1025:256", "--predict"]
+    args = parser.parse_args([*argv, "--predict-matmuls", "w1", "--predict-experts", "4"])
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert args.func(args) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG" and "[predicted (perfmodel.moe)] batch 1024" in buf.getvalue()

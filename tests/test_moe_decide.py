@@ -1,0 +1,109 @@
+"""perfmodel.moe.decide: the block's float8 speedup, enable/skip, break-even tokens and the conversion filters."""
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.errors import InvalidShapeError, MoEPresetError, UnsupportedLayerError
+from perfmodel.moe import decide as dm
+from perfmodel.presets import MoEShape
+
+
+def test_speedup_is_the_ratio_of_block_times():
+    for name in ("deepseek-v3-16b", "mixtral-8x7b"):
+        b = pm.moe.expert_block_time(name, tokens=16384, recipe="bf16")
+        f = pm.moe.expert_block_time(name, tokens=16384, recipe="rowwise")
+        assert pm.moe.speedup(name, tokens=16384) == pytest.approx(b.total_s / f.total_s, rel=1e-12)
+
+
+def test_should_use_follows_min_speedup():
+    s = pm.moe.speedup("mixtral-8x7b", tokens=32768)
+    assert pm.moe.should_use("mixtral-8x7b", tokens=32768, min_speedup=s * 0.99)
+    assert not pm.moe.should_use("mixtral-8x7b", tokens=32768, min_speedup=s * 1.01)
+    with pytest.raises(InvalidShapeError):
+        pm.moe.should_use("mixtral-8x7b", tokens=32768, min_speedup=0)
+
+
+def test_decision_reason_names_gemm_savings_and_quant_cost():
+    d = pm.moe.block_decision("deepseek-v3-16b", tokens=8192)
+    quant = sum(k.seconds for k in d.fp8.kernels if k.kind == "quant")
+    assert f"{quant * 1e3:.3f} ms of quantization" in d.reason and d.use == (d.speedup >= 1)
+
+
+def test_break_even_brackets_the_crossing():
+    be = pm.moe.break_even_tokens("mixtral-8x7b", recipe="rowwise", max_tokens=1 << 16)
+    assert be.tokens is not None and be.tokens % 16 == 0 and be.monotone
+    assert pm.moe.speedup("mixtral-8x7b", tokens=be.tokens) >= 1.0
+    assert pm.moe.speedup("mixtral-8x7b", tokens=be.tokens - 16) < 1.0
+    assert be.tokens_per_expert == pytest.approx(be.tokens * 2 / 8, rel=1e-12)
+
+
+def test_break_even_none_when_it_never_pays():
+    be = pm.moe.break_even_tokens("qwen3-30b-a3b", recipe="rowwise", max_tokens=4096)
+    assert be.tokens is None and "stays below" in be.note
+
+
+def test_break_even_experts_override_and_refusals():
+    be = pm.moe.break_even_tokens("mixtral-8x7b", experts=4, max_tokens=1 << 16)
+    assert be.tokens is None or be.tokens_per_expert == pytest.approx(be.tokens * 2 / 4, rel=1e-12)
+    with pytest.raises(InvalidShapeError, match="counts"):
+        pm.moe.break_even_tokens("mixtral-8x7b", counts=[1] * 8)
+    with pytest.raises(InvalidShapeError, match="top_k"):
+        pm.moe.break_even_tokens("mixtral-8x7b", experts=1)
+
+
+class _Experts:
+    def __init__(self, ndim):
+        self.w1 = self.w2 = self.w3 = type("P", (), {"ndim": ndim})()
+
+
+def test_filter_fn_converts_routed_experts_only_when_it_pays():
+    yes = pm.moe.filter_fn("mixtral-8x7b", tokens=65536)
+    no = pm.moe.filter_fn("qwen3-30b-a3b", tokens=1024)
+    assert yes.decision.use and not no.decision.use
+    assert yes(None, "layers.0.moe.experts") and yes(_Experts(3), "layers.0.moe.grouped")
+    assert not yes(None, "layers.0.moe.shared_experts") and not yes(_Experts(2), "layers.0.attention.wq")
+    assert not yes(None, "layers.0.moe.router.gate")
+    assert not no(None, "layers.0.moe.experts")
+
+
+def test_fqns_all_or_none():
+    assert pm.moe.fqns("mixtral-8x7b", tokens=65536) == ["experts"]
+    assert pm.moe.fqns("qwen3-30b-a3b", tokens=1024) == []
+
+
+def test_section_text_and_rows():
+    text, rows = pm.moe.routed_experts_section("deepseek-v3-16b", tokens=8192, recipes=("tensorwise", "rowwise"))
+    assert "Routed experts (grouped GEMMs, perfmodel.moe)" in text and "tensorwise: not a grouped-GEMM" in text
+    (row,) = rows
+    assert row["recipe"] == "rowwise" and row["speedup"] == pytest.approx(row["bf16_ms"] / row["recipe_ms"], rel=1e-9)
+    assert "filter_fn=" in text and "--quantize.grouped_mm.float8.fqns" in text
+
+
+def test_moe_preset_refused_by_dense_apis_with_a_pointer():
+    with pytest.raises(MoEPresetError, match=r"perfmodel\.moe"):
+        pm.step.layer_time("deepseek-v3-16b", gpu="H200", seq_len=4096)
+    with pytest.raises(UnsupportedLayerError, match=r"perfmodel\.moe"):  # MoEPresetError is one
+        pm.train.estimate("mixtral-8x7b", gpu="H200", n_gpus=8, seq_len=4096, batch_per_gpu=1)
+
+
+def test_custom_shape_decisions():
+    m = MoEShape(name="x", dim=4096, moe_inter=14336, experts=8, top_k=2, source="test")
+    assert np.isfinite(dm.speedup(m, tokens=8192))
+
+
+def test_ep_all_to_all_is_the_collective_model():
+    from perfmodel.errors import InvalidParallelismError
+    from perfmodel.models.collectives import collective_time_s
+
+    r = pm.moe.ep_all_to_all("deepseek-v3", tokens=8192, ep=8, gpu="H100-SXM")
+    nbytes = 8192 * 8 * 7168 * 2
+    assert r.bytes_per_gpu == nbytes
+    want = collective_time_s("all_gather", nbytes, group_size=8, gpus_per_node=8, gpu="H100-SXM")
+    assert r.dispatch_s == pytest.approx(want, rel=1e-12) and r.total_s == pytest.approx(4 * want, rel=1e-12)
+    assert r.provenance.startswith("estimated")
+    assert pm.moe.ep_all_to_all("deepseek-v3", tokens=8192, ep=1).total_s == 0.0
+    with pytest.raises(InvalidParallelismError, match="does not divide"):
+        pm.moe.ep_all_to_all("mixtral-8x7b", tokens=8192, ep=3)
+    with pytest.raises(InvalidShapeError):
+        pm.moe.ep_all_to_all("mixtral-8x7b", tokens=-1, ep=2)

@@ -1,0 +1,294 @@
+"""perfmodel.moe.grouped: the grouped-GEMM time model, its calibration and its held-out score."""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.errors import (
+    IneligibleShapeError,
+    InvalidShapeError,
+    UnknownOptionError,
+    UnknownRecipeError,
+    UnsupportedFormatError,
+)
+from perfmodel.moe import grouped as gm
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03"
+CAL = json.loads((ROOT / "perfmodel" / "calibrations" / "h200_grouped.json").read_text())
+H200 = pm.get_gpu("H200")
+
+
+# ------------------------------------------------------------------ tiles and waves, by hand
+def test_fwd_tiles_round_robin_by_hand():
+    cfg = gm.KernelConfig("t", "pingpong", 64, 128, 128)
+    # group tiles: ceil(100/64)*ceil(384/128) = 6, 0, ceil(65/64)*3 = 6 -> 12 tiles of ceil(256/128) = 2 k-blocks
+    D, C = gm.sm_loads(np.array([100, 0, 65]), 256, 384, "fwd", cfg, 4)
+    assert C.tolist() == [3, 3, 3, 3] and D.tolist() == [6, 6, 6, 6]
+    D, C = gm.sm_loads(np.array([100, 0, 65]), 256, 384, "fwd", cfg, 5)  # 12 tiles over 5 SMs: 3,3,2,2,2
+    assert C.tolist() == [3, 3, 2, 2, 2] and D.tolist() == [6, 6, 4, 4, 4]
+
+
+def test_wgrad_tiles_round_robin_by_hand():
+    cfg = gm.KernelConfig("t", "cooperative", 128, 256, 64)
+    # every group: ceil(N=256/128) * ceil(K=512/256) = 4 tiles; k-blocks ceil(130/64) = 3 and ceil(10/64) = 1
+    # tiles 0-3 cost 3, tiles 4-7 cost 1; SM0 gets 0,3,6 (7), SM1 1,4,7 (5), SM2 2,5 (4)
+    D, C = gm.sm_loads(np.array([130, 10]), 512, 256, "wgrad", cfg, 3)
+    assert D.tolist() == [7, 5, 4] and C.tolist() == [3, 3, 2]
+
+
+def test_model_time_by_hand():
+    cfg = gm.KERNELS[("bf16", "fwd", True)]
+    p = {
+        "tiles": {cfg.name: {"t_kb_s": 1e-6, "c0": 1.0}},
+        "mem_eff": 0.5,
+        "t0_s": 1e-5,
+        "t_group_s": 1e-7,
+        "p": 1.0,
+        "throttle": 0.0,
+        "throttle_tau_s": 1e-3,
+    }
+    # two groups of 64 rows, K = N = 128: 1 M-tile each, rounded up to the 2x1 cluster -> 2 tiles per group of
+    # 1 k-block, 4 tiles on 4 SMs -> busiest SM (1 + c0) = 2 k-blocks
+    t, info = gm.model_time_s(np.array([64, 64]), 128, 128, "fwd", "bf16", p, H200, H200)
+    compute = 1e-6 * 2
+    nbytes = 2 * 128 * 128 * 2 + 128 * 128 * 2 + 128 * 128 * 2  # 2 weights + x + out, bf16
+    assert info["bytes"] == nbytes and info["tiles"] == 4 and info["waves"] == 1
+    assert t == pytest.approx(1e-5 + 2 * 1e-7 + compute + nbytes / (0.5 * 4.8e12), rel=1e-12)
+    # power cap a = 0.5, tau = 2 us: compute 2 us -> 2 * (1 + 0.5 * 2 / (2 + 2)) = 2.5 us; p = 2: a 2-norm with memory
+    t2, _ = gm.model_time_s(
+        np.array([64, 64]),
+        128,
+        128,
+        "fwd",
+        "bf16",
+        {**p, "throttle": 0.5, "throttle_tau_s": 2e-6, "p": 2.0},
+        H200,
+        H200,
+    )
+    assert t2 == pytest.approx(1e-5 + 2e-7 + np.hypot(2.5e-6, nbytes / (0.5 * 4.8e12)), rel=1e-12)
+
+
+def test_kernel_switch_and_fp8_padding():
+    assert gm.kernel_config("bf16", "fwd", 128 * 8, 8).schedule == "pingpong"
+    assert gm.kernel_config("bf16", "fwd", 128 * 8 + 1, 8).schedule == "cooperative"
+    assert gm.kernel_config("bf16", "wgrad", 8, 8).schedule == "cooperative"
+    assert gm.pad_group_sizes([0, 5, 17, 32], "fp8").tolist() == [16, 16, 32, 32]
+    assert gm.pad_group_sizes([0, 5, 17], "bf16").tolist() == [0, 5, 17]
+    r = pm.moe.grouped_gemm([0, 5, 17, 32], 256, 512, dtype="fp8", op="wgrad")
+    assert r.rows.tolist() == [16, 16, 32, 32] and r.flops == 2 * 96 * 256 * 512
+
+
+def test_roofline_by_hand():
+    t = pm.moe.roofline_grouped_gemm_time_s([100, 28], 1024, 2048, dtype="bf16", gpu="H200")
+    assert t == pytest.approx(2 * 128 * 1024 * 2048 / (989.5e12 * 0.6), rel=1e-12)
+    t8 = pm.moe.roofline_grouped_gemm_time_s([[100, 28], [0, 0]], 1024, 2048, dtype="fp8", gpu="H200")
+    assert t8.tolist() == pytest.approx([2 * 128 * 1024 * 2048 / (1979e12 * 0.6), 0.0], rel=1e-12)
+
+
+# ------------------------------------------------------------------ API shape
+def test_balanced_group_sizes():
+    g = pm.moe.balanced_group_sizes(10, 4, 3)
+    assert g.tolist() == [8, 8, 7, 7] and g.dtype.kind == "i"
+    for tokens, e, k in [(4096, 64, 8), (1, 256, 8), (0, 8, 2), (12345, 128, 6)]:
+        g = pm.moe.balanced_group_sizes(tokens, e, k)
+        assert g.sum() == tokens * k and g.max() - g.min() <= 1 and np.all(np.diff(g) <= 0)
+
+
+def test_batch_equals_rows():
+    g = np.array([[512, 0, 300, 7], [1, 2, 3, 4], [0, 0, 0, 1000]])
+    for kw in ({}, {"dtype": "fp8", "op": "wgrad"}, {"op": "dgrad", "timing": "kernel"}, {"gpu": "B200"}):
+        batch = pm.moe.grouped_gemm_time_s(g, 2048, 1408, **kw)
+        assert isinstance(batch, np.ndarray) and batch.shape == (3,)
+        for row, t in zip(g, batch, strict=True):
+            assert pm.moe.grouped_gemm_time_s(row, 2048, 1408, **kw) == pytest.approx(t, rel=1e-12)
+
+
+def test_dgrad_is_fwd_with_k_and_n_swapped():
+    g = [300, 20, 0, 999]
+    assert pm.moe.grouped_gemm_time_s(g, 2048, 7168, op="dgrad") == pytest.approx(
+        pm.moe.grouped_gemm_time_s(g, 7168, 2048, op="fwd"), rel=1e-12
+    )
+
+
+def test_result_fields_and_perfdata():
+    r = pm.moe.grouped_gemm(pm.moe.balanced_group_sizes(4096, 64, 8), 7168, 2048)
+    assert r.G == 64 and r.rows.sum() == 32768 and r.bound in ("compute", "memory", "launch")
+    assert r.tiles == 64 * 4 * 8 and r.waves == -(-r.tiles // 132)  # Cooperative 128x256: 512/128 * 2048/256
+    assert r.provenance.startswith("measured-fit: H200") and r.error_bar["p90"] > r.error_bar["p50"] > 0
+    pdata = r.perfdata()
+    assert pdata.source == "predicted" and pdata.time_s == r.time_s and pdata.flops == 2 * 32768 * 7168 * 2048
+
+
+def test_provenance_by_gpu():
+    g = [512] * 8
+    assert pm.moe.grouped_gemm(g, 2048, 1408, gpu="H100-SXM").provenance.startswith("transferred from H200")
+    b = pm.moe.grouped_gemm(g, 2048, 1408, gpu="B200")
+    assert "roofline estimate" in b.provenance and "not assumed" in b.provenance and b.error_bar is None
+    with pytest.raises(UnknownOptionError, match="architecture"):
+        pm.moe.grouped_gemm_time_s(g, 2048, 1408, gpu="B200", time_model="calibrated")
+    # H100 SXM has the H200's 132 SMs and dense peaks but 3.35 TB/s against 4.8: the transferred compute part is the
+    # same, the memory part slower -> never faster
+    for shape in ((g, 2048, 1408), ([4096] * 8, 4096, 4096), ([1] * 64, 7168, 2048)):
+        h200 = pm.moe.grouped_gemm_time_s(*shape, gpu="H200")
+        assert pm.moe.grouped_gemm_time_s(*shape, gpu="H100-SXM") >= h200 * (1 - 1e-12)
+
+
+def test_symbolic_balanced_equals_numeric():
+    sp = pytest.importorskip("sympy")
+    T = sp.Symbol("T", integer=True, positive=True)
+    # (128, 8, 2048, 768): a shape where sympy's own ceiling() of a sum would drop the ceiling (kept unevaluated)
+    cases = [(64, 8, 7168, 2048, op, dt) for op in ("fwd", "wgrad", "dgrad") for dt in ("bf16", "fp8")]
+    cases += [(8, 2, 4096, 14336, "wgrad", "bf16"), (128, 8, 2048, 768, "fwd", "bf16")]
+    for E, k, K, N, op, dtype in cases:
+        expr = pm.moe.grouped_gemm_time_s_balanced(T, E, k, K, N, op=op, dtype=dtype, timing="kernel")
+        for tokens in (1, 17, 1000, 4096, 4097, 65536):
+            num = pm.moe.grouped_gemm_time_s(
+                pm.moe.balanced_group_sizes(tokens, E, k), K, N, op=op, dtype=dtype, timing="kernel"
+            )
+            assert float(expr.subs(T, tokens)) == pytest.approx(num, rel=1e-9), (E, K, N, op, dtype, tokens)
+
+
+# ------------------------------------------------------------------ errors
+@pytest.mark.parametrize(
+    "args, kw, err, match",
+    [
+        (([4, -1], 256, 256), {}, InvalidShapeError, ">= 0"),
+        (([4, 1.5], 256, 256), {}, InvalidShapeError, "whole"),
+        (([], 256, 256), {}, InvalidShapeError, "G = 0"),
+        (([[1, 2], [3]], 256, 256), {}, InvalidShapeError, "ragged"),
+        (([4], 0, 256), {}, InvalidShapeError, "K"),
+        (([4], 256, -3), {}, InvalidShapeError, "N"),
+        (([4], 264, 256), {"dtype": "fp8"}, IneligibleShapeError, "multiples of 16"),
+        (([4], 256, 256), {"dtype": "fp4"}, pm.PerfModelError, None),
+        (([4], 256, 256), {"dtype": "fp32"}, UnsupportedFormatError, "bf16"),
+        (([4], 256, 256), {"op": "bwd"}, UnknownOptionError, "fwd, dgrad, wgrad"),
+        (([4], 256, 256), {"timing": "wall"}, UnknownOptionError, "kernel, event"),
+        (([4], 256, 256), {"dtype": "fp8", "scaling": "tensorwise"}, UnknownOptionError, "rowwise"),
+        (([4], 256, 256), {"dtype": "fp8", "scaling": "blockwise_nope"}, UnknownRecipeError, None),
+        (([4], 256, 256), {"scaling": "rowwise"}, UnknownOptionError, "bf16"),
+        (([4], 256, 256), {"time_model": "tiles"}, UnknownOptionError, "roofline"),
+    ],
+)
+def test_bad_input_is_a_named_error(args, kw, err, match):
+    with pytest.raises(err, match=match):
+        pm.moe.grouped_gemm_time_s(*args, **kw)
+
+
+def test_symbols_need_the_balanced_path():
+    sp = pytest.importorskip("sympy")
+    with pytest.raises(InvalidShapeError, match="balanced"):
+        pm.moe.grouped_gemm_time_s([sp.Symbol("n"), 4], 256, 256)
+    with pytest.raises(InvalidShapeError, match="balanced"):
+        pm.moe.balanced_group_sizes(sp.Symbol("T"), 8, 2)
+
+
+def test_old_bench_names_say_where_they_went():
+    from perfmodel.measured import moe_bench
+
+    for name in ("batch_series", "MOE_BATCH_RANGES", "read_log_metadata"):
+        with pytest.raises(AttributeError, match=rf"perfmodel\.measured\.moe_bench\.{name}"):
+            getattr(pm.moe, name)
+        assert hasattr(moe_bench, name)
+    with pytest.raises(AttributeError, match="no attribute"):
+        pm.moe.no_such_name  # noqa: B018
+
+
+# ------------------------------------------------------------------ the calibration
+def test_calibration_file():
+    assert CAL["schema"] == 1 and CAL["gpu"] == "H200"
+    assert set(CAL["fit_families"]).isdisjoint(CAL["validation_families"] + CAL["test_families"])
+    assert set(CAL["params"]) == {
+        f"{t}/{d}/{o}" for t in ("event", "kernel") for d in ("bf16", "fp8") for o in ("fwd", "wgrad")
+    }
+    for v in CAL["data"].values():
+        assert len(v["sha256"]) == 64
+
+
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="the H200 sweep of 2026-12-03 is not in this checkout")
+
+
+@needs_data
+def test_data_files_match_the_shipped_hashes():
+    from perfmodel.calibrate import grouped as cg
+
+    for name, v in CAL["data"].items():
+        assert cg._sha256(DATA / name) == v["sha256"], name
+
+
+@needs_data
+def test_the_shipped_parameters_are_the_fit():
+    # a full refit takes ~30 s (four starts x eight classes): instead, every shipped class must be a fixed point of
+    # the fitter on its fit records (3 more Levenberg-Marquardt steps lower the cost by < 1e-6 relative), and the
+    # fitted vector must round-trip through the JSON's parameter names
+    from perfmodel.calibrate import grouped as cg
+
+    recs = [r for r in cg.load_records(DATA) if r["family"] in cg.FIT_FAMILIES]
+    for key in ("kernel/bf16/wgrad", "event/fp8/fwd"):
+        timing, dtype, op = key.split("/")
+        one = [r for r in recs if r["timing"] == timing and cg._dtype(r) == dtype and r["op"] == op]
+        before, after = cg.class_cost(one, CAL["params"][key], lm_iters=3)
+        assert after >= before * (1 - 1e-6), (key, before, after)
+        names = sorted(CAL["params"][key]["tiles"])
+        back = cg._unpack(cg._pack(CAL["params"][key], names), names)
+        assert back["mem_eff"] == pytest.approx(CAL["params"][key]["mem_eff"], rel=1e-9)
+        assert back["throttle_tau_s"] == pytest.approx(CAL["params"][key]["throttle_tau_s"], rel=1e-6)
+
+
+@needs_data
+def test_held_out_scores_agree_with_the_data():
+    from perfmodel.calibrate import grouped as cg
+
+    recs = cg.load_records(DATA)
+    held = [r for r in recs if r["family"] in cg.VALIDATION_FAMILIES + cg.TEST_FAMILIES]
+    rows = cg.score(held, cg.predict_records(held, CAL["params"]))
+    shipped = {(r["timing"], r["dtype"], r["op"], r["dist"]): r for r in CAL["scores"]["held_out"]}
+    for r in rows:
+        s = shipped[(r["timing"], r["dtype"], r["op"], r["dist"])]
+        assert r["mdape"] == pytest.approx(s["mdape"], abs=1e-9) and r["p90"] == pytest.approx(s["p90"], abs=1e-9)
+
+
+#: the held-out event-time figures docs/moe.md states (validation + test families, all ops), % — (MdAPE, p90)
+DOCUMENTED = {
+    ("bf16", "balanced"): (4.2, 9.7),
+    ("bf16", "skewed"): (4.2, 10.3),
+    ("fp8", "balanced"): (5.2, 14.3),
+    ("fp8", "skewed"): (4.8, 10.9),
+}
+TARGET = (5.0, 15.0)
+
+
+@needs_data
+def test_held_out_event_error_against_the_targets():
+    from perfmodel.calibrate import grouped as cg
+
+    recs = cg.load_records(DATA)
+    held = [r for r in recs if r["family"] in cg.VALIDATION_FAMILIES + cg.TEST_FAMILIES and r["timing"] == "event"]
+    rows = {
+        (r["dtype"], r["dist"]): r for r in cg.score(held, cg.predict_records(held, CAL["params"])) if r["op"] == "all"
+    }
+    for key, (mdape, p90) in DOCUMENTED.items():
+        got = rows[key]
+        for name, value, documented, target in (
+            ("MdAPE", got["mdape"], mdape, TARGET[0]),
+            ("p90", got["p90"], p90, TARGET[1]),
+        ):
+            if documented <= target:  # met: it must stay met
+                assert value <= target, (key, name, value)
+            else:  # missed (fp8 balanced MdAPE): the documented figure, honestly
+                assert value == pytest.approx(documented, abs=0.5), (key, name, value)
+
+
+def test_the_fitter_names_a_missing_data_folder(tmp_path, capsys):
+    from perfmodel.calibrate import grouped as cg
+    from perfmodel.errors import MissingDataError as CalibrationError
+
+    with pytest.raises(CalibrationError, match="no such data folder"):
+        cg.load_records(tmp_path / "nope")
+    with pytest.raises(CalibrationError, match=r"grouped_gemm_time\.json\.gz"):
+        cg.load_records(tmp_path)  # a folder without the sweep files
+    assert cg.main(["--data", str(tmp_path / "nope"), "--out", str(tmp_path / "cal.json")]) == 2
+    assert "no such data folder" in capsys.readouterr().err and not (tmp_path / "cal.json").exists()
