@@ -389,11 +389,6 @@ def test_edges_that_are_valid_give_finite_answers(call):
     assert not _bad_number(result)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="left for step/layer.py's owner: layer_time multiplies batch * seq_len before any check "
-    "(one line: perfmodel._backend.check_compatible(seq_len=seq_len, batch=batch) after their check_size)",
-)
 @pytest.mark.parametrize(
     "call",
     [

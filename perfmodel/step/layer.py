@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from .._backend import check_size, namespace
+from .._backend import check_compatible, check_size, namespace
 from ..errors import (
     IneligibleLinearError,
     ModuleShapeError,
@@ -310,6 +310,7 @@ def layer_time(
     """
     lay, _ = resolve_layer(layer)
     seq_len, batch = check_size("seq_len", seq_len), check_size("batch", batch)
+    check_compatible(seq_len=seq_len, batch=batch)
     check_size("tokens per step (batch x seq_len)", batch * seq_len)
     spec, rec, ac = get_gpu(gpu), get_recipe(recipe), _check_ac(ac)
     for d in rec.gemm_dtypes():
