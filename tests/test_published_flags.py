@@ -1,6 +1,7 @@
 """Answers known wrong in direction on published runs say so (perfmodel.float8.published)."""
 
 import json
+from pathlib import Path
 
 import perfmodel as pm
 import perfmodel.train as train
@@ -9,7 +10,12 @@ from perfmodel.cli import main
 
 
 def test_the_flagged_runs_are_the_scored_wrong_directions():
-    runs = {r["id"]: r for r in json.load(open("benchmarks/published/float8_training_runs.json"))["runs"]}
+    runs = {
+        r["id"]: r
+        for r in json.loads(
+            (Path(__file__).resolve().parents[1] / "benchmarks/published/float8_training_runs.json").read_text()
+        )["runs"]
+    }
     for d in float8.KNOWN_WRONG:
         run = runs[d.run]
         assert run["recipe"].startswith(d.recipe) and abs(run["speedup"] - d.published) < 5e-3
