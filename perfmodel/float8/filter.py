@@ -22,7 +22,6 @@ the same Linears). Under ``tp > 1`` a Linear that no plan entry matches raises
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import re
 import sys
@@ -462,11 +461,6 @@ class Float8ModuleFilter:
         )
 
 
-# the time-model keyword of speedup / linear_time (``model=``, being renamed ``time_model=``): either works here
-_MODEL_KW = "time_model" if "time_model" in inspect.signature(speedup).parameters else "model"
-_LT_MODEL_KW = "time_model" if "time_model" in inspect.signature(linear_time).parameters else "model"
-
-
 def module_filter(
     gpu: GPULike = "auto",
     tokens: TokensLike = 8192,
@@ -537,7 +531,7 @@ def module_filter(
         "fuse_input_with_prev": check_flag("fuse_input_with_prev", fuse_input_with_prev),
         "fuse_grad_output_with_prev": check_flag("fuse_grad_output_with_prev", fuse_grad_output_with_prev),
         "cache_weight_cast": check_flag("cache_weight_cast", cache_weight_cast),
-        _MODEL_KW: time_model if time_model is not None else model,
+        "model": time_model if time_model is not None else model,  # speedup's time-model keyword
     }
     spec = _resolve_gpu(gpu)
     speedup(FP8_ALIGN, FP8_ALIGN, FP8_ALIGN, rec, spec, **opts)  # fail now on an unsupported recipe/GPU
@@ -588,8 +582,8 @@ def preset_filters(
             if not filt(_Stand(lin.in_features, lin.out_features), lin.name):
                 continue
             d = filt.decisions[-1]
-            mk = {_LT_MODEL_KW: filt.options[_MODEL_KW]}
-            base = float(linear_time(d.tokens, d.shard_in, d.shard_out, None, spec, **mk).total_s)
+            tm = filt.options["model"]
+            base = float(linear_time(d.tokens, d.shard_in, d.shard_out, None, spec, model=tm).total_s)
             saved += preset.total_count(lin) * base * (1 - 1 / float(d.speedup))
         out[get_recipe(r).name] = (filt, saved)
     return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))

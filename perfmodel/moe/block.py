@@ -64,7 +64,7 @@ from ..models.base import EVENT_OVERHEAD_S
 from ..models.registry import resolve
 from ..presets import ModelPreset, MoEShape, get_preset
 from ..specs.gpu import get_gpu
-from .grouped import grouped_gemm
+from .grouped import check_timing, grouped_gemm
 
 __all__ = [
     "ALIGN",
@@ -551,8 +551,7 @@ def expert_block_time(
     """
     m = as_moe_shape(config_or_preset)
     T = _tokens(tokens)
-    if timing not in ("event", "kernel"):
-        raise UnknownOptionError(f"timing={timing!r}: use 'event' or 'kernel'")
+    check_timing(timing)
     if not all(isinstance(v, bool) for v in (fused_gate_up, static_rows, compiled)):
         raise InvalidShapeError("fused_gate_up, static_rows and compiled must be True or False")
     spec = get_gpu(gpu)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._backend import is_symbolic
 from .._files import CALIBRATIONS, load_json
 from ..counting import check_fp8_alignment
 from ..errors import CalibrationError, InvalidShapeError, UnknownOptionError, UnsupportedFormatError
@@ -44,6 +45,7 @@ __all__ = [
     "GroupedGemmTime",
     "KernelConfig",
     "balanced_group_sizes",
+    "check_timing",
     "grouped_gemm",
     "grouped_gemm_time_s",
     "grouped_gemm_time_s_balanced",
@@ -125,11 +127,16 @@ def _dtype_key(dtype: Any, scaling: str | None) -> str:
     )
 
 
+def check_timing(timing: str) -> None:
+    """``timing`` must be one of :data:`perfmodel.models.base.TIMINGS` (a named error otherwise)."""
+    if timing not in TIMINGS:
+        raise UnknownOptionError(f"timing={timing!r}: use one of {', '.join(TIMINGS)}")
+
+
 def _check_op_timing(op: str, timing: str) -> None:
     if op not in OPS:
         raise UnknownOptionError(f"op={op!r}: use one of {', '.join(OPS)}")
-    if timing not in TIMINGS:
-        raise UnknownOptionError(f"timing={timing!r}: use one of {', '.join(TIMINGS)}")
+    check_timing(timing)
 
 
 def _positive_int(name: str, v: Any) -> int:
@@ -138,15 +145,11 @@ def _positive_int(name: str, v: Any) -> int:
     return int(v)
 
 
-def _is_symbolic(v: Any) -> bool:
-    return type(v).__module__.startswith("sympy")
-
-
 def _group_matrix(group_sizes: Any) -> tuple[np.ndarray, bool]:
     """``group_sizes`` -> (int64 array [batch, G], was 2-D); every bad input a named error."""
-    if _is_symbolic(group_sizes) or (
+    if is_symbolic(group_sizes) or (
         isinstance(group_sizes, (list, tuple))
-        and any(_is_symbolic(x) for x in np.ravel(np.array(group_sizes, dtype=object)))
+        and any(is_symbolic(x) for x in np.ravel(np.array(group_sizes, dtype=object)))
     ):
         raise InvalidShapeError(
             "symbolic group sizes are priced only for balanced routing: use grouped_gemm_time_s_balanced(tokens, "
@@ -516,7 +519,7 @@ def grouped_gemm_time_s(
 def balanced_group_sizes(tokens: Any, experts: Any, top_k: Any) -> np.ndarray:
     """Rows per expert when ``tokens * top_k`` routed rows spread evenly over ``experts``: each gets
     ``floor(tokens * top_k / experts)``, the remainder one more row each to the first groups (int64 array)."""
-    if _is_symbolic(tokens):
+    if is_symbolic(tokens):
         raise InvalidShapeError("symbolic tokens: use grouped_gemm_time_s_balanced, which has the closed form")
     tokens = _whole("tokens", tokens, allow_zero=True)
     experts, top_k = _positive_int("experts", experts), _positive_int("top_k", top_k)
@@ -556,7 +559,7 @@ def grouped_gemm_time_s_balanced(
 
     The closed form is the same model as the vector path: the first ``r = tokens*top_k mod experts`` groups have
     one row more, so SM 0 carries the most tiles and the most long tiles and is the busiest SM."""
-    if not _is_symbolic(tokens):
+    if not is_symbolic(tokens):
         g = balanced_group_sizes(tokens, experts, top_k)
         return grouped_gemm_time_s(
             g, K, N, dtype=dtype, gpu=gpu, scaling=scaling, op=op, timing=timing, time_model=time_model
