@@ -14,6 +14,7 @@ import pytest
 
 from perfmodel.bench import layer as L
 from perfmodel.bench.dataset import DatasetWriter
+from perfmodel.bench.layer import worker as LW
 
 TINY = L.LayerSize(key="t256", model="test", dim=256, ffn=512, heads=4, kv_heads=2, head_dim=64)
 SMALL_CASES = ("d2048-b1s4096", "d2048-b4s4096", "d4096-b1s4096", "d4096-b4s4096")
@@ -425,10 +426,10 @@ def test_measure_code_path_on_cpu_with_cuda_stubbed(torch_mod, monkeypatch, tmp_
     cpu_only = [torch_mod.profiler.ProfilerActivity.CPU]  # no CUDA activity to record here
     monkeypatch.setattr(torch_mod.profiler, "profile", lambda activities, **kw: real_profile(activities=cpu_only))
     real_build = L.build_case
-    monkeypatch.setattr(
-        L, "build_case", lambda spec, **kw: real_build(spec, device="cpu", dtype=torch_mod.float32, compile=False)
+    monkeypatch.setattr(  # the worker module's names: _measure_gpu looks them up there
+        LW, "build_case", lambda spec, **kw: real_build(spec, device="cpu", dtype=torch_mod.float32, compile=False)
     )
-    monkeypatch.setattr(L, "_LOCK", L.GpuLock(tmp_path / "gpu.lock"))
+    monkeypatch.setattr(LW, "_LOCK", L.GpuLock(tmp_path / "gpu.lock"))
     cpus = L._available_cpus()
     opts = {"warmup_steps": 2, "timed_steps": 6, "profile_steps": 3, "measure_cpus": cpus, "compile_cpus": cpus}
     phases = []
@@ -439,14 +440,14 @@ def test_measure_code_path_on_cpu_with_cuda_stubbed(torch_mod, monkeypatch, tmp_
     assert rec["step_time_s_p20"] <= rec["step_time_s"] <= rec["step_time_s_p80"]
     assert rec["peak_mem_bytes"] == 123 and rec["compile_s"] > 0 and rec["lock_wait_s"] >= 0
     assert rec["step_kernel_time_s_all"] is not None and isinstance(rec["kernels"], list)
-    assert "_events" not in rec and not L._LOCK.held
+    assert "_events" not in rec and not LW._LOCK.held
     assert len(spins) == L.HOST_REPS and all(c > 0 for c in spins)
     assert rec["host_step_valid"] is True and len(rec["host_step_s_all"]) == L.HOST_REPS
     assert min(rec["host_step_s_all"]) <= rec["host_step_s"] <= max(rec["host_step_s_all"])
     json.dumps(rec)
     with pytest.raises(L.NoTimeLeft):  # too close to the deadline to time 5 steps
         L._measure_gpu(spec, opts, time.time() + 0.5, lambda p, **kw: None)
-    assert not L._LOCK.held
+    assert not LW._LOCK.held
 
 
 class _SpinTorch:

@@ -68,6 +68,9 @@ from typing import Any
 from perfmodel.bench import plan as P
 from perfmodel.bench._device import bench, kernel_times_s, require_cuda
 from perfmodel.bench.dataset import DatasetWriter, collect_meta, gpu_state
+from perfmodel.bench.profiled import flush_marker, profile_calls, split_at_markers  # noqa: F401 (split_at_markers: this module's name too)
+from perfmodel.bench.session import log as _log
+from perfmodel.bench.session import positive, warm_gpu
 
 __all__ = [
     "FAMILIES",
@@ -752,13 +755,7 @@ def _check_accuracy(torch: Any, n: int = 1000) -> dict[str, float]:
 
 def _warm_gpu(torch: Any, seconds: float = GPU_WARM_S) -> None:
     """Run 8192³ bf16 GEMMs for ``seconds`` so the clocks are up before the first measurement."""
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        for _ in range(10):
-            torch.mm(a, a)
-        torch.cuda.synchronize()
-    del a
+    warm_gpu(torch, seconds)
 
 
 def run_time(
@@ -853,21 +850,6 @@ def _chunks(items: list[LayoutItem], *, calls: int = PROFILED_CALLS) -> list[lis
     return out
 
 
-def split_at_markers(
-    events: Sequence[tuple[str, float, float]], markers: set[str]
-) -> list[list[tuple[str, float, float]]]:
-    """Split time-sorted GPU activities at each marker activity (the L2 flush before every call): one
-    list per marker, holding the activities after it up to the next marker. Anything before the first
-    marker is dropped."""
-    out: list[list[tuple[str, float, float]]] = []
-    for ev in events:
-        if ev[0] in markers:
-            out.append([])
-        elif out:
-            out[-1].append(ev)
-    return out
-
-
 def _quantile(values: Sequence[float], q: float) -> float:
     """Linear-interpolation quantile (as numpy's default) of a non-empty list."""
     v = sorted(values)
@@ -937,21 +919,15 @@ def run_kernels(
     torch = require_cuda()
     from torch.profiler import ProfilerActivity, profile
 
+    def profiler() -> Any:  # the one profiler this process starts: CUDA activity only
+        return profile(activities=[ProfilerActivity.CUDA])
+
     torch.manual_seed(0)
     cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int, device="cuda")
-    markers: set[str] = set()
     # The flush is do_bench's ``cache.zero_()`` (an ATen fill kernel). Its name marks the call
     # boundaries, so it must not be a plain memset (cuBLAS launches those too): then fill with ones.
-    for flush in (cache.zero_, lambda: cache.fill_(1)):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:  # the first one: CUPTI's first attach
-            flush()
-            torch.cuda.synchronize()
-        seen = kernel_times_s(prof)
-        markers = {max(seen, key=lambda e: e[2])[0]} if seen else set()  # the 256 MB fill: the longest
-        if markers and not next(iter(markers)).startswith(("Memset", "Memcpy")):
-            break
-    else:
-        raise RuntimeError(f"no distinctive kernel for the L2 flush; the profiler saw {sorted(markers)}")
+    flush, marker = flush_marker(torch, cache, events=kernel_times_s, profiler=profiler)
+    markers = {marker}
     t0 = last_write = time.perf_counter()
     errors: list[dict[str, Any]] = []
     done = 0
@@ -972,19 +948,14 @@ def run_kernels(
                 torch.cuda.empty_cache()
                 continue
             ready.append((item, fn, ops))
-        torch.cuda.synchronize()
-        wall[:] = [time.time()]
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _, fn, _ in ready:
-                for _ in range(calls):
-                    flush()
-                    fn()
-            torch.cuda.synchronize()
-        wall.append(time.time())
-        segments = split_at_markers(kernel_times_s(prof), markers)
-        if len(segments) != len(ready) * calls:
+        fns = [fn for _, fn, _ in ready]
+        got = profile_calls(
+            torch, fns, calls=calls, flush=flush, marker=marker, events=kernel_times_s, profiler=profiler
+        )
+        wall[:] = [got.wall_start_s, got.wall_end_s]
+        if got.per_fn is None:
             return [(item, None) for item, _, _ in ready]
-        return [(item, segments[j * calls : (j + 1) * calls]) for j, (item, _, _) in enumerate(ready)]
+        return [(item, per_call) for (item, _, _), per_call in zip(ready, got.per_fn, strict=True)]
 
     wall: list[float] = []  # wall-clock start and end of the last profiled chunk (to align with GPU clock logs)
 
@@ -1125,15 +1096,8 @@ def _family_mix(text: str) -> dict[str, int]:
     return mix
 
 
-def _positive_ms(text: str) -> float:
-    """A do_bench time setting in ms: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a time in ms (a number above 0), got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a time in ms above 0, got {text!r}")
-    return value
+#: a do_bench time setting in ms: a finite number above 0
+_positive_ms = positive("a time in ms")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1201,10 +1165,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command(argv: Sequence[str]) -> str:
     return "python -m benchmarks.harness.gemm_layouts " + shlex.join(list(argv))
-
-
-def _log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def _plan_meta(args: argparse.Namespace, mix: Mapping[str, int], dropped: Mapping[str, int]) -> dict[str, Any]:
