@@ -73,7 +73,7 @@ def test_estimate_counts_the_model_we_build():
     from perfmodel.train import estimate
 
     est = estimate(**M.estimate_kwargs(M.get_config("fsdp_8b_L2_s8k_b1_none").to_dict()))
-    assert est.memory["params_fp32"] == pytest.approx(4 * (2 * _8B_LAYER + _8B_HEAD), rel=1e-12)
+    assert est.memory["params"] == pytest.approx(4 * (2 * _8B_LAYER + _8B_HEAD), rel=1e-12)
     one_b = M.estimate_kwargs(M.get_config("fsdp_1b_L16_s8k_b2_sel").to_dict())
     assert one_b["model"].hidden == 2048 and one_b["model"].head_dim == 64 and one_b["vocab"] == 128256
 

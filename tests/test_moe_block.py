@@ -113,6 +113,69 @@ def test_grouped_gemms_are_the_grouped_model():
     assert sum(k.kind == "router" and k.flops > 0 for k in r.kernels) == 3  # the router Linear's 3 GEMMs
 
 
+def test_eager_rates_by_hand():
+    """Each kernel with a measured eager rate: bytes by hand, seconds = the copy-bandwidth price of bytes x factor."""
+    tm, _ = resolve(H200, None)
+    T, d, f, E = 10, 256, 128, 4
+    r = bm.expert_block_time(TINY, tokens=T, recipe="rowwise", timing="kernel")
+    R = int(r.group_sizes.sum())  # 96 (see test_rowwise_quant_bytes_by_hand)
+    w = E * d * f
+    want = {  # name: (bytes by hand, factor)
+        "unpermute.index_add": (R * d * 6 + R * 8, 4.91),  # bf16 read y, read + write the target row; int64 index
+        "permute.bwd_index_add": (R * d * 6 + R * 8, 4.91),
+        "unpermute.mul_score": (R * d * 4 + R * 2, 2.23),  # read y, write y * s (bf16); the [R, 1] scores
+        "unpermute.bwd_mul_score": (R * d * 4 + R * 2, 2.23),
+        "experts.w1.colwise_dual": (R * (f + d) * 3 + E * (f + d) * 4, 14.9),  # grad_out [R, f], A [R, d]
+        "experts.w2.A_rowwise_cast": (R * f * 3 + R * 4, 3.65),  # h [R, f]: read 2 B, write 1 B; a scale per row
+        "experts.w2.gO_rowwise_cast": (R * d * 3 + R * 4, 3.65),
+        "experts.w1.w_to_fp32": (w * 6, 1.76),
+        "experts.w1.w_mul_scale": (w * 8, 1.40),
+        "experts.w1.w_amax": (w * 2, 1.11),
+        "experts.w1.w_abs": (w * 4, 0.855),
+        "experts.w1.w_clamp": (w * 8, 0.855),
+        "experts.w1.w_to_fp8": (w * 5, 0.855),
+        "experts.w2.w_t_cast": (w * 3 + E * f * 4, 0.935),  # w2 [E, f, d]: K = f
+    }
+    for name, (nbytes, factor) in want.items():
+        k = _kernel(r, name)
+        assert k.bytes == nbytes, name
+        assert k.seconds == pytest.approx(tm.memory_kernel_time_s(nbytes * factor, gpu=H200), rel=1e-12), name
+        assert bm.EAGER_SLOWDOWN[k.note.split("(")[-1].rstrip(")")] == factor
+    o = bm.expert_block_time(TINY, tokens=T, recipe="rowwise", timing="kernel", measured_eager=False)
+    k = _kernel(o, "unpermute.index_add")
+    assert k.seconds == pytest.approx(tm.memory_kernel_time_s(R * d * 6 + R * 8, gpu=H200), rel=1e-12)
+    assert "permute.bincount_dtoh" not in {x.name for x in o.kernels}
+    sync = _kernel(r, "permute.bincount_dtoh")
+    assert sync.launches == 2 and sync.seconds == pytest.approx(2 * tm.launch_time_s(gpu=H200), rel=1e-12)
+    c = bm.expert_block_time(TINY, tokens=T, recipe="rowwise", timing="kernel", compiled=True)
+    assert _kernel(c, "experts.w1.w_cast").seconds == pytest.approx(tm.memory_kernel_time_s(w * 3, gpu=H200))
+    with pytest.raises(InvalidShapeError, match="measured_eager"):
+        bm.expert_block_time(TINY, tokens=T, measured_eager="yes")
+
+
+def test_validator_kernel_classes():
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "validate_moe_block.py"
+    spec = importlib.util.spec_from_file_location("validate_moe_block", path)
+    v = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(v)
+    names = {
+        "void at::native::indexFuncLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true, x>(y)": "index_add",
+        "_triton_fp8_per_group_colwise_scales_dual_kernel": "q_colwise_dual",
+        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor"
+        "<c10::BFloat16, c10::BFloat16, c10::BFloat16, M> >(int, T)": "bcast_mul",
+        "Memcpy DtoH (Device -> Pageable)": "memcpy_memset",
+        "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>, x>": "elementwise",
+    }
+    for n, c in names.items():
+        assert v.measured_class(n) == c, n
+    r = bm.expert_block_time(TINY, tokens=10, recipe="rowwise", timing="kernel")
+    cls = {k.name: v.model_class(k) for k in r.kernels}
+    assert cls["unpermute.index_add"] == "index_add" and cls["experts.w1.colwise_dual"] == "q_colwise_dual"
+    assert cls["experts.w1.fwd"] == "grouped_gemm" and cls["permute.bincount_dtoh"] == "memcpy_memset"
+
+
 def test_fused_gate_up_is_one_gemm_of_twice_n():
     r = bm.expert_block_time(TINY, tokens=64, fused_gate_up=True)
     names = {k.name for k in r.kernels}
@@ -124,7 +187,13 @@ def test_totals_and_timing():
     fwd = sum(k.seconds for k in r.kernels if k.phase == "fwd")
     assert r.fwd_s == pytest.approx(fwd, rel=1e-12) and r.total_s == pytest.approx(r.fwd_s + r.bwd_s, rel=1e-12)
     e = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event")
-    assert e.total_s - r.total_s == pytest.approx(EVENT_OVERHEAD_S, rel=1e-9)
+    # event timing adds one event overhead and the eager host gaps (2 bincount syncs + the backward's launch gap)
+    host = bm.HOST_SYNCS_FWD * bm.HOST_SYNC_S + bm.HOST_GAP_BWD_S
+    assert e.total_s - r.total_s == pytest.approx(EVENT_OVERHEAD_S + host, rel=1e-9)
+    assert e.host_fwd_s == pytest.approx(2 * 0.583e-3, rel=1e-12) and e.host_bwd_s == pytest.approx(0.401e-3)
+    i = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event", measured_eager=False)
+    ik = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="kernel", measured_eager=False)
+    assert i.total_s - ik.total_s == pytest.approx(EVENT_OVERHEAD_S, rel=1e-9) and i.host_fwd_s == 0.0
     assert set(r.by_kind()) == set(bm.KINDS) and r.by_kind()["shared"] == 0.0
     assert "qwen3-30b-a3b expert block" in r.table()
 
@@ -278,3 +347,33 @@ def test_roofline_cli_predict(tmp_path):
     with contextlib.redirect_stdout(buf):
         assert args.func(args) == 0
     assert out.read_bytes()[:4] == b"\x89PNG" and "[predicted (perfmodel.moe)] batch 1024" in buf.getvalue()
+
+
+def test_block_constants_are_the_fit_families_medians():
+    """EAGER_SLOWDOWN and the host gaps are what --derive computes from the committed fit-family profiles."""
+    import importlib.util
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("validate_moe_block", root / "benchmarks" / "validate_moe_block.py")
+    v = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(v)
+    data = root / "benchmarks" / "data" / "h200_2026-12-03b"
+    d = v.derive(v.load_kernels(data), v.load(data))
+    assert d["n_fit_profiles"] == 14
+    names = {
+        "index_add": "index_add", "bcast_mul": "bcast_mul", "colwise_dual": "q_colwise_dual",
+        "rowwise_2d": "q_rowwise_2d", "w_to_fp32": "q_w_to_fp32", "w_mul_scale": "q_w_mul", "w_amax": "q_w_amax",
+        "w_stream": "q_w_stream", "w_t": "q_w_transpose",
+    }  # fmt: skip
+    for rate, cls in names.items():
+        assert bm.EAGER_SLOWDOWN[rate] == pytest.approx(d[f"slowdown_{cls}"], rel=5e-3), rate
+    assert bm.HOST_SYNCS_FWD * bm.HOST_SYNC_S == pytest.approx(d["host_gap_fwd_s"], rel=2e-3)
+    assert bm.HOST_GAP_BWD_S == pytest.approx(d["host_gap_bwd_s"], rel=2e-3)
+
+
+def test_block_error_bar_only_where_validated():
+    r = bm.expert_block_time("mixtral-8x7b", tokens=8192)
+    assert (r.error_bar["p50"], r.error_bar["p90"]) == (7.1, 12.7) and "post-selection" in r.error_bar["basis"]
+    assert bm.expert_block_time("mixtral-8x7b", tokens=8192, recipe="rowwise").error_bar["p90"] == 5.4
+    for kw in ({"timing": "kernel"}, {"measured_eager": False}, {"gpu": "H100-SXM"}):
+        assert bm.expert_block_time("mixtral-8x7b", tokens=8192, **kw).error_bar["p50"] is None, kw

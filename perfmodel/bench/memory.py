@@ -198,6 +198,32 @@ PLAN: tuple[MemConfig, ...] = (
     _c("fsdp_70b_L2_s8k_b2_full_near", _70B, 2, 8192, 2, ac="full", expect="near"),
     _c("fsdp_8b_L2_s8k_b1_none_tw", _8B, 2, 8192, 1, recipe="tensorwise", note="eager pair of the compiled one"),
     _c("fsdp_8b_L2_s8k_b1_none_rw_compile", _8B, 2, 8192, 1, recipe="rowwise", compile=True),
+    # compiled steps as torchtitan runs them: float8 all-gather against its pair, and stacks where the loss moment
+    # (not the end of backward) is the compiled peak
+    _c("fsdp_8b_L4_s8k_b2_none_compile", _8B, 4, 8192, 2, compile=True),
+    _c("fsdp_8b_L4_s8k_b2_none_tw_compile", _8B, 4, 8192, 2, recipe="tensorwise", compile=True),
+    _c(
+        "fsdp_8b_L4_s8k_b2_none_tw_fp8ag_compile",
+        _8B,
+        4,
+        8192,
+        2,
+        recipe="tensorwise",
+        fp8_all_gather=True,
+        compile=True,
+    ),
+    _c("fsdp_8b_L4_s8k_b4_sel_compile", _8B, 4, 8192, 4, ac="selective", compile=True),
+    _c("fsdp_70b_L1_s8k_b2_none_tw_compile", _70B, 1, 8192, 2, recipe="tensorwise", compile=True),
+    _c(
+        "fsdp_70b_L1_s8k_b2_none_tw_fp8ag_compile",
+        _70B,
+        1,
+        8192,
+        2,
+        recipe="tensorwise",
+        fp8_all_gather=True,
+        compile=True,
+    ),
 )
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)

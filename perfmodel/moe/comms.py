@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import InvalidParallelismError
 from ..models.collectives import collective_time_s
 from ..specs.gpu import get_gpu
-from .block import _tokens, as_moe_shape
+from .routing import as_moe_shape, check_tokens
 
 __all__ = ["AllToAllTime", "ep_all_to_all"]
 
@@ -70,7 +70,7 @@ def ep_all_to_all(
     spec = get_gpu(gpu)
     node = spec.interconnect.gpus_per_node if spec.interconnect is not None else 1
     per_node = gpus_per_node if gpus_per_node is not None else min(int(ep), node)
-    nbytes = float(_tokens(tokens)) * m.top_k * m.dim * 2.0
+    nbytes = float(check_tokens(tokens)) * m.top_k * m.dim * 2.0
     t = float(
         collective_time_s("all_gather", nbytes, group_size=int(ep), gpus_per_node=per_node, gpu=spec, network=network)
     )

@@ -35,8 +35,11 @@ kernel but the last Linear's output GEMM and the residual add after it, which ba
 every other Linear output saved, norms, RoPE, activations, casts and the other Linears re-run (an
 assumption; not measured).
 
-Layers the model does not price (MoE blocks, MLA attention) raise :class:`UnsupportedLayerError` naming
-what is missing; their Linears are still priced one by one by :func:`perfmodel.float8.report`.
+MoE layers (an MoE preset with GQA attention, or a :class:`MoELayer`): :func:`layer_time` prices the attention
+half as above (``mlp=False``), the routed-expert block by :func:`perfmodel.moe.expert_block_time` and, with
+``ep > 1``, expert parallelism's all-to-all as an estimate (:mod:`perfmodel.step.moe_layer`, ``docs/step.md``). Layers
+the model does not price (MLA attention) raise :class:`UnsupportedLayerError` naming what is missing; their
+Linears are still priced one by one by :func:`perfmodel.float8.report`.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from ..float8.recipes import Recipe, get_recipe
 from ..models.registry import ModelLike
 from ..presets import LayerShape, ModelPreset
 from ..specs.gpu import GPULike
+from .dispatch import best_convert, layer_time
 from .filter import (
     UNMATCHED_WARN_AFTER,
     GroupFilter,
@@ -58,13 +62,15 @@ from .filter import (
     torchtitan_filter_fqns,
 )
 from .kernels import StepKernel
-from .layer import AC_MODES, FP8_ALIGN, LayerTime, best_convert, eligible_groups, layer_time, resolve_layer
+from .layer import AC_MODES, FP8_ALIGN, LayerTime, eligible_groups, resolve_layer
+from .moe_layer import EXPERTS_GROUP, MoELayer, MoELayerTime, is_moe, moe_eligible_groups, resolve_moe_layer
 from .names import CONVENTIONS
 from .params import LayerParams
 
 __all__ = [
     "AC_MODES",
     "CONVENTIONS",
+    "EXPERTS_GROUP",
     "FP8_ALIGN",
     "UNMATCHED_WARN_AFTER",
     "GroupFilter",
@@ -72,6 +78,8 @@ __all__ = [
     "LayerGroupFilter",
     "LayerParams",
     "LayerTime",
+    "MoELayer",
+    "MoELayerTime",
     "ModuleShapeError",
     "StepKernel",
     "StepReport",
@@ -82,6 +90,7 @@ __all__ = [
     "layer_filter",
     "layer_time",
     "module_filter",
+    "moe_eligible_groups",
     "resolve_layer",
     "step_report",
     "torchtitan_filter_fqns",
@@ -93,13 +102,13 @@ class StepReport:
     """bf16, every eligible Linear in ``recipe``, and the chosen groups, for one layer and the model's stack
     of ``layers`` such layers (decoder layers only: embedding, final norm and output head are not in it)."""
 
-    layer: LayerShape
+    layer: LayerShape | MoELayer
     layers: int
     recipe: str
     chosen: tuple[str, ...]
-    bf16: LayerTime
-    all_converted: LayerTime
-    best: LayerTime
+    bf16: LayerTime | MoELayerTime
+    all_converted: LayerTime | MoELayerTime
+    best: LayerTime | MoELayerTime
 
     @property
     def speedup_all(self) -> float:
@@ -154,11 +163,21 @@ def step_report(
     min_gain: float = 0.0,
     time_model: ModelLike = None,
     layer_params: LayerParams | None = None,
+    **moe: Any,
 ) -> StepReport:
     """Price ``model``'s decoder layer in bf16, with every eligible Linear in ``recipe``, and with the groups
-    :func:`best_convert` chooses; totals for the model's ``layers`` layers (a LayerShape counts as 1)."""
-    lay, n = resolve_layer(model)
-    opts = dict(gpu=gpu, seq_len=seq_len, batch=batch, ac=ac, time_model=time_model, layer_params=layer_params)
+    :func:`best_convert` chooses; totals for the model's ``layers`` layers (a LayerShape counts as 1).
+
+    An MoE preset (or :class:`MoELayer`) reports its MoE layer (:class:`MoELayerTime` in ``bf16`` / ``all`` /
+    ``best``; groups qkv, o, experts) and ``layers`` = its MoE layers only (``MoEShape.moe_layers``: the dense
+    layers, if any, are priced with ``layer_time(..., dense_layer=True)``); ``**moe`` (``ep``, ``counts``,
+    ``skew``, ...) as :func:`layer_time` takes them.
+    """
+    if isinstance(model, MoELayer) or is_moe(model):
+        lay, n = resolve_moe_layer(model)
+    else:
+        lay, n = resolve_layer(model)
+    opts = dict(gpu=gpu, seq_len=seq_len, batch=batch, ac=ac, time_model=time_model, layer_params=layer_params, **moe)
     rec = get_recipe(recipe)
     chosen = best_convert(lay, recipe=rec, min_gain=min_gain, **opts)
     return StepReport(

@@ -262,7 +262,7 @@ def raw_kernels(
     group_of = {n: g for g, names in layer.groups.items() for n in names}
     for name, lin in by_name.items():
         lt = linear_time(
-            T, lin.in_features, lin.out_features, recipe if name in converted else None, spec, model=time_model
+            T, lin.in_features, lin.out_features, recipe if name in converted else None, spec, time_model=time_model
         )
         for g in lt.gemms:
             ks.append(

@@ -32,11 +32,14 @@ from .params import LAYER_ASSUMPTIONS, STEP_FACTOR_KINDS, LayerParams, shipped
 __all__ = [
     "AC_MODES",
     "FP8_ALIGN",
+    "MLP_GROUPS",
+    "MLP_KERNELS",
     "IneligibleLinearError",
     "LayerTime",
     "ModuleShapeError",
     "UnsupportedLayerError",
     "best_convert",
+    "choose_groups",
     "eligible_groups",
     "layer_time",
     "resolve_layer",
@@ -46,6 +49,9 @@ __all__ = [
 AC_MODES: tuple[str, ...] = ("none", "selective", "full")
 #: float8 GEMMs need K and N multiples of 16 (torch._scaled_mm)
 FP8_ALIGN = 16
+#: the MLP's Linear groups and its own kernels, left out by ``layer_time(..., mlp=False)`` (the attention half)
+MLP_GROUPS: frozenset[str] = frozenset({"w13", "w1", "w2"})
+MLP_KERNELS: frozenset[str] = frozenset({"activation", "activation_bwd"})
 
 
 def resolve_layer(layer: str | ModelPreset | LayerShape) -> tuple[LayerShape, int]:
@@ -60,8 +66,9 @@ def resolve_layer(layer: str | ModelPreset | LayerShape) -> tuple[LayerShape, in
         preset = get_preset(layer)
         if preset.layer is None and preset.moe is not None:
             raise MoEPresetError(
-                f"{preset.name} is an MoE model the decoder-layer step model does not price ({preset.layer_note}). "
-                f"Its routed experts: perfmodel.moe.expert_block_time({preset.name!r}, tokens=...) and "
+                f"{preset.name} is an MoE model, not a dense decoder layer ({preset.layer_note}). Its MoE layer: "
+                f"perfmodel.step.layer_time({preset.name!r}, ...) (GQA attention presets); its routed experts: "
+                f"perfmodel.moe.expert_block_time({preset.name!r}, tokens=...) and "
                 f"perfmodel.moe.speedup; its Linears one by one: perfmodel.float8.report({preset.name!r}, ...)"
             )
         if preset.layer is None:
@@ -282,8 +289,12 @@ def layer_time(
     time_model: ModelLike = None,
     layer_params: LayerParams | None = None,
     mix_order_norm_bwd: bool | None = None,
+    mlp: bool = True,
 ) -> LayerTime:
     """Predicted fwd + bwd step of one decoder layer on ``batch · seq_len`` tokens, seconds, by part.
+
+    Dense layers only: :func:`perfmodel.step.layer_time` (:mod:`perfmodel.step.dispatch`) sends MoE layers to
+    :func:`perfmodel.step.moe_layer.moe_layer_time`.
 
     Args:
         layer: a preset name (``"llama3-8b"``), a :class:`~perfmodel.presets.ModelPreset` or a
@@ -303,11 +314,16 @@ def layer_time(
             which it fuses tensorwise q/k/v's transposed float8 cast at batch 1 — a kernel ~10x slower than the
             bf16 one (:func:`perfmodel.step.kernels.mix_order_cast`, ``docs/step.md``). ``None`` (default): as
             the stack the layer parameters were fitted on (torch 2.11: yes); ``False`` for torch 2.9 and older.
+        mlp: ``False`` prices the layer without its MLP (the attention half: norms, q/k/v/o, RoPE, SDPA, the
+            residual adds; no w1/w3/w2, activation or MLP casts, step factors from the half's own kernel time), as
+            the MoE path prices the attention of an MoE layer.
 
     Raises:
         UnknownPresetError, UnsupportedLayerError, UnknownLinearError, IneligibleLinearError,
         UnknownRecipeError, UnsupportedFormatError, InvalidShapeError, PerfModelError (bad ``ac``).
     """
+    if not isinstance(mlp, bool):
+        raise PerfModelError(f"mlp must be True or False, got {mlp!r}")
     lay, _ = resolve_layer(layer)
     seq_len, batch = check_size("seq_len", seq_len), check_size("batch", batch)
     check_compatible(seq_len=seq_len, batch=batch)
@@ -317,6 +333,8 @@ def layer_time(
         if not spec.supports(d):
             raise UnsupportedFormatError(f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for")
     converted = frozenset() if rec.name == "bf16" else frozenset(converted_linears(lay, convert))
+    if not mlp:
+        converted = converted - {n for g in MLP_GROUPS for n in lay.groups.get(g, ())}
     tm, prov = resolve(spec, time_model)
     params = layer_params if layer_params is not None else shipped()
     if not isinstance(params, LayerParams):
@@ -340,6 +358,8 @@ def layer_time(
         time_model=tm,
         mix_order=mix_order_norm_bwd,
     )
+    if not mlp:
+        raw = [k for k in raw if k.group not in MLP_GROUPS and k.name not in MLP_KERNELS]
     again = _recomputed(raw, lay, ac)
     priced = [
         (tag, k, price(k, params, spec, calibrated=calibrated, calibrated_casts=calibrated_casts))
@@ -416,17 +436,42 @@ def best_convert(
     subset is at least ``min_gain`` (a fraction: 0.02 = 2 %) faster than bf16. Ties go to fewer groups.
 
     ``candidates`` restricts the choice to the given subsets (each an iterable of group names), e.g. the
-    subsets that were measured. Needs numeric ``seq_len`` and ``batch``.
+    subsets that were measured. Needs numeric ``seq_len`` and ``batch``. Dense layers; MoE ones:
+    :func:`perfmodel.step.best_convert` (:mod:`perfmodel.step.dispatch`).
     """
     lay, _ = resolve_layer(layer)
+    opts = dict(gpu=gpu, seq_len=seq_len, batch=batch, ac=ac, time_model=time_model, layer_params=layer_params)
+
+    def step_of(sub: tuple[str, ...]) -> float:
+        if not sub:
+            return float(layer_time(lay, recipe="bf16", **opts).step_s)
+        return float(layer_time(lay, recipe=recipe, convert=sub, **opts).step_s)
+
+    return choose_groups(
+        lay.name, tuple(lay.groups), eligible_groups(lay), step_of,
+        seq_len=seq_len, batch=batch, min_gain=min_gain, candidates=candidates,
+    )  # fmt: skip
+
+
+def choose_groups(
+    name: str,
+    groups: tuple[str, ...],
+    elig: tuple[str, ...],
+    step_of: Any,
+    *,
+    seq_len: Any,
+    batch: Any,
+    min_gain: float,
+    candidates: Iterable[Iterable[str]] | None,
+) -> tuple[str, ...]:
+    """:func:`best_convert`'s search over subsets of ``elig`` (or ``candidates``), ``step_of(subset)`` -> step
+    seconds (``()``: bf16); shared by the dense and the MoE path."""
     if namespace(seq_len, batch).name == "sympy" or any(getattr(v, "ndim", 0) for v in (seq_len, batch)):
         raise PerfModelError("best_convert needs one number each for seq_len and batch (no arrays or symbols)")
     ok = isinstance(min_gain, (int, float)) and not isinstance(min_gain, bool) and 0 <= min_gain < 1
     if not ok:
         raise PerfModelError(f"min_gain must be a fraction in [0, 1) (0.02 = 2 % faster than bf16), got {min_gain!r}")
-    opts = dict(gpu=gpu, seq_len=seq_len, batch=batch, ac=ac, time_model=time_model, layer_params=layer_params)
-    base = float(layer_time(lay, recipe="bf16", **opts).step_s)
-    elig = eligible_groups(lay)
+    base = step_of(())
     if candidates is None:
         subsets = _subsets(elig)
     else:
@@ -441,16 +486,16 @@ def best_convert(
                 c = (c,)  # one group named alone
             elif not isinstance(c, Iterable):
                 raise PerfModelError(f"each candidate must be a group name or an iterable of them, got {c!r}")
-            sub = tuple(g for g in lay.groups if g in set(c))
-            unknown = set(c) - set(lay.groups)
+            sub = tuple(g for g in groups if g in set(c))
+            unknown = set(c) - set(groups)
             if unknown:
-                raise UnknownLinearError(choices_message(f"group of {lay.name!r}", sorted(unknown)[0], lay.groups))
+                raise UnknownLinearError(choices_message(f"group of {name!r}", sorted(unknown)[0], groups))
             subsets.append(sub)
     best, best_t = (), base
     for sub in sorted(subsets, key=len):
         if not sub or any(g not in elig for g in sub):
             continue
-        t = float(layer_time(lay, recipe=recipe, convert=sub, **opts).step_s)
+        t = step_of(sub)
         if t < best_t * (1 - 1e-9):
             best, best_t = sub, t
     return best if best and base / best_t >= 1 + min_gain else ()

@@ -50,6 +50,7 @@ from ..models.registry import ModelLike
 from ..presets import LayerShape, ModelPreset
 from ..specs.gpu import GPULike, get_gpu
 from ..step.layer import _plain
+from . import memory as _memory
 from .comm import CommCall, CommPlan, comm_plan
 from .compute import (
     LayerCompute,
@@ -60,7 +61,8 @@ from .compute import (
     overhead_bytes,
     shipped_train_params,
 )
-from .config import ModelSizes, TrainConfig, check_config, model_sizes, shard_layer
+from .config import ModelSizes, TrainConfig, check_config, model_sizes, shard_layer, with_convert
+from .grid import TrainEstimateGrid, is_grid, price_grid
 from .mfu import MFU, StepFlops, mfu_from_run, predicted_mfu, step_flops
 
 __all__ = [
@@ -71,14 +73,17 @@ __all__ = [
     "CommCall",
     "StepFlops",
     "TrainEstimate",
+    "TrainEstimateGrid",
     "TrainParams",
     "estimate",
     "mfu_from_run",
     "step_flops",
 ]
 
-#: a configuration "fits" when its estimated peak memory is below this share of the GPU's memory
-MEMORY_HEADROOM = 0.95
+#: a configuration "fits" when its estimated peak memory is below this share of the GPU's memory (the rest is left
+#: for the CUDA context and the caching allocator's fragmentation: :data:`perfmodel.train.memory.RESERVE_SHARE`)
+MEMORY_HEADROOM = 1 - _memory.RESERVE_SHARE
+MEMORY_CHECKED = _memory.CHECKED
 #: how far absolute throughput was from published runs (docs/validation.md, "Training at cluster scale"): shown
 #: beside multi-GPU step times, never applied (published runs validate the model; they do not tune it)
 TOKENS_PER_S_BIAS = (
@@ -250,7 +255,7 @@ class TrainEstimate:
                 "shorten seq_len / batch_per_gpu."
             )
             lines += self._memory_lines()
-            lines.append(f"provenance: {self.provenance.kind} (memory: estimate, not yet checked against an allocator)")
+            lines.append(f"provenance: {self.provenance.kind} (memory: {MEMORY_CHECKED})")
             return "\n".join(lines)
         if baseline is not None:
             lines.append(self._speedup_line(baseline))
@@ -274,16 +279,23 @@ class TrainEstimate:
                 f"    {x.group:<9} {x.op:<14} {x.name:<36} {float(x.nbytes) / 1e6:9.1f} MB x {x.calls:<5} "
                 f"{float(x.time_s) * 1e3:8.3f} ms each"
             )
-        lines.append(f"  memory          {gb:10.1f} GB of {cap}: fits (estimate)")
+        limit = MEMORY_HEADROOM * (c.gpu.mem_bytes or float("inf"))
+        near = float(self.memory_bytes) * (1 + _memory.MAX_HELD_OUT_ERROR) > limit
+        fit_word = (
+            f"fits, but within the model's largest held-out error ({_memory.MAX_HELD_OUT_ERROR:.1%}) of the limit"
+            if near
+            else "fits"
+        )
+        lines.append(f"  memory          {gb:10.1f} GB of {cap}: {fit_word} ({MEMORY_CHECKED})")
         lines += self._memory_lines()[1:]
         lines.append(f"provenance: {self.provenance.line()}")
         return "\n".join(lines)
 
     def _memory_lines(self) -> list[str]:
-        """The memory total and its parts, GB (an estimate: :func:`perfmodel.train.compute.memory_bytes`)."""
+        """The memory total and its parts, GB (:func:`perfmodel.train.memory.peak_memory`)."""
         gb = float(self.memory_bytes) / 1e9
         parts = ", ".join(f"{k} {float(v) / 1e9:.1f}" for k, v in self.memory.items())
-        return [f"  memory          {gb:10.1f} GB (estimate)", f"    by part (GB): {parts}"]
+        return [f"  memory          {gb:10.1f} GB ({MEMORY_CHECKED})", f"    by part (GB): {parts}"]
 
     def _speedup_line(self, baseline: TrainEstimate) -> str:
         """``recipe vs bf16: 1.105x faster`` with the speedup's measured error on published runs."""
@@ -406,15 +418,23 @@ def estimate(
     time_model: ModelLike = None,
     train_params: TrainParams | None = None,
     mix_order_norm_bwd: bool | None = None,
-) -> TrainEstimate:
-    """Predicted training step of one GPU in an FSDP2 (+ TP, HSDP) job.
+) -> TrainEstimate | TrainEstimateGrid:
+    """Predicted training step of one GPU in an FSDP2 (+ TP, HSDP) job, or of many jobs at once.
+
+    Every numeric knob may be a numpy array (they broadcast together): ``seq_len``, ``batch_per_gpu`` and
+    ``layers`` run through the formulas as arrays and give a :class:`TrainEstimate` of arrays; an array for
+    ``n_gpus``, ``tp``, ``dp_replicate``, ``pp`` or ``cp`` gives a
+    :class:`~perfmodel.train.grid.TrainEstimateGrid` (each distinct layout priced once, every field an array of
+    the broadcast shape, ``.at(i, ...)`` one job's full estimate). Elements the scalar call would refuse are
+    refused together, by index (:func:`perfmodel.train.grid.refuse`); ``fits`` is per element.
 
     Args:
         model: a preset name (``"llama3-70b"``, see ``perfmodel models``), a preset, or one decoder layer's
             :class:`~perfmodel.presets.LayerShape` (then ``layers=`` is required, ``vocab=`` optional).
         gpu: GPU name or spec; its ``interconnect`` prices the intra-node collectives.
         n_gpus: GPUs in the job (``dp_replicate · dp_shard · tp``). It, ``tp``, ``dp_replicate``, ``pp`` and
-            ``cp`` are whole numbers: ``int``, a whole ``float`` or a numpy integer/float scalar (no bools).
+            ``cp`` are whole numbers: ``int``, a whole ``float`` or a numpy integer/float scalar (no bools), or
+            numpy arrays of them (one job per element, see above).
         tp: tensor-parallel degree (sequence parallel, as torchtitan runs it); ``1``: FSDP only. Sequence
             parallelism splits each sequence across the TP ranks, so ``seq_len`` must be a multiple of ``tp``.
         seq_len, batch_per_gpu: sequence length (tokens) and sequences per data-parallel rank (int, numpy
@@ -451,7 +471,29 @@ def estimate(
             UnsupportedLayerError: MoE or MLA models. InvalidShapeError, UnknownPresetError,
             UnknownRecipeError, UnknownNetworkError, PerfModelError for other bad inputs.
     """
-    spec = get_gpu(gpu)
+    spec = get_gpu(gpu)  # resolved once: everything below gets the spec
+    knobs = dict(n_gpus=n_gpus, tp=tp, dp_replicate=dp_replicate, pp=pp, cp=cp)
+    knobs.update(seq_len=seq_len, batch_per_gpu=batch_per_gpu, layers=layers)
+    if is_grid(knobs):
+        if isinstance(convert, str) and convert.strip().lower() == "auto":
+            raise PerfModelError(
+                'convert="auto" prices one layout at a time: pass one number each for n_gpus, tp, dp_replicate, '
+                "pp and cp (and seq_len, batch_per_gpu), or name the Linears to convert"
+            )
+        fixed = dict(
+            gpu=spec,
+            vocab=vocab,
+            recipe=recipe,
+            convert=convert,
+            float8_all_gather=float8_all_gather,
+            async_tp=async_tp,
+            ac=ac,
+            network=network,
+            time_model=time_model,
+            train_params=train_params,
+            mix_order_norm_bwd=mix_order_norm_bwd,
+        )
+        return price_grid(lambda **one: estimate(model, **fixed, **one), knobs)
     sizes: ModelSizes = model_sizes(model, layers=layers, vocab=vocab)
     job = dict(
         n_gpus=n_gpus,
@@ -472,15 +514,16 @@ def estimate(
         return _priced(cfg, network=network, time_model=time_model, train_params=train_params)
     # "auto": the fastest whole step over the group subsets; ties go to fewer groups (subsets come by size).
     # The job is checked first (its tp decides which groups stay eligible after sharding)
-    tp_checked = check_config(sizes, spec, **{**job, "float8_all_gather": False}, convert="none").tp
+    # once (TrainConfig built once per call); each candidate is that config with other Linears converted
+    base = check_config(sizes, spec, **{**job, "float8_all_gather": False}, convert="none")
     ests = [
         _priced(
-            check_config(sizes, spec, **job, convert=conv),
+            with_convert(base, conv, float8_all_gather=float8_all_gather),
             network=network,
             time_model=time_model,
             train_params=train_params,
         )
-        for conv in _auto_candidates(sizes, tp_checked, seq_len, batch_per_gpu, float8_all_gather)
+        for conv in _auto_candidates(sizes, base.tp, seq_len, batch_per_gpu, float8_all_gather)
     ]
     best = ests[0]
     for est in ests[1:]:

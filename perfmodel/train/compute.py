@@ -143,7 +143,7 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
     from .. import float8
     from ..step import layer_time
 
-    lay = shard_layer(cfg.sizes.layer, cfg.tp)
+    lay = cfg.sharded_layer
     lt = layer_time(
         lay,
         gpu=cfg.gpu,
@@ -175,8 +175,8 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
         T, tp = cfg.tokens_per_rank, cfg.tp
         for lin in lay.linears():
             rec = cfg.recipe if lin.name in cfg.converted else None
-            whole = float8.linear_time(T, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model).gemm_s
-            chunk = float8.linear_time(T / tp, lin.in_features, lin.out_features, rec, cfg.gpu, model=time_model)
+            whole = float8.linear_time(T, lin.in_features, lin.out_features, rec, cfg.gpu, time_model=time_model).gemm_s
+            chunk = float8.linear_time(T / tp, lin.in_features, lin.out_features, rec, cfg.gpu, time_model=time_model)
             kind = "bf16_tensor_core" if rec is None else "fp8_tensor_core"
             extra = extra + (tp * chunk.gemm_s - whole) * lt.step_factors[kind]  # this step's factor of its kind
         extra = (extra + abs(extra)) / 2  # never a gain
@@ -203,7 +203,7 @@ def other_compute(cfg: TrainConfig, *, time_model: Any = None) -> dict[str, Any]
     if V == 0:
         return {"output": 0, "loss": 0, "embedding": 0}
     tm = resolve_time_model(cfg.gpu, time_model)
-    out = float8.linear_time(T, h, V // tp, None, cfg.gpu, model=time_model).total_s
+    out = float8.linear_time(T, h, V // tp, None, cfg.gpu, time_model=time_model).total_s
     loss = tm.memory_kernel_time_s(T * (V // tp) * LOSS_BYTES_PER_LOGIT, gpu=cfg.gpu)
     emb = tm.memory_kernel_time_s(cfg.sizes.embedding_params // tp * 2, gpu=cfg.gpu)
     return {"output": out, "loss": loss, "embedding": emb}
@@ -223,28 +223,8 @@ def overhead_bytes(cfg: TrainConfig) -> float:
 
 
 def memory_bytes(cfg: TrainConfig) -> dict[str, Any]:
-    """Peak memory of one rank by part, bytes (estimate; assumptions in :mod:`perfmodel.train`)."""
-    s, lay, tp = cfg.sizes, cfg.sizes.layer, cfg.tp
-    shard = s.total_params / tp / cfg.dp_shard
-    T = cfg.tokens_per_rank
-    h, q, kv, ffn = lay.hidden, lay.q_dim // tp, lay.kv_dim // tp, lay.ffn // tp
-    # bf16 activations a layer saves for backward, elements per token (torchao saves the high-precision
-    # inputs of float8 Linears, so float8 saves the same): see the module doc of perfmodel.train
-    sp_h = h / tp  # sequence-parallel tensors (norm inputs, residual stream)
-    full = sp_h + h + (q + 2 * kv) + q + sp_h + h + 3 * ffn
-    saved = {"none": full, "selective": sp_h + q + 0.5 * (q + 2 * kv + 2 * sp_h + 2 * ffn), "full": sp_h}[cfg.ac]
-    act = 2 * T * saved * s.layers + 2 * T * full  # every layer's saved tensors + one layer being (re)computed
-    w_bytes = 2 * s.layer_params - cfg.fp8_gathered_params  # one gathered layer: float8 weights take 1 byte
-    gathered = 2 * w_bytes / tp + (s.layer_params / tp) * (2 + 4)  # two layers + grad buffers
-    logits = T * (s.vocab // tp) * (2 + 4) if s.vocab else 0
-    root = 2 * (s.embedding_params + s.output_params) / tp * 2
-    return {
-        "params_fp32": 4 * shard,
-        "grads_fp32": 4 * shard,
-        "optimizer": 8 * shard,
-        "gathered_layers": gathered,
-        "embedding_output": root,
-        "activations": act,
-        "logits": logits,
-        "workspace": 2.0e9,  # CUDA context, cuBLAS/NCCL workspaces and allocator slack: an assumption
-    }
+    """Peak allocated memory of one rank by part at its peak moment, bytes (:func:`perfmodel.train.memory.peak_memory`:
+    FSDP2 with fp32 masters, eager; checked on H200 single-GPU steps, docs/train.md "Memory")."""
+    from .memory import peak_memory
+
+    return peak_memory(cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, tp=cfg.tp, dp_shard=cfg.dp_shard)["parts"]

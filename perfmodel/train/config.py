@@ -14,6 +14,7 @@ so a TP group of ``tp <= gpus_per_node`` GPUs sits inside one node and an FSDP g
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 from typing import Any
@@ -34,7 +35,7 @@ from ..float8.recipes import Recipe, get_recipe
 from ..presets import LayerShape, ModelPreset, get_preset
 from ..specs.gpu import GPUSpec
 
-__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes", "shard_layer"]
+__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes", "shard_layer", "with_convert"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -145,7 +146,7 @@ class TrainConfig:
     replicate: Groups
     mix_order_norm_bwd: bool | None = None
 
-    @property
+    @functools.cached_property
     def fp8_gathered_params(self) -> int:
         """Weights of one (whole, unsharded) layer that FSDP2 all-gathers in float8: the converted Linears'
         with ``float8_all_gather``, else 0."""
@@ -155,10 +156,15 @@ class TrainConfig:
             lin.in_features * lin.out_features for lin in self.sizes.layer.linears() if lin.name in self.converted
         )
 
-    @property
+    @functools.cached_property
     def tokens_per_rank(self) -> Any:
         """Tokens one data-parallel rank (a TP group) processes per step: ``batch_per_gpu · seq_len``."""
         return self.batch_per_gpu * self.seq_len
+
+    @functools.cached_property
+    def sharded_layer(self) -> LayerShape:
+        """The decoder layer as one of the ``tp`` ranks holds it (:func:`shard_layer`), built once per config."""
+        return shard_layer(self.sizes.layer, self.tp)
 
 
 #: the largest job priced: 2**24 GPUs (the collectives' group sizes are checked as sizes up to 2**40 ranks,
@@ -314,11 +320,7 @@ def check_config(
             raise PerfModelError(f"{flag} must be True or False, got {value!r}")
     if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
         raise PerfModelError(f"mix_order_norm_bwd must be True, False or None, got {mix_order_norm_bwd!r}")
-    if float8_all_gather and rec.name != "tensorwise":
-        raise PerfModelError(
-            f"float8_all_gather=True needs recipe='tensorwise' (torchao casts FSDP2 all-gathers to float8 with "
-            f"tensorwise scales only), got recipe={rec.name!r}"
-        )
+    _check_fp8_all_gather(float8_all_gather, rec, None)
     if async_tp and t == 1:
         raise InvalidParallelismError("async_tp=True needs tp > 1 (it overlaps TP's collectives with its GEMMs)")
     if ac not in AC_MODES:
@@ -327,8 +329,7 @@ def check_config(
         if not gpu.supports(d):
             raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
     converted = () if rec.name == "bf16" else _converted(lay, t, convert)
-    if float8_all_gather and not converted:
-        raise PerfModelError("float8_all_gather=True needs at least one Linear in float8 (convert= names none)")
+    _check_fp8_all_gather(float8_all_gather, rec, converted)
     dp = n // (t * r)
     per_node = gpu.interconnect.gpus_per_node if gpu.interconnect is not None else 1
     fsdp = Groups(size=dp, per_node=max(1, min(dp, per_node // t)))
@@ -359,3 +360,33 @@ def check_config(
         replicate=rep,
         mix_order_norm_bwd=mix_order_norm_bwd,
     )
+
+
+def _check_fp8_all_gather(float8_all_gather: bool, rec: Recipe, converted: tuple[str, ...] | None) -> None:
+    """float8 all-gather needs the tensorwise recipe and (``converted`` given) at least one converted Linear.
+
+    Raises:
+        PerfModelError: either is missing; the message says what is needed."""
+    if float8_all_gather and rec.name != "tensorwise":
+        raise PerfModelError(
+            f"float8_all_gather=True needs recipe='tensorwise' (torchao casts FSDP2 all-gathers to float8 with "
+            f"tensorwise scales only), got recipe={rec.name!r}"
+        )
+    if float8_all_gather and converted is not None and not converted:
+        raise PerfModelError("float8_all_gather=True needs at least one Linear in float8 (convert= names none)")
+
+
+def with_convert(cfg: TrainConfig, convert: Any, *, float8_all_gather: bool) -> TrainConfig:
+    """``cfg`` (already checked by :func:`check_config`) with other Linears in float8 and float8 all-gather on or
+    off: the checks that depend on them are repeated, the rest of the job is not checked or built again.
+
+    Raises:
+        UnknownLinearError, IneligibleLinearError: as :func:`check_config`. PerfModelError: float8 all-gather
+            without the tensorwise recipe or a converted Linear.
+    """
+    if not isinstance(float8_all_gather, bool):
+        raise PerfModelError(f"float8_all_gather must be True or False, got {float8_all_gather!r}")
+    _check_fp8_all_gather(float8_all_gather, cfg.recipe, None)
+    converted = () if cfg.recipe.name == "bf16" else _converted(cfg.sizes.layer, cfg.tp, convert)
+    _check_fp8_all_gather(float8_all_gather, cfg.recipe, converted)
+    return dataclasses.replace(cfg, converted=converted, float8_all_gather=float8_all_gather)

@@ -1,0 +1,168 @@
+"""Peak GPU memory of one training rank, as the CUDA caching allocator counts it (``torch.cuda.max_memory_allocated``).
+
+The peak of a step is the larger of two moments (gradients set to ``None`` before each forward, as
+``optimizer.zero_grad()`` does by default, so they do not exist while the forward runs):
+
+* **loss** (end of forward, start of backward): fp32 parameters (4 B each, sharded over ``tp · dp_shard``) and AdamW's
+  two fp32 states (8 B), every layer's saved activations, the loss's logits chain over ``T · V / tp`` logits, and the
+  bf16 weights FSDP2 keeps gathered there (the head ``[norm, output]`` and the last layer are not resharded after
+  forward). Under ``mode="amp"`` (plain single GPU, ``torch.autocast``) autocast's cached bf16 copies of the Linear
+  weights (2 B each) are alive too.
+* **end of backward**: parameters, AdamW states and fp32 gradients (16 B per parameter in all), plus the transient
+  gradient buffers of the last block to reduce (the embedding's: bf16 unsharded gradient and its reduce buffer), and
+  one recomputed layer's activations when ``ac`` recomputes.
+
+Activations: the elements per token each layer saves come from the layer's shape (``none``: every Linear input, q/k/v
+after RoPE, the attention output, the MLP's three ``ffn``-wide tensors, norm inputs; ``selective``: torchtitan's
+op-level SAC keeps matmul and attention outputs and recomputes every second ``mm``; ``full``: the layer input only),
+in bf16, times a factor measured in eager mode (:data:`ACT_FACTOR`). The logits chain is :data:`LOGIT_BYTES` bytes per
+logit: bf16 logits, their fp32 copy and ``log_softmax`` output, and the fp32 gradient (torchtitan's
+``cross_entropy(logits.float(), labels)``), measured.
+
+Where the constants come from: fitted on the 15 single-GPU FSDP2/plain-GPU training steps that ran on an H200 on
+2026-12-03 (``benchmarks/data/h200_2026-12-03c/memory.json.gz``; ``python -m benchmarks.harness.validate_memory --fit``
+reproduces them); scored on 10 other configurations measured later the same day and kept out of the fit
+(``h200_2026-12-03d``; docs/train.md, "Memory"). ``torch.compile``'s figures (:data:`COMPILED`) rest on two compiled
+configurations whose peak is the end of backward: the loss-moment constants under compile are an estimate.
+
+Not counted: the CUDA context and allocator fragmentation (``memory_reserved`` is 5–25 % above the allocated peak in
+those runs); :func:`fits` leaves :data:`RESERVE_SHARE` of the GPU for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._backend import is_symbolic
+from ..errors import PerfModelError
+from ..presets import LayerShape
+
+__all__ = [
+    "ACT_FACTOR",
+    "CHECKED",
+    "COMPILED",
+    "LOGIT_BYTES",
+    "MAX_HELD_OUT_ERROR",
+    "MEMORY_EXPECTED_ERROR",
+    "MODES",
+    "RESERVE_SHARE",
+    "TRANSIENT_BYTES_PER_EMBEDDING_PARAM",
+    "activation_elements",
+    "fits",
+    "peak_memory",
+]
+
+#: eager activations measured / the layer-shape count, per ``ac`` mode (fit: see module doc)
+ACT_FACTOR: dict[str, float] = {"none": 1.32, "selective": 0.74, "full": 1.0}
+#: bytes per logit of the loss's chain at its peak, eager (fit: see module doc; 2 + 4 + 4 + 4 = 14 if nothing is freed)
+LOGIT_BYTES = 12.8
+#: end-of-backward transient, bytes per embedding parameter (fit on the compiled configurations)
+TRANSIENT_BYTES_PER_EMBEDDING_PARAM = 4.3
+#: under torch.compile: activation factor 1 (the shape count) and 4 B per logit (bf16 logits and a bf16 gradient:
+#: inductor's fused loss keeps no fp32 copy) — an estimate, bounded above by the two compiled fit runs' peaks
+COMPILED: dict[str, float] = {"act_factor": 1.0, "logit_bytes": 4.0}
+#: share of the GPU's memory left for the CUDA context and fragmentation when deciding "fits"
+RESERVE_SHARE = 0.05
+#: estimate/measured on the held-out configurations (docs/train.md): the median absolute error, percent
+MEMORY_EXPECTED_ERROR = 5.0
+#: the largest estimate/measured error on the held-out configurations (docs/train.md), as a fraction
+MAX_HELD_OUT_ERROR = 0.058
+#: what the output says of the memory figures
+CHECKED = "peak allocated; vs the H200 allocator: held-out median error 1.2 %, max 5.8 %"
+#: how the parameters are held: FSDP2 fp32 masters with bf16 compute; plain GPU + autocast; everything in bf16
+MODES = ("fsdp", "amp", "bf16")
+
+
+def activation_elements(layer: LayerShape, ac: str, tp: int = 1) -> float:
+    """bf16 elements per token one layer saves for backward by the layer's shape (before :data:`ACT_FACTOR`)."""
+    h = layer.hidden
+    q, kv, f = layer.q_dim / tp, layer.kv_dim / tp, layer.ffn / tp
+    sp_h = h / tp  # sequence-parallel tensors: norm inputs, the residual stream
+    full = sp_h + h + (q + 2 * kv) + q + sp_h + h + 3 * f
+    if ac == "none":
+        return full
+    if ac == "selective":
+        return sp_h + q + 0.5 * (q + 2 * kv + 2 * sp_h + 2 * f)
+    if ac == "full":
+        return sp_h
+    raise PerfModelError(f"ac={ac!r}: valid activation-checkpointing modes are 'none', 'selective', 'full'")
+
+
+def peak_memory(
+    sizes: Any,
+    *,
+    tokens: Any,
+    ac: str,
+    tp: int = 1,
+    dp_shard: int = 1,
+    compile: bool = False,
+    mode: str = "fsdp",
+) -> dict[str, Any]:
+    """Peak allocated bytes of one rank, with its parts at the peak moment (module doc).
+
+    Args:
+        sizes: the model's :class:`~perfmodel.train.config.ModelSizes`.
+        tokens: tokens per rank per step (``batch_per_gpu · seq_len``); numpy arrays broadcast.
+        ac: ``"none"``, ``"selective"`` or ``"full"``.
+        tp, dp_shard: tensor-parallel degree and FSDP shard degree (parameters shard over both).
+        compile: layers and loss under ``torch.compile`` (:data:`COMPILED`).
+        mode: one of :data:`MODES`; ``"amp"`` and ``"bf16"`` are plain single-GPU training (no sharding).
+
+    Returns:
+        ``{"peak": bytes, "moment": "loss" | "end of backward" (array of those for array input), "parts": {part:
+        bytes at that moment}}``.
+    """
+    if mode not in MODES:
+        raise PerfModelError(f"mode={mode!r}: valid modes are {', '.join(MODES)}")
+    if mode != "fsdp" and (tp != 1 or dp_shard != 1):
+        raise PerfModelError(f"mode={mode!r} is plain single-GPU training: tp and dp_shard must be 1")
+    lay, V = sizes.layer, sizes.vocab
+    shard = sizes.total_params / (tp * dp_shard)
+    T = tokens
+    act_k = COMPILED["act_factor"] if compile else ACT_FACTOR[ac]
+    logit_b = COMPILED["logit_bytes"] if compile else LOGIT_BYTES
+    p_b, g_b, o_b = (2, 2, 4) if mode == "bf16" else (4, 4, 8)
+    acts = 2 * T * activation_elements(lay, ac, tp) * sizes.layers * act_k
+    gathered = 0 if mode != "fsdp" else 2 * (sizes.output_params + sizes.layer_params) / tp
+    # autocast's cached bf16 copies of every Linear weight used in forward (the layers' and the output layer's)
+    autocast = 2 * (sizes.layers * sizes.layer_linear_params + sizes.output_params) if mode == "amp" else 0
+    loss = {
+        "params": p_b * shard,
+        "optimizer": o_b * shard,
+        "grads": 0 * shard,
+        "activations": acts,
+        "logits": logit_b * T * (V // tp) if V else 0 * T,
+        "gathered_weights": gathered + autocast,
+    }
+    recompute = 0 if ac == "none" else 2 * T * activation_elements(lay, "none", tp) * ACT_FACTOR["none"]
+    end = {
+        "params": p_b * shard,
+        "optimizer": o_b * shard,
+        "grads": g_b * shard,
+        "activations": recompute + 0 * T,
+        "logits": 0 * T,
+        "gathered_weights": TRANSIENT_BYTES_PER_EMBEDDING_PARAM * sizes.embedding_params / tp + 0 * T,
+    }
+    a, b = sum(loss.values()), sum(end.values())
+    if is_symbolic(a) or is_symbolic(b):
+        import sympy
+
+        cond = sympy.Ge(a, b)
+        parts = {k: sympy.Piecewise((loss[k], cond), (end[k], True)) for k in loss}
+        return {"peak": sympy.Max(a, b), "moment": "loss or end of backward (symbolic)", "parts": parts}
+    at_loss = np.greater_equal(a, b)
+    parts = {k: np.where(at_loss, loss[k], end[k]) for k in loss}
+    if np.ndim(at_loss) == 0:
+        parts = {k: float(v) for k, v in parts.items()}
+        moment: Any = "loss" if bool(at_loss) else "end of backward"
+    else:
+        moment = np.where(at_loss, "loss", "end of backward")
+    return {"peak": np.maximum(a, b) if np.ndim(at_loss) else float(max(a, b)), "moment": moment, "parts": parts}
+
+
+def fits(peak_bytes: Any, gpu_memory_bytes: float) -> Any:
+    """Whether a predicted allocated peak leaves :data:`RESERVE_SHARE` of the GPU's memory free (bool or array)."""
+    out = np.less_equal(peak_bytes, (1 - RESERVE_SHARE) * gpu_memory_bytes)
+    return bool(out) if np.ndim(out) == 0 else out
