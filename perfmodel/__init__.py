@@ -35,7 +35,6 @@ from .formats import FORMATS, Format, get_format
 from .gemm import gemm_bytes, gemm_error_bar, gemm_flops, gemm_perfdata, gemm_time_s
 from .models.base import ExpectedError, Provenance
 from .models.errorbars import ErrorBar
-from .models.kernel_choice import GemmKernel, gemm_kernel, kernel_class
 from .models.registry import provenance, time_model
 from .perfdata import PerfData
 from .specs.gpu import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
@@ -57,7 +56,10 @@ _LAZY = {
     "models": "models",
     "measured": "measured",
     "counting": "counting",
+    "examples": "examples",
 }
+#: public names whose module loads on first use (keeps ``import perfmodel`` near numpy's cost, issue #35)
+_LAZY_NAMES = dict.fromkeys(("GemmKernel", "gemm_kernel", "kernel_class"), "models.kernel_choice")
 #: module names of the flat layout (before 2026-12-03) -> their home now; reached as ``pm.<old>`` they still
 #: work, with a DeprecationWarning that names the new path.
 _MOVED = {
@@ -78,6 +80,8 @@ def __getattr__(name: str):
 
     if name in _LAZY:
         return importlib.import_module(f"{__name__}.{_LAZY[name]}")
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
     if name in _MOVED:
         import warnings
 

@@ -21,12 +21,19 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ._files import short_repr
-from .errors import IneligibleShapeError, InvalidShapeError, MaskedInputError, PerfModelError
+from .errors import (
+    ConflictingArgumentsError,
+    IneligibleShapeError,
+    InvalidShapeError,
+    MaskedInputError,
+    PerfModelError,
+)
 
 __all__ = [
     "FP8_INELIGIBLE_NAME",
@@ -50,6 +57,7 @@ __all__ = [
     "lambdify",
     "namespace",
     "short_repr",
+    "time_model_arg",
 ]
 
 
@@ -424,11 +432,14 @@ def check_size(name: str, value: Any, *, integer: bool = True, limit: float = MA
         if value.size == 0:
             raise InvalidShapeError(f"{name} is an empty array; give at least one size")
         arr = value.astype(np.float64)
-        bad = ~np.isfinite(arr) | (arr <= 0) | (arr > limit)
-        if integer:
-            bad |= arr != np.floor(arr)
-        if value.dtype.kind in "iu":  # a float64 conversion of a huge int64 could round into range
-            bad |= value.astype(object) > limit
+        if value.dtype.kind in "iu":  # whole and finite already: compare the ints themselves (exact, no rounding)
+            bad = value <= 0
+            if limit < 2**64:
+                bad |= value > limit
+        else:
+            bad = ~np.isfinite(arr) | (arr <= 0) | (arr > limit)
+            if integer:
+                bad |= arr != np.floor(arr)
         if bad.any():
             first = value.reshape(-1)[np.flatnonzero(bad.reshape(-1))[0]]
             raise InvalidShapeError(
@@ -554,3 +565,25 @@ def check_ratio(name: str, value: Any) -> float:
     if not math.isfinite(v) or v <= 0:
         raise PerfModelError(f"{name} must be a positive finite number, got {short_repr(value)}")
     return v
+
+
+def time_model_arg(time_model: Any, model: Any, where: str) -> Any:
+    """The time model a public function was given: its ``time_model=``, or ``model=``, the keyword's old name
+    (issue 32: ``model`` names networks only), which still works and warns :class:`DeprecationWarning` naming
+    ``time_model=``. The one home of the rename: every function that took a time model as ``model=`` calls this.
+
+    Raises:
+        ConflictingArgumentsError: both given.
+    """
+    if model is None:
+        return time_model
+    if time_model is not None:
+        raise ConflictingArgumentsError(
+            f"{where}: pass the time model once, as time_model= (model= is its deprecated old name), not both"
+        )
+    warnings.warn(
+        f"{where}(model=...) is deprecated: the time model's keyword is time_model= (model= names networks)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return model

@@ -121,6 +121,13 @@ def _provenance_line(prov: Any) -> str:
     return line
 
 
+def _heading(prov: Any) -> str:
+    """The provenance class and time model every header names (:func:`perfmodel.report.text.provenance_heading`)."""
+    from .report.text import provenance_heading
+
+    return provenance_heading(prov)
+
+
 def _error_bar_line(bar: Any, where: str) -> str:
     """The line printed under an answer with its error bar (or that its class has none)."""
     if bar is None:
@@ -202,7 +209,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         args.dtype,
         _gpu(args),
         args.scaling,
-        model=args.time_model,
+        time_model=args.time_model,
         layout=args.layout,
         timing=args.timing,
     )
@@ -231,6 +238,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     }
     kern = _gemm_kernel_record(args, pd)
     record["kernel"] = kern
+    record["alignment_note"] = _alignment_note(pd.meta["provenance"], args.M, args.K, args.N, args.layout, pd.dtype)
     if args.json:
         _print_json(record)
         return 0
@@ -238,7 +246,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     layout = "" if args.layout == "rc" else f", layout {args.layout}"
     print(
         f"GEMM [{args.M}, {args.K}] @ [{args.K}, {args.N}] in {record['dtype']}{scaling}{layout} on {record['gpu']} "
-        f"({record['time_model']} model, {args.timing} time):"
+        f"({_heading(pd.meta['provenance'])}, {args.timing} time):"
     )
     rng = "" if bar is None else "   ({:.2f}-{:.2f} us, p10-p90)".format(*(x * 1e6 for x in record["time_s_p10_p90"]))
     print(f"  time       {record['time_s'] * 1e6:12.2f} us{rng}")
@@ -260,9 +268,22 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
             )
             print(f"  aligned    {m} x {k} x {n} runs cuBLAS's Hopper kernels: {t * 1e6:.2f} us ({said})")
         print(f"kernel: {kern['kind']} — {kern['basis']}")
+    if record["alignment_note"]:
+        print(record["alignment_note"])
     print(_provenance_line(pd.meta["provenance"]))
     print(_error_bar_line(bar, "the time's p10-p90 range above"))
     return 0
+
+
+def _alignment_note(prov: Any, M: int, K: int, N: int, layout: str, fmt: Any) -> str:
+    """The estimate's note that the H200's misalignment rule is not modelled, where this 16-bit GEMM would fall
+    under it (:func:`perfmodel.models.estimated.alignment_note`); ``""`` otherwise."""
+    from .counting import layout_lead_dims
+    from .models.estimated import alignment_note
+
+    if fmt.bits < 16:
+        return ""
+    return alignment_note(prov, [(M, K, N, *layout_lead_dims(layout, M, K, N))])
 
 
 def _gemm_kernel_record(args: argparse.Namespace, pd: Any) -> dict[str, Any] | None:
@@ -278,7 +299,7 @@ def _gemm_kernel_record(args: argparse.Namespace, pd: Any) -> dict[str, Any] | N
     aligned = None
     if k.aligned_shape is not None:
         aligned = float(
-            gemm_time_s(*k.aligned_shape, args.dtype, pd.gpu, args.scaling, model=args.time_model,
+            gemm_time_s(*k.aligned_shape, args.dtype, pd.gpu, args.scaling, time_model=args.time_model,
                         layout=args.layout, timing=args.timing)
         )  # fmt: skip
     return {
@@ -321,7 +342,7 @@ def _cmd_float8(args: argparse.Namespace) -> int:
         fuse_input_with_prev=args.fuse_with_prev,
         fuse_grad_output_with_prev=args.fuse_with_prev,
         dynamic_shapes=args.dynamic_shapes,
-        model=args.time_model,
+        time_model=args.time_model,
     )
     spec = _gpu(args)
     rep = report(
@@ -410,7 +431,7 @@ def _float8_tp(args: argparse.Namespace) -> int:
     print(
         f"float8 training of {args.model}'s Linears on {spec.name} with TP {args.tp}: each rank runs the shard "
         f"(column-parallel K x N/{args.tp}, row-parallel K/{args.tp} x N; torchtitan's Llama plan), {tokens} tokens "
-        f"per step, enable from {args.min_speedup:g}x"
+        f"per step, {_heading(provenance(spec, args.time_model))}, enable from {args.min_speedup:g}x"
     )
     per = ", ".join(f"{r} {s * 1e3:.2f} ms" for r, (_, s) in by.items())
     print(f"  saved per step, one rank (Linears where the recipe pays): {per}")
@@ -501,20 +522,20 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
             "--recipe bf16 is the baseline: pass a float8 recipe to compare with it"
             + (f" ({', '.join(others)})" if others else f"; {spec.name} has none (no float8 GEMMs)")
         )
-    bar = float8.speedup_error_bar(spec, model=args.time_model)
+    bar = float8.speedup_error_bar(spec, time_model=args.time_model)
     records = []
     for text in args.shapes:
         k, n = parse_shape(text)
         ok = bool(float8.eligible(k, n))
         m = (
             float8.break_even_tokens(
-                k, n, recipe, spec, min_speedup=args.min_speedup, model=args.time_model, max_tokens=args.max_tokens
+                k, n, recipe, spec, min_speedup=args.min_speedup, time_model=args.time_model, max_tokens=args.max_tokens
             )
             if ok
             else None
         )
         s_at = {
-            p: float(float8.speedup(p, k, n, recipe, spec, model=args.time_model)) if ok else None
+            p: float(float8.speedup(p, k, n, recipe, spec, time_model=args.time_model)) if ok else None
             for p in (1024, 4096, 16384, 65536)
         }
         # the break-even the measured spread allows: true speedup = predicted x r, r in [p10, p90]
@@ -527,7 +548,7 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
                     recipe,
                     spec,
                     min_speedup=args.min_speedup / r,
-                    model=args.time_model,
+                    time_model=args.time_model,
                     max_tokens=args.max_tokens,
                 )
                 for r in (bar.high, bar.low)
@@ -553,7 +574,7 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
         return 0
     print(
         f"Smallest tokens per step (M) from which {recipe} is >= {args.min_speedup:g}x faster than bf16 "
-        f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}:"
+        f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}, {_heading(provenance(spec, args.time_model))}:"
     )
 
     def when(r: dict[str, Any]) -> str:
@@ -621,7 +642,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             out["filter"] = code
         _print_json(out)
         return 0
-    print(est.table(baseline=base))
+    head, _, rest = est.table(baseline=base).partition("\n")
+    print(f"{head}; {est.provenance.kind} answer (provenance below)" + (f"\n{rest}" if rest else ""))
     if code is not None:
         conv = ", ".join(est.config.converted) or "no Linear"
         print(f"apply this choice ({est.config.recipe.name} on {conv} of every layer; the output layer stays bf16):")
@@ -698,8 +720,12 @@ def _check_environment(args: argparse.Namespace) -> None:
         ) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand (including the optional ones that are present)."""
+def build_parser(*, verb: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand (including the optional ones that are present).
+
+    ``verb``: the subcommand about to run (``main`` passes its first argument); where it is one of the
+    subcommands defined here or one module-owned one, the other module-owned parsers (``roofline``, ``profile``,
+    ``calibrate``) and their imports are skipped: an answer does not pay for them (issue #35: < 150 ms)."""
     parser = argparse.ArgumentParser(
         prog="perfmodel",
         description="Predict GPU GEMM and float8-training time.",
@@ -820,13 +846,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_train)
 
     # -- subcommands owned by their modules: `perfmodel roofline`, `perfmodel calibrate` -------------
-    from .calibrate import add_calibrate_cli
-    from .measured.moe_bench import add_roofline_cli
-    from .measured.summary import add_profile_cli
+    if verb in sub.choices:  # a subcommand of this module runs: no module-owned parser is needed
+        return parser
+    every = verb not in ("roofline", "profile", "calibrate")  # else only the one about to run
+    if every or verb == "roofline":
+        from .measured.moe_bench import add_roofline_cli
 
-    add_roofline_cli(sub)
-    add_profile_cli(sub)
-    add_calibrate_cli(sub)
+        add_roofline_cli(sub)
+    if every or verb == "profile":
+        from .measured.summary import add_profile_cli
+
+        add_profile_cli(sub)
+    if every or verb == "calibrate":
+        from .calibrate import add_calibrate_cli
+
+        add_calibrate_cli(sub)
     return parser
 
 
@@ -838,7 +872,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     traceback.
     """
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(verb=argv[0] if argv else None)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # argparse: --help, --version (0) and usage errors (2)

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "EXTRAS",
     "CalibrationError",
+    "ConflictingArgumentsError",
     "FileRefusedError",
     "IneligibleLinearError",
     "IneligibleShapeError",
@@ -30,6 +31,8 @@ __all__ = [
     "PerfModelError",
     "PerfModelWarning",
     "ProfileError",
+    "TooManyBatchesError",
+    "UnknownExampleError",
     "UnknownFormatError",
     "UnknownGPUError",
     "UnknownLayerKindError",
@@ -96,6 +99,11 @@ class ProfileError(PerfModelError, ValueError):
     """A profile file that cannot be read: bad JSON, wrong layout, missing or non-numeric metrics."""
 
 
+class TooManyBatchesError(PerfModelError, ValueError):
+    """Batch ranges (``perfmodel roofline --batch-ranges``) that hold more batch sizes than the documented
+    maximum (:data:`perfmodel.measured.moe_bench.MAX_BATCHES`); the message says the limit and how many were asked."""
+
+
 class UnsupportedLayerError(PerfModelError, ValueError):
     """A layer the step model does not price (MoE routing, MLA attention), or not a layer at all."""
 
@@ -147,6 +155,10 @@ class FileRefusedError(PerfModelError, OSError):
     folder that does not exist. The message names the file and says what to do."""
 
 
+class UnknownExampleError(PerfModelError, LookupError):
+    """A name that is not one of the example files shipped in :mod:`perfmodel.examples` (the message lists them)."""
+
+
 class UnknownNetworkError(PerfModelError, LookupError):
     """A network (inter-node fabric) name that is not in the table."""
 
@@ -159,6 +171,11 @@ class InvalidParallelismError(PerfModelError, ValueError):
 class MovedOutOfPackageError(PerfModelError, ImportError):
     """A module that moved out of the package into the repository's ``benchmarks/`` (the frozen tile model's fitter
     and layout sweep): the wheel does not ship it; the message names where it lives now and how to run it."""
+
+
+class ConflictingArgumentsError(PerfModelError, TypeError):
+    """One thing given twice under two names, e.g. ``time_model=`` and its old name ``model=``: the message names
+    the keyword to keep."""
 
 
 class PerfModelWarning(UserWarning):

@@ -216,12 +216,12 @@ def test_exclude_matches_whole_name_components():
     st.sampled_from(DTYPES),
 )
 def test_tile_model_is_one_function_of_the_shape(m, k, n, fmt, layout, timing, np_dtype):
-    """model="tiles": finite and positive, the same for a number and a one-element array of any integer or float
+    """time_model="tiles": finite and positive, the same for a number and a one-element array of any integer or float
     dtype, and a named error for what it does not price (symbols)."""
     dtype, scaling = (fmt, None) if fmt in ("bf16", "fp16") else ("fp8_e4m3", fmt)
     if scaling:
         k, n, layout = -(-k // 16) * 16, -(-n // 16) * 16, "rc"  # _scaled_mm's shapes and layout
-    kw = dict(model="tiles", layout=layout, timing=timing)
+    kw = dict(time_model="tiles", layout=layout, timing=timing)
     t = pm.gemm_time_s(m, k, n, dtype, "H200", scaling, **kw)
     assert isinstance(t, float) and math.isfinite(t) and t > 0
     arr = pm.gemm_time_s(*(np.array([x], np_dtype) for x in (m, k, n)), dtype, "H200", scaling, **kw)

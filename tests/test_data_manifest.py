@@ -111,7 +111,10 @@ def test_the_wheel_ships_no_raw_data():
     tomllib = pytest.importorskip("tomllib")
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = conf["tool"]["setuptools"]["package-data"]["perfmodel"]
-    assert sorted(patterns) == ["calibrations/*.json", "calibrations/*.json.gz", "py.typed"]
+    examples = ["examples/*.hatchet", "examples/moe/**/*"]  # the docs' small example profiles (perfmodel.examples)
+    assert sorted(patterns) == ["calibrations/*.json", "calibrations/*.json.gz", *examples, "py.typed"]
+    shipped = [p for p in (ROOT / "perfmodel" / "examples").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert sum(p.stat().st_size for p in shipped) < 100_000  # examples stay small: real sweeps go to benchmarks/data
     cal = ROOT / "perfmodel" / "calibrations"
     assert not [p for p in cal.iterdir() if p.is_dir() and p.name != "__pycache__"]  # no data/ folder to ship
     assert (cal / "h200_tiles.json.gz").is_file() and not (cal / "h200_tiles.json").exists()  # compressed only

@@ -130,8 +130,8 @@ def test_answers_carry_their_bar():
     arr = pm.gemm_perfdata(np.array([16, 8192]), 4096, 4096, "bf16", "H200")
     assert arr.meta["error_bar"].family == "all"
     assert pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100").kind == "transferred"
-    assert pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100", model="roofline").kind == "roofline"
-    assert pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100", model=ROOFLINE).kind == "roofline"
+    assert pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100", time_model="roofline").kind == "roofline"
+    assert pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100", time_model=ROOFLINE).kind == "roofline"
     lt = float8.linear_time(8192, 4096, 14336, "rowwise", "H200")
     assert lt.error_bar.quantity == "linear_time" and lt.error_bar.kind == "measured"
     assert lt.perfdata().meta["error_bar"] == lt.error_bar
@@ -195,7 +195,7 @@ def test_gemm_error_bar_refuses_what_gemm_time_refuses():
     with pytest.raises(UnsupportedFormatError, match="mxfp8"):
         pm.gemm_error_bar(8192, 4096, 14336, "mxfp8", "H200")
     with pytest.raises(UnsupportedFormatError, match="not fp32"):
-        pm.gemm_error_bar(8192, 4096, 14336, "fp32", "H200", model="tiles")
+        pm.gemm_error_bar(8192, 4096, 14336, "fp32", "H200", time_model="tiles")
     with pytest.raises(pm.PerfModelError, match="one positive integer"):
         shape_family(10**400, 4096, 4096)
     assert pm.gemm_error_bar(8192, 4096, 14336, "bf16", "H200").family == "llm"

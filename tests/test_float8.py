@@ -110,21 +110,21 @@ def test_blockwise_kernels():
 def test_linear_time_dynamic_reproduces_original_model():
     gpu = "H100-2.4TB"
     lt = f8.linear_time(
-        M, K, N, "dynamic", gpu, model="original", fuse_input_with_prev=True, fuse_grad_output_with_prev=True
+        M, K, N, "dynamic", gpu, time_model="original", fuse_input_with_prev=True, fuse_grad_output_with_prev=True
     )
     assert lt.gemm_s == pytest.approx(ru.get_gemm_time_sympy(M, K, N, "fp8"), rel=1e-12)
     assert lt.cast_s + lt.launch_s == pytest.approx(ru.get_float8_mem_sympy(M, K, N), rel=1e-12)
-    base = f8.linear_time(M, K, N, None, gpu, model="original")
+    base = f8.linear_time(M, K, N, None, gpu, time_model="original")
     assert base.total_s == pytest.approx(ru.get_gemm_time_sympy(M, K, N, "bf16"), rel=1e-12)
 
 
 def test_linear_time_breakdown_roofline():
-    lt = f8.linear_time(M, K, N, "tensorwise", H100, model="roofline")
+    lt = f8.linear_time(M, K, N, "tensorwise", H100, time_model="roofline")
     assert lt.provenance.kind == "roofline"
     assert [g.name for g in lt.gemms] == ["output", "grad_input", "grad_weight"]
     assert [(g.M, g.K, g.N) for g in lt.gemms] == [(M, K, N), (M, N, K), (K, M, N)]
     assert lt.gemm_s == pytest.approx(
-        sum(gemm_time_s(*s, "fp8", H100, model="roofline") for s in [(M, K, N), (M, N, K), (K, M, N)])
+        sum(gemm_time_s(*s, "fp8", H100, time_model="roofline") for s in [(M, K, N), (M, N, K), (K, M, N)])
     )
     bw = 3.35e12 * 0.92
     # per tensor: amax reads 2n, the cast reads 2n and writes 2n (row + col major)
@@ -170,20 +170,20 @@ def test_break_even_is_exact_on_the_model():
 
 def test_break_even_symbolic_matches_numeric_in_its_regime():
     k, n = sp.symbols("K N", positive=True)
-    expr = f8.break_even_tokens(k, n, "tensorwise", "H100-2.4TB", model="original")
+    expr = f8.break_even_tokens(k, n, "tensorwise", "H100-2.4TB", time_model="original")
     value = float(expr.subs({k: 8192, n: 8192}))
     # in the "original" regime the speedup is exactly 1 at the closed-form M
     m = sp.Symbol("M", positive=True)
-    s = f8.speedup(m, 8192, 8192, "tensorwise", "H100-2.4TB", model="original")
+    s = f8.speedup(m, 8192, 8192, "tensorwise", "H100-2.4TB", time_model="original")
     assert float(s.subs(m, value)) == pytest.approx(1.0, rel=1e-9)
     # and the integer break-even of the same model is its ceiling
-    assert f8.break_even_tokens(8192, 8192, "tensorwise", "H100-2.4TB", model="original") == int(np.ceil(value))
+    assert f8.break_even_tokens(8192, 8192, "tensorwise", "H100-2.4TB", time_model="original") == int(np.ceil(value))
     # the calibrated model has no closed-form inverse: a named error that says which part, not sympy's
     with pytest.raises(NoClosedFormError, match="tile and wave quantization"):
         f8.break_even_tokens(k, n, "tensorwise", "H100")
     # per-block scales (ceil(M / block)) have none either, even in the original model
     with pytest.raises(NoClosedFormError, match="per block of tokens"):
-        f8.break_even_tokens(k, n, "blockwise", "H100", model="original")
+        f8.break_even_tokens(k, n, "blockwise", "H100", time_model="original")
 
 
 def test_symbolic_numbers_answer_like_numbers():
@@ -342,6 +342,6 @@ def test_dynamic_shapes_option_reaches_every_entry_point():
         "rowwise",
     )
     # the roofline ignores it: same kernels, same bytes
-    assert f8.speedup(8192, 4096, 4096, "rowwise", "H100", dynamic_shapes=True, model="roofline") == f8.speedup(
-        8192, 4096, 4096, "rowwise", "H100", model="roofline"
+    assert f8.speedup(8192, 4096, 4096, "rowwise", "H100", dynamic_shapes=True, time_model="roofline") == f8.speedup(
+        8192, 4096, 4096, "rowwise", "H100", time_model="roofline"
     )

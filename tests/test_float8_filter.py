@@ -45,7 +45,7 @@ def test_gpu_left_out_is_auto_and_without_cuda_a_named_error(monkeypatch):
 
 def test_gpu_auto_without_torch_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
-    with pytest.raises(NoCurrentGPUError, match=r'pip install "perfmodel\[torch\]"'):
+    with pytest.raises(NoCurrentGPUError, match=r'pip install "\.\[torch\]" from a perfmodel checkout'):
         f8.module_filter()
 
 

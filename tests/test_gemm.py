@@ -46,40 +46,42 @@ def test_scaling_validation():
 def test_roofline_time_regimes():
     # big square bf16: compute-bound at 60 % of 989.5 TFLOP/s
     M = K = N = 8192
-    assert gemm_time_s(M, K, N, "bf16", H100, model="roofline") == pytest.approx(2 * M * K * N / (1979e12 / 2 * 0.6))
+    assert gemm_time_s(M, K, N, "bf16", H100, time_model="roofline") == pytest.approx(
+        2 * M * K * N / (1979e12 / 2 * 0.6)
+    )
     # skinny: memory-bound at 92 % of 3.35 TB/s
     M, K, N = 16, 8192, 8192
     nbytes = (M * K + K * N) * 2 + M * N * 2
-    assert gemm_time_s(M, K, N, "bf16", H100, model="roofline") == pytest.approx(nbytes / (3.35e12 * 0.92))
+    assert gemm_time_s(M, K, N, "bf16", H100, time_model="roofline") == pytest.approx(nbytes / (3.35e12 * 0.92))
     # tiny: the launch floor
-    assert gemm_time_s(16, 16, 16, "bf16", H100, model="roofline") == pytest.approx(2e-6)
-    fp8 = gemm_time_s(8192, 8192, 8192, "fp8", H100, model="roofline")
+    assert gemm_time_s(16, 16, 16, "bf16", H100, time_model="roofline") == pytest.approx(2e-6)
+    fp8 = gemm_time_s(8192, 8192, 8192, "fp8", H100, time_model="roofline")
     assert fp8 == pytest.approx(2 * 8192**3 / (3958e12 / 2 * 0.6))
 
 
 def test_models_are_pluggable():
-    assert gemm_time_s(16, 8192, 8192, "bf16", H100, model="original") == pytest.approx(
+    assert gemm_time_s(16, 8192, 8192, "bf16", H100, time_model="original") == pytest.approx(
         2 * 16 * 8192 * 8192 / (989.5e12 * 0.6)
     )
     no_floor = Roofline(launch_floor=False)
     assert gemm_time_s(16, 16, 16, "bf16", H100, model=no_floor) < 2e-6
     spec = dataclasses.replace(H100, calibration=ORIGINAL)
     assert gemm_time_s(16, 16, 16, "bf16", spec) == pytest.approx(2 * 16**3 / (989.5e12 * 0.6))
-    assert gemm_time_s(16, 16, 16, "bf16", spec, model=ROOFLINE) == pytest.approx(2e-6)
+    assert gemm_time_s(16, 16, 16, "bf16", spec, time_model=ROOFLINE) == pytest.approx(2e-6)
     with pytest.raises(PerfModelError, match="unknown time model 'fast'"):
         gemm_time_s(16, 16, 16, "bf16", H100, model="fast")
     # calibration=None means "nothing attached": the H100 keeps the calibration transferred from the H200
     plain = dataclasses.replace(H100, calibration=None)
-    assert gemm_time_s(16, 16, 16, "bf16", plain, model="calibrated") == gemm_time_s(16, 16, 16, "bf16", H100)
+    assert gemm_time_s(16, 16, 16, "bf16", plain, time_model="calibrated") == gemm_time_s(16, 16, 16, "bf16", H100)
     unknown_arch = dataclasses.replace(H100, arch="75", name="T4-like")
     with pytest.raises(PerfModelError, match="no calibration"):
-        gemm_time_s(16, 16, 16, "bf16", unknown_arch, model="calibrated")
+        gemm_time_s(16, 16, 16, "bf16", unknown_arch, time_model="calibrated")
 
 
 def test_what_if_bandwidth():
     fast = dataclasses.replace(H100, mem_bw_bytes_per_s=2 * H100.mem_bw_bytes_per_s)
-    slow = gemm_time_s(16, 8192, 8192, "bf16", H100, model="roofline")
-    assert gemm_time_s(16, 8192, 8192, "bf16", fast, model="roofline") == pytest.approx(slow / 2)
+    slow = gemm_time_s(16, 8192, 8192, "bf16", H100, time_model="roofline")
+    assert gemm_time_s(16, 8192, 8192, "bf16", fast, time_model="roofline") == pytest.approx(slow / 2)
 
 
 def test_bad_input():
@@ -95,10 +97,10 @@ def test_bad_input():
 
 
 def test_perfdata():
-    p = gemm_perfdata(4096, 4096, 4096, "bf16", "H100-SXM", model="roofline")
+    p = gemm_perfdata(4096, 4096, 4096, "bf16", "H100-SXM", time_model="roofline")
     assert p.source == "predicted" and p.gpu is H100
     assert p.flops == 2 * 4096**3
-    assert p.time_s == gemm_time_s(4096, 4096, 4096, "bf16", "H100-SXM", model="roofline")
+    assert p.time_s == gemm_time_s(4096, 4096, 4096, "bf16", "H100-SXM", time_model="roofline")
     assert p.util == pytest.approx(0.6)
     assert p.meta["provenance"].kind == "roofline"
     assert gemm_perfdata(4096, 4096, 4096, "bf16", "H100-SXM").meta["provenance"].kind == "transferred"

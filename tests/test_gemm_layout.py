@@ -58,8 +58,8 @@ def test_misalignment_follows_the_layouts_leading_dimensions():
 
 def test_the_roofline_ignores_layout():
     for lay in LAYOUTS:
-        assert pm.gemm_time_s(4095, 4095, 4096, "bf16", H200, model="roofline", layout=lay) == pytest.approx(
-            pm.gemm_time_s(4095, 4095, 4096, "bf16", H200, model="roofline"), rel=1e-15
+        assert pm.gemm_time_s(4095, 4095, 4096, "bf16", H200, time_model="roofline", layout=lay) == pytest.approx(
+            pm.gemm_time_s(4095, 4095, 4096, "bf16", H200, time_model="roofline"), rel=1e-15
         )
 
 
@@ -70,8 +70,10 @@ def test_event_time_is_kernel_time_plus_the_measured_gap():
     assert 1e-6 < gap < 1e-5
     assert event - kernel == pytest.approx(gap, rel=1e-12)
     # a model without a measured gap adds the documented default
-    roof = pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, model="roofline", timing="event")
-    assert roof - pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, model="roofline") == pytest.approx(EVENT_OVERHEAD_S)
+    roof = pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, time_model="roofline", timing="event")
+    assert roof - pm.gemm_time_s(1024, 1024, 1024, "bf16", H200, time_model="roofline") == pytest.approx(
+        EVENT_OVERHEAD_S
+    )
     # numpy arrays: elementwise
     Ms = np.array([16, 1024, 8192])
     ev = pm.gemm_time_s(Ms, 1024, 1024, "bf16", H200, timing="event")

@@ -13,7 +13,7 @@ from perfmodel import float8 as f8
 from perfmodel.errors import CalibrationError, PerfModelError, PerfModelWarning
 from perfmodel.formats import get_format
 from perfmodel.models import registry
-from perfmodel.models.calibrated import CalibratedModel, ReferenceGPU, load_calibration
+from perfmodel.models.calibrated import CalibratedModel, load_calibration
 from perfmodel.models.estimated import ESTIMATES
 from perfmodel.models.shipped import DIR
 
@@ -162,7 +162,7 @@ def test_calibration_field_holds_only_what_was_attached():
         dataclasses.replace(H100, num_sms=100)
 
 
-def test_schema_2_files_still_load(tmp_path):
+def test_schema_2_files_are_refused_by_name(tmp_path):
     d = SHIPPED.to_dict()
     v2 = {
         "schema": "perfmodel.calibration/2",
@@ -174,13 +174,14 @@ def test_schema_2_files_still_load(tmp_path):
         "step_gemm_factors": d["step_gemm_factors"],
     }
     path = tmp_path / "old.json"
-    path.write_text(json.dumps(v2))
-    old = load_calibration(path)
-    assert old.reference == ReferenceGPU.from_spec(H200)
-    assert old.gemm_time_s(4096, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H100) == pytest.approx(
-        SHIPPED.gemm_time_s(4096, 4096, 4096, fmt=BF16, scaling=None, out_fmt=BF16, gpu=H100), rel=1e-12
-    )
-    # v3 stores fractions that travel
+    path.write_text(text := json.dumps(v2))
+    with pytest.raises(CalibrationError, match=r"no longer read: fit the GPU again with `perfmodel calibrate`"):
+        load_calibration(path)
+    assert path.read_text() == text  # the user's file is untouched
+
+
+def test_schema_3_round_trips_in_fractions_that_travel():
+    d = SHIPPED.to_dict()
     assert 0.5 < d["gemm"]["bf16"]["rate_fraction"] < 1 and 0 < d["casts"]["rowwise"]["activation_bw_fraction"] < 1
     assert CalibratedModel.from_dict(d).to_dict() == d
 

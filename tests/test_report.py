@@ -309,7 +309,7 @@ def test_the_options_of_the_table_are_the_filters():
         "fuse_input_with_prev": True,
         "fuse_grad_output_with_prev": False,
         "cache_weight_cast": True,
-        "model": "roofline",
+        "time_model": "roofline",
     }
     filt = f8.module_filter(gpu="H200", tokens=TOKENS, recipe=rep.recommendation, **opts)
 

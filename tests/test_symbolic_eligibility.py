@@ -112,7 +112,7 @@ def test_gemm_time_of_an_fp8_gemm_carries_the_condition():
 
 
 def test_break_even_closed_form_carries_the_condition():
-    be = f8.break_even_tokens(K, N, "tensorwise", "H100-2.4TB", model="original")
+    be = f8.break_even_tokens(K, N, "tensorwise", "H100-2.4TB", time_model="original")
     assert _no_number(be.subs({K: 4095, N: 4096}))
     assert _no_number(be.subs({K: 4096, N: 50257}))
     ok = be.subs({K: 8192, N: 8192})

@@ -142,7 +142,7 @@ def test_every_option_of_the_table_reaches_the_filter(capsys):
         "fuse_input_with_prev": True,
         "fuse_grad_output_with_prev": True,
         "cache_weight_cast": True,
-        "model": "calibrated",
+        "time_model": "calibrated",
     }
     rep = report(
         SHAPES,
@@ -163,7 +163,7 @@ def test_every_option_of_the_table_reaches_the_filter(capsys):
 
 def test_the_roofline_time_model_is_passed_on(capsys):
     out = run_cli(capsys, "float8", "--shapes", ",".join(SHAPES), "--time-model", "roofline", "--recipes", "rowwise")
-    assert filter_keywords(printed_code(out))["model"] == "roofline"
+    assert filter_keywords(printed_code(out))["time_model"] == "roofline"
 
 
 def test_a_calibration_file_is_loaded_by_the_printed_code(capsys):

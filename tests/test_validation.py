@@ -107,7 +107,7 @@ def test_h200_predicts_with_its_calibration_by_default():
     h200 = pm.get_gpu("H200")
     assert pm.provenance(h200).kind == "measured"
     assert pm.gemm_time_s(4096, 4096, 4096, "bf16", h200) != pm.gemm_time_s(
-        4096, 4096, 4096, "bf16", h200, model="roofline"
+        4096, 4096, 4096, "bf16", h200, time_model="roofline"
     )
     from perfmodel import float8
 

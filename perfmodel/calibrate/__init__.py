@@ -570,7 +570,7 @@ def _step_gemm_ratio(r: Mapping[str, Any], model: CalibratedModel, spec: GPUSpec
     rec = RECIPES.get(r.get("recipe", ""))
     if rec is None or not r.get("kernels"):
         return None
-    pred = linear_time(r["M"], r["K"], r["N"], rec, spec, model=model)
+    pred = linear_time(r["M"], r["K"], r["N"], rec, spec, time_model=model)
     groups = {_key(get_format(g.dtype.replace("e5m2", "e4m3")), g.scaling) for g in pred.gemms}
     measured = sum(k["time_s"] for k in r["kernels"] if is_gemm_kernel(k["name"]))
     return (groups.pop(), measured / pred.gemm_s) if len(groups) == 1 and measured > 0 else None

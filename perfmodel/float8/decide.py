@@ -20,6 +20,7 @@ refused (:class:`~perfmodel.errors.MaskedInputError`): pass ``a.compressed()`` o
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -33,10 +34,15 @@ from .._backend import (
     is_symbolic,
     namespace,
     short_repr,
+    time_model_arg,
 )
 from ..errors import IneligibleShapeError, NoClosedFormError, PerfModelError
+from ..models.base import ORIGINAL, Roofline
+from ..models.calibrated import CalibratedModel
 from ..models.errorbars import ErrorBar
-from ..models.registry import ModelLike, gpu_error_bar, time_model
+from ..models.registry import ModelLike, gpu_error_bar, resolve
+from ..models.registry import time_model as _pick_time_model
+from ..models.shipped import ShippedCalibration
 from ..specs.gpu import GPULike, get_gpu
 from .linear import FP8_ALIGN, _linear_time, eligible, supported_recipes
 from .recipes import RECIPES, Recipe, get_recipe
@@ -64,30 +70,74 @@ def _ineligible_error(recipe: Recipe, K: Any, N: Any) -> IneligibleShapeError:
 
 def _masked(values: Any, ok: Any) -> Any:
     """``values`` as a masked array where ``ok`` is False (unchanged where every entry is ok)."""
-    values, ok = np.broadcast_arrays(np.asarray(values), np.asarray(ok, dtype=bool))
+    values, ok = np.asarray(values), np.asarray(ok, dtype=bool)
+    if values.shape != ok.shape or values.base is not None or not values.flags.writeable:
+        values, ok = (np.array(a) for a in np.broadcast_arrays(values, ok))  # an array of its own
     if ok.all():
-        return np.array(values)
-    return np.ma.masked_array(np.array(values), mask=~ok)
+        return values
+    return np.ma.masked_array(values, mask=~ok)
+
+
+#: numpy grids of more shapes than this are priced in blocks of this many: each block's temporaries stay in the
+#: CPU's cache (10**6 shapes price ~2.5x faster than in one pass, ``benchmarks/bench_eval.py``) and the memory a
+#: call needs beyond its inputs and output stays that of one block, at any grid size. Elementwise formulas: the
+#: same numbers as one pass.
+BLOCK = 1 << 16
 
 
 def _speedup(M, K, N, rec: Recipe, gpu, opts: dict[str, Any]) -> tuple[Any, Any]:
-    """(t_bf16 / t_recipe, eligible) without checks."""
-    base = _linear_time(M, K, N, None, gpu, model=opts["model"]).total_s
-    lt = _linear_time(M, K, N, rec, gpu, **opts)
+    """(t_bf16 / t_recipe, eligible) without checks; numpy grids above :data:`BLOCK` shapes block by block."""
+    if isinstance(M, np.ndarray) or isinstance(K, np.ndarray) or isinstance(N, np.ndarray):
+        shape = np.broadcast_shapes(np.shape(M), np.shape(K), np.shape(N))
+        if math.prod(shape) > BLOCK:
+            return _speedup_blocks(M, K, N, shape, rec, gpu, opts)
+    return _speedup_one(M, K, N, rec, gpu, opts)
+
+
+def _speedup_one(M, K, N, rec: Recipe, gpu, opts: dict[str, Any], resolved: Any = None) -> tuple[Any, Any]:
+    base = _linear_time(M, K, N, None, gpu, time_model=opts["time_model"], resolved=resolved).total_s
+    lt = _linear_time(M, K, N, rec, gpu, **opts, resolved=resolved)
     return base / lt.total_s, lt.eligible
 
 
-def speedup_error_bar(gpu: GPULike = "H100", *, model: ModelLike = None) -> ErrorBar | None:
-    """p10–p90 of measured/predicted float8 speedup for ``gpu``'s provenance class (with ``model=``: that
-    model's), from :mod:`perfmodel.models.errorbars`; ``None`` where the class was never validated on speedups
-    (estimated architectures, models you supply). ``bar.straddles(s, min_speedup)`` says whether a
-    decision on speedup ``s`` is a close call.
+def _flat(x: Any, shape: tuple[int, ...]) -> Any:
+    """``x`` as a flat array of ``shape``'s size (a view where it already has that shape), a number as it is."""
+    if np.ndim(x) == 0:
+        return x
+    if np.shape(x) == shape:
+        return np.reshape(x, -1)
+    return np.broadcast_to(x, shape).reshape(-1)  # a copy: the broadcast dimensions become real
+
+
+def _speedup_blocks(M, K, N, shape, rec: Recipe, gpu, opts: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_speedup_one` on a numpy grid, :data:`BLOCK` shapes at a time, into one output of ``shape``."""
+    size = math.prod(shape)
+    m, k, n = (_flat(x, shape) for x in (M, K, N))
+    s_out, ok_out = np.empty(shape), np.empty(shape, dtype=bool)
+    s, ok = s_out.reshape(-1), ok_out.reshape(-1)  # flat views to write into
+
+    def part(x: Any, i: int) -> Any:
+        return x if np.ndim(x) == 0 else x[i : i + BLOCK]
+
+    resolved = resolve(gpu, opts["time_model"])  # once for every block
+    for i in range(0, size, BLOCK):
+        s[i : i + BLOCK], ok[i : i + BLOCK] = _speedup_one(part(m, i), part(k, i), part(n, i), rec, gpu, opts, resolved)
+    return s_out, ok_out
+
+
+def speedup_error_bar(
+    gpu: GPULike = "H100", *, time_model: ModelLike = None, model: ModelLike = None
+) -> ErrorBar | None:
+    """p10–p90 of measured/predicted float8 speedup for ``gpu``'s provenance class (with ``time_model=``: that
+    model's; ``model=`` is its deprecated old name), from :mod:`perfmodel.models.errorbars`; ``None`` where the
+    class was never validated on speedups (estimated architectures, models you supply).
+    ``bar.straddles(s, min_speedup)`` says whether a decision on speedup ``s`` is a close call.
 
     >>> bar = speedup_error_bar("H100")
     >>> bar.kind, bool(bar.straddles(1.03, 1.0)), bool(bar.straddles(1.5, 1.0))
     ('transferred', True, False)
     """
-    return gpu_error_bar(gpu, "speedup", model=model)
+    return gpu_error_bar(gpu, "speedup", time_model=time_model_arg(time_model, model, "speedup_error_bar"))
 
 
 def speedup(
@@ -101,23 +151,25 @@ def speedup(
     fuse_grad_output_with_prev: bool = False,
     cache_weight_cast: bool = False,
     dynamic_shapes: bool = False,
+    time_model: ModelLike = None,
     model: ModelLike = None,
 ) -> Any:
     """Predicted fwd+bwd speedup of ``recipe`` over bf16: ``t_bf16 / t_recipe`` (> 1: faster).
 
-    Options as in :func:`perfmodel.float8.linear_time`.
+    Options as in :func:`perfmodel.float8.linear_time` (``time_model=``: ``"roofline"``, ``"original"``,
+    ``"calibrated"``, ``"tiles"`` or a TimeModel object; ``model=`` is its deprecated old name).
 
     Raises:
         IneligibleShapeError: a scalar shape the recipe cannot run (arrays: masked entries instead).
     """
     M, K, N = check_shapes(M, K, N)
-    rec = get_recipe(recipe)
+    rec, gpu = get_recipe(recipe), get_gpu(gpu)  # the GPU resolved once, a spec passed down
     opts = dict(
         fuse_input_with_prev=fuse_input_with_prev,
         fuse_grad_output_with_prev=fuse_grad_output_with_prev,
         cache_weight_cast=cache_weight_cast,
         dynamic_shapes=dynamic_shapes,
-        model=model,
+        time_model=time_model_arg(time_model, model, "speedup"),
     )
     s, ok = _speedup(M, K, N, rec, gpu, opts)
     if namespace(M, K, N).name == "numpy":
@@ -141,19 +193,20 @@ def should_use(
     fuse_grad_output_with_prev: bool = False,
     cache_weight_cast: bool = False,
     dynamic_shapes: bool = False,
+    time_model: ModelLike = None,
     model: ModelLike = None,
 ) -> Any:
     """True where ``speedup(...) >= min_speedup`` and float8 can run the shape (bool, bool array, or a
     sympy relation for symbolic shapes)."""
     min_speedup = check_ratio("min_speedup", min_speedup)
     M, K, N = check_shapes(M, K, N)
-    rec = get_recipe(recipe)
+    rec, gpu = get_recipe(recipe), get_gpu(gpu)  # the GPU resolved once, a spec passed down
     opts = dict(
         fuse_input_with_prev=fuse_input_with_prev,
         fuse_grad_output_with_prev=fuse_grad_output_with_prev,
         cache_weight_cast=cache_weight_cast,
         dynamic_shapes=dynamic_shapes,
-        model=model,
+        time_model=time_model_arg(time_model, model, "should_use"),
     )
     s, ok = _speedup(M, K, N, rec, gpu, opts)
     if namespace(M, K, N).name == "sympy":
@@ -172,6 +225,7 @@ def best_recipe(
     *,
     recipes: list[str] | tuple[str, ...] | None = None,
     dynamic_shapes: bool = False,
+    time_model: ModelLike = None,
     model: ModelLike = None,
 ) -> Any:
     """The fastest of ``recipes`` (default: bf16 and every torchao recipe ``gpu`` supports) that can run
@@ -179,6 +233,7 @@ def best_recipe(
 
     Returns a name, or an array of names for array shapes. Ties go to the earlier recipe (bf16 first).
     """
+    time_model = time_model_arg(time_model, model, "best_recipe")
     M, K, N = check_shapes(M, K, N)
     if namespace(M, K, N).name == "sympy":
         raise PerfModelError("best_recipe needs numbers or arrays; substitute the symbols first")
@@ -197,7 +252,7 @@ def best_recipe(
         raise PerfModelError("best_recipe needs at least one recipe, e.g. recipes=['bf16', 'tensorwise']")
     times = []
     for r in names:
-        lt = _linear_time(M, K, N, r, spec, dynamic_shapes=dynamic_shapes, model=model)
+        lt = _linear_time(M, K, N, r, spec, dynamic_shapes=dynamic_shapes, time_model=time_model)
         times.append(np.where(np.asarray(lt.eligible, dtype=bool), np.asarray(lt.total_s, dtype=float), np.inf))
     stacked = np.stack(np.broadcast_arrays(*times))
     if "bf16" not in names:  # nothing eligible: the answer is bf16 anyway
@@ -212,16 +267,16 @@ def best_recipe(
 def _break_even_symbolic(K, N, rec: Recipe, spec, min_speedup: float, opts: dict[str, Any]) -> Any:
     import sympy
 
-    tm = time_model(spec, opts["model"])
+    tm = _pick_time_model(spec, opts["time_model"])
     if tm.name != "original":
         raise NoClosedFormError(
             f"no closed-form break-even for symbolic K, N with the {tm.name!r} model of {spec.name}: it prices "
             "GEMMs with tile and wave quantization (ceil(M / tile)) and clock throttling (a log term), which "
             "have no closed-form inverse in M. Pass numbers for K and N (sympy numbers work, and answer the "
-            "same as ints), or model='original' for the large-shape closed form"
+            "same as ints), or time_model='original' for the large-shape closed form"
         )
     M = sympy.Symbol("M", positive=True)
-    base = _linear_time(M, K, N, None, spec, model=opts["model"]).total_s
+    base = _linear_time(M, K, N, None, spec, time_model=opts["time_model"]).total_s
     fp8 = _linear_time(M, K, N, rec, spec, **opts).total_s
     try:
         roots = [r for r in sympy.solve(sympy.Eq(base, min_speedup * fp8), M) if r.is_real is not False]
@@ -259,6 +314,7 @@ def break_even_tokens(
     fuse_grad_output_with_prev: bool = False,
     cache_weight_cast: bool = False,
     dynamic_shapes: bool = False,
+    time_model: ModelLike = None,
     model: ModelLike = None,
 ) -> Any:
     """The token count ``M`` from which ``recipe`` stays at least ``min_speedup`` times faster than bf16.
@@ -290,7 +346,7 @@ def break_even_tokens(
         fuse_grad_output_with_prev=fuse_grad_output_with_prev,
         cache_weight_cast=cache_weight_cast,
         dynamic_shapes=dynamic_shapes,
-        model=model,
+        time_model=time_model_arg(time_model, model, "break_even_tokens"),
     )
     sympy_numbers = False
     if is_symbolic(K) or is_symbolic(N):
@@ -305,7 +361,10 @@ def break_even_tokens(
     flat_K, flat_N = Kb.reshape(-1), Nb.reshape(-1)
     grid = _token_grid(max_tokens)
     result = np.full(flat_K.shape, -1, dtype=np.int64)
-    chunk = max(1, 2_000_000 // len(grid))
+    if _monotone_in_tokens(_pick_time_model(spec, opts["time_model"])):
+        chunk = 1024  # pairs at a time: the block search prices ~2 * len(grid) / _SEARCH_BLOCK points a pair
+    else:
+        chunk = max(1, 2_000_000 // len(grid))  # every grid point of every pair
     for start in range(0, flat_K.size, chunk):
         k, n = flat_K[start : start + chunk], flat_N[start : start + chunk]
         result[start : start + chunk] = _break_even_grid(k, n, grid, rec, spec, min_speedup, opts)
@@ -322,6 +381,74 @@ def break_even_tokens(
     return _masked(result, ok_shape)
 
 
+#: break_even_tokens' search checks the token grid in blocks of this many points (see :func:`_last_failure`)
+_SEARCH_BLOCK = 256
+#: the relative margin by which a block's lower bound must clear ``min_speedup`` to be skipped unpriced: far above
+#: the rounding of the time formulas (a few ulps), so a skipped block holds no failing point
+_SEARCH_MARGIN = 1e-9
+
+
+def _monotone_in_tokens(tm: Any) -> bool:
+    """Whether ``tm`` prices every GEMM and cast of a Linear in non-decreasing time as the token count M grows, from
+    M = 16 on: the roofline, the original model and the calibrated model (tiles, waves, ``K + k_overhead``, the
+    throttle factor and bytes all grow with M; the fallback-kernel choice is fixed once M >= 8) — not the tile
+    model (boosted trees) nor a model you supply, which :func:`_last_failure` prices at every grid point."""
+    if isinstance(tm, ShippedCalibration):
+        tm = tm.load()
+    if isinstance(tm, CalibratedModel):
+        own = type(tm)
+        return all(getattr(own, f) is getattr(CalibratedModel, f) for f in ("gemm_time_s", "memory_kernel_time_s"))
+    return tm is ORIGINAL or type(tm) is Roofline
+
+
+def _last_failure(K, N, grid, rec, spec, min_speedup, opts) -> np.ndarray:
+    """Per (K[i], N[i]): the largest index of ``grid`` (token counts, ascending) where ``speedup < min_speedup``,
+    -1 where there is none; the same indices as pricing every grid point.
+
+    On a model whose times grow with M (:func:`_monotone_in_tokens`), the speedup anywhere in a block of grid
+    points ``[a, b]`` (a >= 16) is at least ``t_bf16(a) / t_recipe(b)``: blocks whose bound clears ``min_speedup``
+    hold no failure and are not priced point by point; the others are, from the top down, until one holds a
+    failure (its largest one is the answer). Other models: every grid point.
+    """
+    S, G = len(K), len(grid)
+
+    def ok(m: np.ndarray, k: np.ndarray, n: np.ndarray) -> np.ndarray:
+        s, _ = _speedup(m.astype(np.float64), k.astype(np.float64), n.astype(np.float64), rec, spec, opts)
+        return np.asarray(s) >= min_speedup
+
+    if not _monotone_in_tokens(_pick_time_model(spec, opts["time_model"])):
+        good = ok(np.repeat(grid, S), np.tile(K, G), np.tile(N, G)).reshape(G, S)
+        fails = ~good
+        return np.where(fails.any(axis=0), G - 1 - np.argmax(fails[::-1], axis=0), -1)
+    B = _SEARCH_BLOCK
+    starts = np.arange(0, G, B)
+    ends = np.minimum(starts + B, G) - 1
+    nb = len(starts)
+    k_rep, n_rep = np.repeat(K, nb).astype(np.float64), np.repeat(N, nb).astype(np.float64)
+    lo = np.tile(grid[starts], S).astype(np.float64)
+    hi = np.tile(grid[ends], S).astype(np.float64)
+    t_low = _linear_time(lo, k_rep, n_rep, None, spec, time_model=opts["time_model"]).total_s
+    t_high = _linear_time(hi, k_rep, n_rep, rec, spec, **opts).total_s
+    # a block is safe where its bound clears min_speedup; blocks starting below 16 tokens are always priced
+    safe = ((t_low / t_high >= min_speedup * (1 + _SEARCH_MARGIN)) & (lo >= 16)).reshape(S, nb)
+    last = np.full(S, -1, dtype=np.int64)
+    todo = ~safe  # blocks still to price, per pair
+    active = todo.any(axis=1)
+    offsets = np.arange(B)
+    while active.any():
+        rows = np.flatnonzero(active)
+        block = nb - 1 - np.argmax(todo[rows, ::-1], axis=1)  # each pair's highest block still to price
+        idx = np.minimum(starts[block][:, None] + offsets, G - 1)  # the last block's padding repeats its end
+        fail = ~ok(grid[idx].reshape(-1), np.repeat(K[rows], B), np.repeat(N[rows], B)).reshape(len(rows), B)
+        fail &= starts[block][:, None] + offsets <= ends[block][:, None]
+        found = fail.any(axis=1)
+        last[rows[found]] = idx[found, B - 1 - np.argmax(fail[found, ::-1], axis=1)]
+        todo[rows, block] = False
+        active[rows[found]] = False
+        active[rows] &= todo[rows].any(axis=1)
+    return last
+
+
 def _break_even_grid(K, N, grid, rec, spec, min_speedup, opts) -> np.ndarray:
     """Break-even per (K[i], N[i]) on the token ``grid``, refined by integer bisection (-1: never)."""
 
@@ -329,11 +456,9 @@ def _break_even_grid(K, N, grid, rec, spec, min_speedup, opts) -> np.ndarray:
         s, _ = _speedup(m.astype(np.float64), k.astype(np.float64), n.astype(np.float64), rec, spec, opts)
         return np.asarray(s) >= min_speedup
 
-    G, S = len(grid), len(K)
-    good = ok(np.repeat(grid, S), np.tile(K, G), np.tile(N, G)).reshape(G, S)
-    never = ~good[-1]
-    fails = ~good
-    last_fail = np.where(fails.any(axis=0), G - 1 - np.argmax(fails[::-1], axis=0), -1)
+    G = len(grid)
+    last_fail = _last_failure(K, N, grid, rec, spec, min_speedup, opts)
+    never = last_fail == G - 1
     lo = np.where(last_fail >= 0, grid[np.maximum(last_fail, 0)], 0).astype(np.int64)
     hi = np.where(last_fail >= 0, grid[np.minimum(last_fail + 1, G - 1)], 1).astype(np.int64)
     while True:  # invariant: ok(hi) (or never); not ok(lo) unless lo == 0

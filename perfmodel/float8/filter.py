@@ -32,7 +32,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .._backend import check_flag, check_ratio, check_size, short_repr
+from .._backend import check_flag, check_ratio, check_size, short_repr, time_model_arg
 from ..errors import (
     IneligibleShapeError,
     InvalidParallelismError,
@@ -188,7 +188,7 @@ def current_gpu() -> GPUSpec:
     except ImportError:
         raise NoCurrentGPUError(
             f'gpu="auto" reads the current CUDA device with torch.cuda.get_device_name(), but torch is not '
-            f'installed (pip install "perfmodel[torch]"); {hint}'
+            f'installed (pip install ".[torch]" from a perfmodel checkout, or pip install torch); {hint}'
         ) from None
     cuda = getattr(torch, "cuda", None)
     if cuda is None or not cuda.is_available():
@@ -507,7 +507,8 @@ def module_filter(
             specific matching one wins); default :data:`LLAMA_TP_PLAN` (torchtitan's Llama plan, torchtitan and
             Hugging Face names). It replaces the default: extend it with ``{**LLAMA_TP_PLAN, ...}``. Used only
             for ``tp > 1``.
-        time_model: the GEMM/cast time model (``"roofline"``, ``"calibrated"``, ...); ``model=`` is its old name.
+        time_model: the GEMM/cast time model (``"roofline"``, ``"calibrated"``, ...); ``model=`` is its deprecated
+            old name (a DeprecationWarning; both: :class:`~perfmodel.errors.ConflictingArgumentsError`).
 
     Returns:
         A :class:`Float8ModuleFilter` (callable; ``.decisions``, ``.table()``, ``.fqns()``, ``.skip_fqns()``).
@@ -518,8 +519,7 @@ def module_filter(
             ``tp > 1``, a Linear no ``tp_plan`` entry matches or whose sharded dimension ``tp`` does not divide.
         UnknownRecipeError, UnsupportedFormatError, InvalidShapeError, PerfModelError: other bad input.
     """
-    if time_model is not None and model is not None:
-        raise PerfModelError("pass the time model once: time_model= (model= is its old name), not both")
+    time_model = time_model_arg(time_model, model, "module_filter")  # model=: the deprecated old name
     rec = get_recipe(recipe)
     min_speedup = check_ratio("min_speedup", min_speedup)
     _tokens_lookup(tokens)  # checked now (a callable is checked at call time)
@@ -531,7 +531,7 @@ def module_filter(
         "fuse_input_with_prev": check_flag("fuse_input_with_prev", fuse_input_with_prev),
         "fuse_grad_output_with_prev": check_flag("fuse_grad_output_with_prev", fuse_grad_output_with_prev),
         "cache_weight_cast": check_flag("cache_weight_cast", cache_weight_cast),
-        "model": time_model if time_model is not None else model,  # speedup's time-model keyword
+        "time_model": time_model,  # speedup's time-model keyword
     }
     spec = _resolve_gpu(gpu)
     speedup(FP8_ALIGN, FP8_ALIGN, FP8_ALIGN, rec, spec, **opts)  # fail now on an unsupported recipe/GPU
@@ -582,8 +582,8 @@ def preset_filters(
             if not filt(_Stand(lin.in_features, lin.out_features), lin.name):
                 continue
             d = filt.decisions[-1]
-            tm = filt.options["model"]
-            base = float(linear_time(d.tokens, d.shard_in, d.shard_out, None, spec, model=tm).total_s)
+            tm = filt.options["time_model"]
+            base = float(linear_time(d.tokens, d.shard_in, d.shard_out, None, spec, time_model=tm).total_s)
             saved += preset.total_count(lin) * base * (1 - 1 / float(d.speedup))
         out[get_recipe(r).name] = (filt, saved)
     return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import check_flag, check_shapes, is_symbolic
+from .._backend import check_flag, check_shapes, is_symbolic, time_model_arg
 from ..counting import FP8_GEMM_ALIGN, fp8_aligned, fp8_condition, gemm_bytes, gemm_flops
 from ..errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError
 from ..formats import get_format
@@ -227,12 +227,14 @@ def linear_time(
     cache_weight_cast: bool = False,
     torch_compile_limitations: bool = False,
     dynamic_shapes: bool = False,
+    time_model: ModelLike = None,
     model: ModelLike = None,
 ) -> LinearTime:
     """Predicted fwd+bwd time of ``nn.Linear(K, N, bias=False)`` on ``M`` tokens, seconds, by kernel.
 
     ``recipe`` is a name of :data:`RECIPES` (``None``: the bf16 baseline). The cast options are
-    described in :class:`CastOptions`. ``model`` overrides the GPU's time model.
+    described in :class:`CastOptions`. ``time_model`` overrides the GPU's time model (``"roofline"``,
+    ``"original"``, ``"calibrated"``, ``"tiles"`` or a TimeModel object; ``model=`` is its deprecated old name).
 
     Raises:
         UnknownRecipeError, UnsupportedFormatError (recipe's format has no peak on ``gpu``),
@@ -250,7 +252,7 @@ def linear_time(
         cache_weight_cast=cache_weight_cast,
         torch_compile_limitations=torch_compile_limitations,
         dynamic_shapes=dynamic_shapes,
-        model=model,
+        time_model=time_model_arg(time_model, model, "linear_time"),
     )
 
 
@@ -266,9 +268,12 @@ def _linear_time(
     cache_weight_cast=False,
     torch_compile_limitations=False,
     dynamic_shapes=False,
-    model=None,
+    time_model=None,
+    resolved=None,
 ) -> LinearTime:
-    """:func:`linear_time` without the shape checks (callers have checked them once)."""
+    """:func:`linear_time` without the shape checks (callers have checked them once); ``resolved``: the
+    ``(time model, provenance)`` pair :func:`perfmodel.models.registry.resolve` gives for ``gpu`` and
+    ``time_model``, where a caller pricing a grid block by block has resolved it once."""
     rec, spec = get_recipe(recipe), get_gpu(gpu)
     for flag, value in (
         ("fuse_input_with_prev", fuse_input_with_prev),
@@ -278,7 +283,7 @@ def _linear_time(
         ("dynamic_shapes", dynamic_shapes),
     ):
         check_flag(flag, value)
-    tm, prov = resolve(spec, model)
+    tm, prov = resolved if resolved is not None else resolve(spec, time_model)
     for d in rec.gemm_dtypes():
         if not spec.supports(d):
             raise UnsupportedFormatError(

@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._backend import time_model_arg
 from ..errors import PerfModelError
 from .recipes import get_recipe
 
@@ -62,7 +63,7 @@ _FILTER_OPTIONS: dict[str, Any] = {
     "fuse_input_with_prev": False,
     "fuse_grad_output_with_prev": False,
     "cache_weight_cast": False,
-    "model": None,
+    "time_model": None,
 }
 
 
@@ -117,8 +118,8 @@ def torchao_code(
         gpu: the GPU's canonical name (``"H100-SXM"``).
         tokens: tokens per step each Linear sees.
         options: ``module_filter`` keywords: ``min_speedup``, ``exclude``, ``dynamic_shapes``,
-            ``fuse_input_with_prev``, ``fuse_grad_output_with_prev``, ``cache_weight_cast``, ``model``
-            (a time model name).
+            ``fuse_input_with_prev``, ``fuse_grad_output_with_prev``, ``cache_weight_cast``, ``time_model``
+            (a time model name; ``model``, its deprecated old name, is read as it).
         calibration_file: your calibration JSON; the code then attaches it to the GPU, as the table did.
 
     Returns:
@@ -130,6 +131,8 @@ def torchao_code(
     """
     name = get_recipe(recipe).name
     options = dict(options or {})
+    if "model" in options:  # the time model's old keyword
+        options["time_model"] = time_model_arg(options.get("time_model"), options.pop("model"), "torchao_code")
     unknown = sorted(set(options) - set(_FILTER_OPTIONS))
     if unknown:
         raise PerfModelError(

@@ -23,12 +23,13 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from ..errors import PerfModelError, ProfileError
+from ..errors import PerfModelError, ProfileError, TooManyBatchesError
 from ..formats import get_format
 from ..perfdata import PerfData
 from ..specs.gpu import GPULike
 
 __all__ = [
+    "MAX_BATCHES",
     "LogEntry",
     "add_roofline_cli",
     "batch_series",
@@ -44,6 +45,10 @@ __all__ = [
 #: the seed's batch ranges (range(start, stop, step)) for the MoE and dense runs
 MOE_BATCH_RANGES = ((128, 512, 32), (512, 32000, 128))
 DENSE_BATCH_RANGES = ((1024, 32768, 1024),)
+#: the most batch sizes :func:`batches_from_ranges` (``perfmodel roofline --batch-ranges``) accepts: each is one
+#: profile per log read and one chart point, and the seed's ranges hold 258; 10**6 batches took 56 s and 408 MB
+#: before failing on the missing profiles (issue #35), so more is refused before any work
+MAX_BATCHES = 10_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -64,8 +69,21 @@ def profile_path(
 
 def batches_from_ranges(ranges: Iterable[Sequence[int]]) -> list[int]:
     """Concatenate ``range(*r)`` over ``ranges``: ``[(128, 512, 32), (512, 32000, 128)]`` ->
-    128, 160, ..., 480, 512, 640, ..."""
-    return list(chain.from_iterable(range(*r) for r in ranges))
+    128, 160, ..., 480, 512, 640, ...
+
+    Raises:
+        TooManyBatchesError: the ranges hold more than :data:`MAX_BATCHES` batch sizes (counted with ``len(range)``,
+            before any list is built).
+    """
+    ranges = [range(*r) for r in ranges]
+    total = sum(_range_len(r) for r in ranges)
+    if total > MAX_BATCHES:
+        shown = ",".join(f"{r.start}:{r.stop}:{r.step}" for r in ranges[:4]) + (",..." if len(ranges) > 4 else "")
+        raise TooManyBatchesError(
+            f"batch ranges {shown} hold {total} batch sizes; at most {MAX_BATCHES} are read (one profile per batch "
+            "per log): use a larger step or fewer ranges"
+        )
+    return list(chain.from_iterable(ranges))
 
 
 def read_log_metadata(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> list[LogEntry]:
@@ -307,6 +325,14 @@ def roofline_chart(
     return batch_roofline(series, roofs=[e.name for e in entries if e.draw_roofline], title=f"{case} roofline")
 
 
+def _range_len(r: range) -> int:
+    """``len(r)``, also past ``sys.maxsize`` (where ``len`` raises OverflowError)."""
+    try:
+        return len(r)
+    except OverflowError:
+        return (r.stop - r.start + r.step - (1 if r.step > 0 else -1)) // r.step
+
+
 def _ranges(text: str) -> list[tuple[int, int, int]]:
     try:
         out = [tuple(int(v) for v in part.split(":")) for part in text.split(",") if part.strip()]
@@ -314,6 +340,10 @@ def _ranges(text: str) -> list[tuple[int, int, int]]:
         out = []
     if not out or any(len(r) != 3 or r[2] <= 0 for r in out):
         raise argparse.ArgumentTypeError(f"{text!r}: expected start:stop:step[,start:stop:step...]")
+    try:
+        batches_from_ranges(out)  # a usage error (exit 2) before any file is read
+    except TooManyBatchesError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return out  # type: ignore[return-value]
 
 

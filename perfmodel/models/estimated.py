@@ -18,11 +18,36 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..errors import CalibrationError
 from ..specs.gpu import get_gpu
-from .calibrated import CalibratedModel, GemmParams, ReferenceGPU, _fmt_of
+from .calibrated import FALLBACK, CalibratedModel, GemmParams, ReferenceGPU, _fmt_of, fallback_kernels
 
-__all__ = ["ESTIMATES", "Comparison", "Estimate", "EstimatedModel", "Published", "estimated_model"]
+__all__ = [
+    "ALIGNMENT_NOT_MODELLED",
+    "ESTIMATES",
+    "Comparison",
+    "Estimate",
+    "EstimatedModel",
+    "Published",
+    "alignment_note",
+    "estimated_model",
+    "linear_gemms",
+]
+
+
+#: What an estimate does not carry over from the H200 calibration: its misalignment rule. On the H200, cuBLAS runs
+#: a 16-bit GEMM whose leading dimensions are not multiples of 8 elements (or whose K is below 8) on pre-Hopper
+#: fallback kernels, up to ~5x slower (the ``bf16@fallback`` group and the main groups' ``misaligned_factors``,
+#: measured on the 2026-12-01 layout sweeps: perfmodel.models.calibrated). That is a fact of Hopper's cuBLAS
+#: kernels; nothing measured says what another architecture's GEMM library (cuBLAS on Ampere, Ada or Blackwell,
+#: hipBLASLt on CDNA) does there, so estimates price such GEMMs as aligned ones and say so in the answer.
+ALIGNMENT_NOT_MODELLED = (
+    "alignment penalty: not modelled for this GPU — the H200's cuBLAS rule (16-bit GEMMs with a leading dimension "
+    "not a multiple of 8, or K < 8, run pre-Hopper fallback kernels, up to ~5x slower) does not transfer to another "
+    "architecture's GEMM library; such GEMMs are priced as aligned ones"
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -92,6 +117,10 @@ class Estimate:
     memory: Comparison | None = None
     assumptions: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if ALIGNMENT_NOT_MODELLED not in self.assumptions:  # every estimate: the Hopper rule does not transfer
+            object.__setattr__(self, "assumptions", (*self.assumptions, ALIGNMENT_NOT_MODELLED))
+
     def ratio(self, fmt: str) -> float:
         """The GEMM efficiency ratio used for format ``fmt`` (1.0 where neither published nor assumed)."""
         key = fmt if fmt in self.gemm else self.gemm_assume.get(fmt)
@@ -120,6 +149,30 @@ class Estimate:
                 f"HBM copy on Hopper, same benchmark: {self.memory.measured.value:.3f} ({self.memory.measured.source})"
             )
         return out
+
+
+def alignment_note(provenance: Any, gemms: Any) -> str:
+    """:data:`ALIGNMENT_NOT_MODELLED` where ``provenance`` (a :class:`~perfmodel.models.base.Provenance`) lists it
+    among its assumptions (an estimate's) and one of ``gemms`` — ``(M, K, N, lead_a, lead_b)`` tuples of numbers or
+    arrays, the leading dimensions being those that decide alignment (K and N for each of a Linear's GEMMs) — is
+    one the H200 rule would price as misaligned (:func:`~perfmodel.models.calibrated.fallback_kernels`); else
+    ``""``. Symbolic sizes: the note whenever the provenance lists it."""
+    if ALIGNMENT_NOT_MODELLED not in tuple(getattr(provenance, "assumptions", ())):
+        return ""
+    for M, K, _N, a, b in gemms:
+        try:
+            hit = bool(np.any(fallback_kernels(*(np.asarray(x, dtype=np.float64) for x in (M, K, a, b)))))
+        except (TypeError, ValueError):  # sympy sizes: no number to test
+            return ALIGNMENT_NOT_MODELLED
+        if hit:
+            return ALIGNMENT_NOT_MODELLED
+    return ""
+
+
+def linear_gemms(M: Any, K: Any, N: Any) -> list[tuple[Any, Any, Any, Any, Any]]:
+    """The three GEMMs of ``nn.Linear(K, N)`` on ``M`` tokens as :func:`alignment_note` takes them: output ``(M, K,
+    N)``, grad_input ``(M, N, K)``, grad_weight ``(K, M, N)``, each with the features K, N as leading dimensions."""
+    return [(M, K, N, K, N), (M, N, K, K, N), (K, M, N, K, N)]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -153,9 +206,8 @@ _H100_MAMF_FP8 = Published(
 _H200_COPY = Published(value=4.01e12 / 4.8e12, source=f"{_AZ}/ND_H200_v5_results.md: BabelStream Copy 4.01 TB/s")
 _NO_FP8 = "no published fp8 GEMM throughput: fp8 groups take the bf16 efficiency ratio"
 _CROSS_VENDOR = (
-    "tiles, per-tile K overhead, latencies, wave quantization, throttling and misalignment slowdowns are the "
-    "measured NVIDIA Hopper kernels' (cuBLAS); the target's own GEMM library is described by its large-GEMM "
-    "efficiency only"
+    "tiles, per-tile K overhead, latencies, wave quantization and throttling are the measured NVIDIA Hopper "
+    "kernels' (cuBLAS); the target's own GEMM library is described by its large-GEMM efficiency only"
 )
 _NO_MEMORY = "no published HBM copy bandwidth: memory-bound kernels keep the Hopper fraction of the spec bandwidth"
 
@@ -314,17 +366,23 @@ def estimated_model(arch: str, measured: Mapping[str, Any]) -> EstimatedModel:
     gemm: dict[str, GemmParams] = {}
     for key, params in base.gemm.items():
         fmt = _fmt_of(key)
-        if not rep.supports(fmt):  # e.g. no fp8 on Ampere
+        if not rep.supports(fmt) or key.endswith("@" + FALLBACK):  # no fp8 on Ampere; Hopper-only fallback kernels
             continue
         fitted = params.rate_flops_per_s / base_ref.peaks_flops_per_s[fmt]
-        gemm[key] = dataclasses.replace(params, rate_flops_per_s=fitted * est.ratio(fmt) * rep.peak_flops_per_s(fmt))
+        gemm[key] = dataclasses.replace(
+            params,
+            rate_flops_per_s=fitted * est.ratio(fmt) * rep.peak_flops_per_s(fmt),
+            misaligned_factors=(1.0, 1.0, 1.0),  # ALIGNMENT_NOT_MODELLED
+        )
     for key, like in est.gemm_like.items():
         fmt, like_fmt = _fmt_of(key), _fmt_of(like)
         if not rep.supports(fmt):
             continue
         fitted = base.gemm[like].rate_flops_per_s / base_ref.peaks_flops_per_s[like_fmt]
         gemm[key] = dataclasses.replace(
-            base.gemm[like], rate_flops_per_s=fitted * est.ratio(fmt) * rep.peak_flops_per_s(fmt)
+            base.gemm[like],
+            rate_flops_per_s=fitted * est.ratio(fmt) * rep.peak_flops_per_s(fmt),
+            misaligned_factors=(1.0, 1.0, 1.0),
         )
     # memory-bound kernels keep the measured fraction of HBM bandwidth, times the published copy ratio
     bw_scale = rep.mem_bw_bytes_per_s / base_ref.mem_bw_bytes_per_s * (est.memory.ratio if est.memory else 1.0)
@@ -359,5 +417,6 @@ def estimated_model(arch: str, measured: Mapping[str, Any]) -> EstimatedModel:
         reference=ref,
         estimate=est,
     )
+    assert not any(k.endswith("@" + FALLBACK) for k in model.gemm)  # the Hopper rule is not carried over
     _BUILT[arch] = model
     return model

@@ -315,9 +315,9 @@ def gemm_kernel(
         shape = _padded(M, K, N, layout)
     split = None
     if measured_gpu and kernel != "gemv":
-        from .registry import tile_model
+        from .registry import tile_kinds  # the formula kinds only: split-K reads no learned correction
 
-        split = bool(tile_model(spec).split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)[0])
+        split = bool(tile_kinds(spec).split_k(M, K, N, fmt=fmt, scaling=scaling, gpu=spec, layout=layout)[0])
     return GemmKernel(
         kernel=kernel,
         description=KERNELS[kernel],

@@ -24,18 +24,21 @@ provenance carries the error measured for its class (:data:`EXPECTED_ERRORS`, fr
 from __future__ import annotations
 
 import re
+import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._backend import time_model_arg
 from ..errors import CalibrationError, PerfModelError, PerfModelWarning, choices_message
 from ..specs.gpu import GPULike, GPUSpec, get_gpu
 from ..specs.spec import attached_time_model
 from .base import ORIGINAL, ROOFLINE, ExpectedError, Provenance, Roofline, TimeModel
 from .calibrated import ASSUMPTIONS, CalibratedModel
 from .errorbars import ErrorBar, error_bar
-from .estimated import ESTIMATES, estimated_model
 from .shipped import DIR, MEASURED, ShippedCalibration
-from .tiles import TileModel, load_tile_model
+
+if TYPE_CHECKING:  # the tile model (and its trees) is imported on first use only
+    from .tiles import TileModel
 
 __all__ = [
     "EXPECTED_ERRORS",
@@ -92,7 +95,7 @@ TILES_EXPECTED_ERROR = ExpectedError(
     basis="H200 only, kernel time; the 45983 GEMMs whose shapes are in no fit (held out by shape: no fit session "
     "measured the same M, K, N in the same format and layout) of layout sweep seeds 2037, 2071, 2072, 2073, 2074, "
     "2075, 2076, 2077, 2078, 2079, 2080, 2081, 2082, 2083, 2084, 2085, 2086 (in no fit, measured after the formula "
-    "fits, 2071 to 2086 after the shipped correction too; on 10 GPUs), worst format and layout (bf16 cr; 4.2 % over "
+    "fits, 2071 to 2086 after the shipped correction too; on 10 GPUs), worst format and layout (bf16 cr; 4.3 % over "
     "all 45983, 3.3 % by event time; all 80325 GEMMs of the sessions, in-sample by shape for 43 % of them: 3.3 %)",
 )
 
@@ -112,9 +115,25 @@ def tile_model(gpu: GPULike = "H200") -> TileModel:
     was measured on (the H200), else a named error."""
     spec = get_gpu(gpu)
     if "model" not in _TILES:
+        from .tiles import load_tile_model  # the trees (5 MB of JSON) load only for a tile answer
+
         base = _measured_for("90")
         _TILES["model"] = load_tile_model(TILES_PATH, base=base)
     model = _TILES["model"]
+    model.check_gpu(spec)
+    return model
+
+
+def tile_kinds(gpu: GPULike = "H200") -> TileModel:
+    """The shipped tile model's formula kinds without its learned corrections (:func:`.tiles.load_tile_kinds`: the
+    trees stay unread), for answers that need no correction (the split-K flag of :func:`perfmodel.gemm_kernel`);
+    the full model where it is already loaded. Same GPU check as :func:`tile_model`."""
+    spec = get_gpu(gpu)
+    model = _TILES.get("model") or _TILES.get("kinds")
+    if model is None:
+        from .tiles import load_tile_kinds
+
+        model = _TILES["kinds"] = load_tile_kinds(TILES_PATH, base=_measured_for("90"))
     model.check_gpu(spec)
     return model
 
@@ -129,6 +148,8 @@ def calibrated_model(gpu: GPULike) -> TimeModel | None:
     shipped = _measured_for(spec.arch)
     if shipped is not None:
         return shipped
+    from .estimated import ESTIMATES, estimated_model
+
     if spec.arch in ESTIMATES:
         return estimated_model(spec.arch, _SHIPPED)
     return None
@@ -152,7 +173,7 @@ def _calibrated_provenance(spec: GPUSpec, model: Any, *, attached: bool) -> Prov
         raise CalibrationError(
             f"the calibration attached to {spec.name} (arch {spec.arch}) was fitted on {ref.name} (arch "
             f"{ref.arch}); a calibration transfers within one architecture. Fit one on this GPU (perfmodel "
-            "calibrate), or in Python pass it per call with model=<the calibration> to use it anyway"
+            "calibrate), or in Python pass it per call with time_model=<the calibration> to use it anyway"
         )
     fitted = f"{'your calibration' if attached else 'calibration'} fitted on {ref.name} ({model.source})"
     date = re.search(r"\d{4}-\d{2}-\d{2}", model.source)
@@ -204,6 +225,12 @@ def _roofline_provenance(spec: GPUSpec, model: Any, *, asked: bool) -> Provenanc
 
 def _is_roofline(model: Any) -> bool:
     return model is ORIGINAL or isinstance(model, Roofline)
+
+
+def _is_tiles(model: Any) -> bool:
+    """Whether ``model`` is a TileModel (none exists before :mod:`.tiles` is imported: it stays unloaded)."""
+    tiles = sys.modules.get(f"{__package__}.tiles")
+    return tiles is not None and isinstance(model, tiles.TileModel)
 
 
 def _is_calibrated(model: Any) -> bool:
@@ -269,7 +296,7 @@ def _tiles_provenance(spec: GPUSpec, model: TileModel) -> Provenance:
 
 
 def _provenance_of(spec: GPUSpec, model: Any, *, attached: bool, explicit: bool = False) -> Provenance:
-    if isinstance(model, TileModel):
+    if _is_tiles(model):
         return _tiles_provenance(spec, model)
     if _is_roofline(model):
         return _roofline_provenance(spec, model, asked=True)
@@ -286,27 +313,30 @@ def _provenance_of(spec: GPUSpec, model: Any, *, attached: bool, explicit: bool 
     )
 
 
-def time_model(gpu: GPULike, model: ModelLike = None) -> TimeModel:
-    """The time model :func:`resolve` picks (``model`` if given, else the GPU's default)."""
-    return resolve(gpu, model)[0]
+def time_model(gpu: GPULike, choice: ModelLike = None, *, model: ModelLike = None) -> TimeModel:
+    """The time model :func:`resolve` picks (``choice`` if given, else the GPU's default; ``model=`` is the old,
+    deprecated keyword for it)."""
+    return resolve(gpu, time_model_arg(choice, model, "time_model"))[0]
 
 
-def provenance(gpu: GPULike, model: ModelLike = None) -> Provenance:
-    """Where ``gpu``'s answers come from (with ``model=``: that model's) and their expected error."""
-    return resolve(gpu, model)[1]
+def provenance(gpu: GPULike, time_model: ModelLike = None, *, model: ModelLike = None) -> Provenance:
+    """Where ``gpu``'s answers come from (with ``time_model``: that model's) and their expected error."""
+    return resolve(gpu, time_model_arg(time_model, model, "provenance"))[1]
 
 
 def gpu_error_bar(
     gpu: GPULike,
     quantity: str = "gemm_time",
     *,
+    time_model: ModelLike = None,
     model: ModelLike = None,
     family: str = "all",
     timing: str = "kernel",
 ) -> ErrorBar | None:
-    """The error bar of ``gpu``'s answers (with ``model=``: that model's) for ``quantity`` on ``family``
+    """The error bar of ``gpu``'s answers (with ``time_model=``: that model's) for ``quantity`` on ``family``
     shapes: :func:`perfmodel.models.errorbars.error_bar` for the answer's provenance class; ``None`` where that
-    class was never validated (estimated speedups, models you supply)."""
-    tm, prov = resolve(gpu, model)
-    which = "tiles" if isinstance(tm, TileModel) else ""
+    class was never validated (estimated speedups, models you supply). ``model=``: deprecated name of
+    ``time_model=``."""
+    tm, prov = resolve(gpu, time_model_arg(time_model, model, "gpu_error_bar"))
+    which = "tiles" if _is_tiles(tm) else ""
     return error_bar(quantity, prov.kind, family, timing, model=which)  # type: ignore[arg-type]

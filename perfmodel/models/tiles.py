@@ -84,12 +84,17 @@ from .calibrated import ReferenceGPU, fallback_kernels
 from .trees import BoostedTrees
 
 __all__ = [
+    "FP8_K_LATTICE",
+    "FP8_K_STEP_OFFSET",
+    "FP8_K_WITHIN_CLASS",
     "PARAM_NAMES",
     "SCHEMA",
     "Tile",
     "TileKind",
     "TileModel",
     "fallback_mask",
+    "fp8_k_lattice",
+    "load_tile_kinds",
     "load_tile_model",
     "padded_shape",
 ]
@@ -394,6 +399,48 @@ def fallback_mask(M: Any, K: Any, N: Any, layout: str, lead_dims: tuple[Any, Any
     return fallback_kernels(M, K, a, b)
 
 
+#: The fp8 K-class rule (:func:`fp8_k_lattice`): the K spacing of the lattice fp8 GEMMs are priced on, elements (the
+#: formula's row-stride classes, 32 and 128 bytes of fp8, and the correction's K residues and alignment flags up to
+#: 128 all repeat with it).
+FP8_K_LATTICE = 128
+#: The one class of K with a measured step between aligned fp8 neighbours (``benchmarks/data/h200_2026-12-03``,
+#: ``fp8_neighbours_time.json.gz``: ``torch._scaled_mm`` on the H200, M = N = 8192, K = 4032…4128 by 16): K = 16
+#: (mod 32), fp8 rows of 16 but not 32 bytes — rowwise 1.27–1.34x slower than its K = 0 (mod 32) neighbours,
+#: tensorwise 1.04–1.13x; K = 32, 64, 96 (mod 128) ran within 4 % of K = 4096, and M or N by 16 within 5 %. The
+#: held-out layout sweeps agree (2829 tensorwise GEMMs of that class ran a median 10 % slower than the K = 0 mod 128
+#: lattice predicts). Such GEMMs are priced on a lattice of their own class, offset by this many elements.
+FP8_K_STEP_OFFSET = 16
+#: How far an fp8 time may stray from its class's interpolation (a fraction): the largest gap the neighbour
+#: measurement shows within one class (K = 4032, 4064, 4128 against K = 4096, rowwise and tensorwise: within 4 %).
+#: The model's own K structure is kept up to it, so neighbours within a class stay within ~1.04/0.96 of each other.
+FP8_K_WITHIN_CLASS = 0.04
+
+
+def fp8_k_lattice(K: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fp8 K-class rule: the two K an fp8 GEMM's time is interpolated between, and the weight of the upper one.
+
+    The tile formula (its ``stride32`` and ``stride128`` load factors) and its learned correction (K residues and
+    alignment flags) step sharply between aligned fp8 neighbours in K — 1.15x between K = 4096 and 4128, where the
+    H200 measured 1.04x (:data:`FP8_K_STEP_OFFSET`). So an fp8 GEMM is priced at the multiples of
+    :data:`FP8_K_LATTICE` around its K and interpolated linearly; a K = 16 (mod 32) GEMM, the class with a measured
+    step, at the points 16 (mod 128) around it. The model's own time at K is kept where it lies within
+    :data:`FP8_K_WITHIN_CLASS` of that interpolation, and clipped to it elsewhere. Exact on the lattice; a K under
+    one spacing (above the offset), or on the lattice, is taken as it is.
+
+    Args:
+        K: 1-d float array, elements.
+
+    Returns:
+        ``(lo, hi, w)``: float arrays of K's shape; the time is ``(1 − w)·t(lo) + w·t(hi)`` (``w = 0``: ``lo = K``).
+    """
+    step = float(FP8_K_LATTICE)
+    off = np.where(K % 32 == FP8_K_STEP_OFFSET, float(FP8_K_STEP_OFFSET), 0.0)
+    lo = np.floor((K - off) / step) * step + off
+    snap = (K - off >= step) & (lo != K)
+    lo = np.where(snap, lo, K)
+    return lo, np.where(snap, lo + step, K), np.where(snap, (K - lo) / step, 0.0)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TileModel:
     """A :class:`perfmodel.models.base.TimeModel` whose GEMMs follow the tile formula (module doc).
@@ -491,8 +538,8 @@ class TileModel:
         """Kernel seconds of ``[M, K] @ [K, N]`` (the kernel-time fit, ``kinds``)."""
         self._check_out(fmt, out_fmt)
         kinds, corrections = self._fit("kernel")
-        return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
-                           corrections=corrections)  # fmt: skip
+        return self._served(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
+                            corrections=corrections)  # fmt: skip
 
     def event_gemm_time_s(self, M, K, N, *, fmt, scaling, out_fmt, gpu, lead_dims=None, layout="rc"):
         """Seconds a CUDA-event (``do_bench``) timing of one call shows, from the event fit (``event_kinds``);
@@ -502,8 +549,8 @@ class TileModel:
             return None
         self._check_out(fmt, out_fmt)
         kinds, corrections = self._fit("event")
-        return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
-                           corrections=corrections)  # fmt: skip
+        return self._served(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
+                            corrections=corrections)  # fmt: skip
 
     def formula_time_s(self, M, K, N, *, fmt, scaling, gpu, layout="rc", timing="kernel", lead_dims=None):
         """The tile formula's seconds without the learned correction (what the correction is fitted against)."""
@@ -530,6 +577,31 @@ class TileModel:
         if timing == "event" and self.event_kinds:
             return self.event_kinds, self.event_corrections
         return self.kinds, self.corrections
+
+    def _served(self, kinds, M, K, N, *, fmt, scaling, gpu, lead_dims, layout, corrections):
+        """What :meth:`gemm_time_s` and :meth:`event_gemm_time_s` give: :meth:`_price`, with the fp8 K-class rule
+        (:func:`fp8_k_lattice`) for fp8 kinds: the model's time at K, kept within :data:`FP8_K_WITHIN_CLASS` of its
+        linear interpolation between the two K of the GEMM's measured class around it."""
+        key = self.kind_key(fmt, scaling, layout)
+        if key.startswith("bf16") or any(is_symbolic(x) for x in (M, K, N)):
+            return self._price(kinds, M, K, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=lead_dims, layout=layout,
+                               corrections=corrections)  # fmt: skip
+        scalar = all(np.ndim(x) == 0 for x in (M, K, N))
+        M, K, N = (np.atleast_1d(x) for x in np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (M, K, N))))
+        lo, hi, w = fp8_k_lattice(K)
+        snap = w > 0
+        t = np.asarray(self._price(kinds, M, lo, N, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=None, layout=layout,
+                                   corrections=corrections), dtype=np.float64).reshape(M.shape)  # fmt: skip
+        if snap.any():
+            m, k, n = M[snap], K[snap], N[snap]
+            t_hi, own = (
+                np.asarray(self._price(kinds, m, x, n, fmt=fmt, scaling=scaling, gpu=gpu, lead_dims=None,
+                                       layout=layout, corrections=corrections), dtype=np.float64)
+                for x in (hi[snap], k)
+            )  # fmt: skip
+            smooth = (1 - w[snap]) * t[snap] + w[snap] * t_hi
+            t[snap] = np.clip(own, smooth * (1 - FP8_K_WITHIN_CLASS), smooth * (1 + FP8_K_WITHIN_CLASS))
+        return float(t.reshape(-1)[0]) if scalar else t
 
     def _price(self, kinds, M, K, N, *, fmt, scaling, gpu, lead_dims, layout, corrections=None):
         if any(is_symbolic(x) for x in (M, K, N)) or (lead_dims is not None and any(map(is_symbolic, lead_dims))):
@@ -690,6 +762,42 @@ class TileModel:
         else:
             path.write_text(text + "\n")
         return path
+
+
+#: the top-level entries a formula-only tile model needs (:func:`load_tile_kinds`)
+_KINDS_ONLY_KEYS = ("schema", "gpu", "source", "kinds", "event_kinds", "measured_range", "residuals")
+
+
+def load_tile_kinds(path: str | Path, *, base: Any = None) -> TileModel:
+    """The tile model of ``path`` without its learned corrections (the trees: 5.3 of the shipped file's 5.35 MB of
+    JSON), for answers that read no correction, e.g. :meth:`TileModel.split_k` (``perfmodel gemm``'s split-K flag).
+
+    The top-level entries :meth:`TileModel.save` writes one a line (``\\n "key": ``) are decoded one by one with
+    :meth:`json.JSONDecoder.raw_decode`, the trees skipped unparsed; a file laid out otherwise is read whole
+    (:func:`load_tile_model`, then its corrections dropped). Same checks and named errors as :func:`load_tile_model`.
+    """
+    import json
+    import re
+
+    from .._files import DATA_MAX_BYTES, read_text
+
+    path = Path(path)
+    try:
+        text = read_text(path, what="tile model", default_limit_bytes=DATA_MAX_BYTES)
+    except (OSError, ValueError):  # the full reader words every such error
+        return load_tile_model(path, base=base)
+    decode = json.JSONDecoder().raw_decode
+    data: dict[str, Any] = {}
+    for match in re.finditer(r'\n "(\w+)": ', text):
+        if match[1] in _KINDS_ONLY_KEYS:
+            try:
+                data[match[1]] = decode(text, match.end())[0]
+            except ValueError:
+                return load_tile_model(path, base=base)
+    if "kinds" not in data or "schema" not in data:
+        full = load_tile_model(path, base=base)
+        return dataclasses.replace(full, corrections={}, event_corrections={})
+    return TileModel.from_dict(data, origin=str(path), base=base)
 
 
 def load_tile_model(path: str | Path, *, base: Any = None) -> TileModel:

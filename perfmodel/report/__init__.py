@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import check_flag, check_ratio, check_size
+from .._backend import check_flag, check_ratio, check_size, time_model_arg
 from ..errors import InvalidShapeError, PerfModelError
 from ..float8.published import known_wrong
 from ..float8.torchao_code import TORCHAO_VERSION, torchao_code, torchao_missing_reason
@@ -96,6 +96,13 @@ class ReportRow:
         return (best, self.padded_s[best]) if self.padded_s[best] < 0.9 * self.chosen_s else None
 
     @property
+    def float8_padded_to(self) -> tuple[int, int] | None:
+        """``(K, N)`` padded to multiples of 16 where float8 cannot run this shape: its float8 times and speedups are
+        then prices of that padded shape (what padding the layer would buy), not of a run of this one; else
+        ``None``."""
+        return None if self.eligible or self.padded is None else self.padded
+
+    @property
     def bf16_s(self) -> float:
         """Seconds of one instance in bf16."""
         return self.times_s["bf16"]
@@ -131,6 +138,7 @@ class ReportRow:
             "close_call": self.close_call,
             "saved_s": self.saved_s,
             "padded": None if self.padded is None else list(self.padded),
+            "float8_padded_to": None if self.float8_padded_to is None else list(self.float8_padded_to),
             "padded_s": dict(self.padded_s),
         }
 
@@ -186,7 +194,7 @@ class Report:
         provenance: where the time model comes from and its expected error (:class:`~perfmodel.models.base.Provenance`).
         no_float8_reason: why no recipe was compared (the GPU has no float8 GEMMs, e.g. an A100); the
             answer is then bf16 everywhere. Empty otherwise.
-        time_model_arg: the time model name ``report`` was given (``model="roofline"``), ``None`` for
+        time_model_arg: the time model name ``report`` was given (``time_model="roofline"``), ``None`` for
             the GPU's default (or a model object); the printed ``module_filter`` passes it on.
         calibration_attached: the GPU carried a calibration you attached (``dataclasses.replace(gpu,
             calibration=...)``).
@@ -263,7 +271,7 @@ class Report:
             "fuse_input_with_prev": self.fuse_input_with_prev,
             "fuse_grad_output_with_prev": self.fuse_grad_output_with_prev,
             "cache_weight_cast": self.cache_weight_cast,
-            "model": self.time_model_arg,
+            "time_model": self.time_model_arg,
         }
 
     def torchao_code(self) -> str | None:
@@ -280,6 +288,15 @@ class Report:
         for row in self.rows:
             out.setdefault(row.decision, []).extend(row.names)
         return out
+
+    @property
+    def alignment_note(self) -> str:
+        """:data:`perfmodel.models.estimated.ALIGNMENT_NOT_MODELLED` where this answer's provenance is an estimate
+        and a row has a GEMM the H200's misalignment rule would price as misaligned (that rule does not transfer;
+        :func:`perfmodel.models.estimated.alignment_note`), else ``""``."""
+        from ..models.estimated import alignment_note, linear_gemms
+
+        return alignment_note(self.provenance, [g for r in self.rows for g in linear_gemms(r.M, r.K, r.N)])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only (JSON-ready); every time in seconds."""
@@ -306,6 +323,7 @@ class Report:
                 "torchao_missing": "" if self.recommendation == "bf16" else torchao_missing_reason(self.recommendation),
             },
             "provenance": None if self.provenance is None else self.provenance.to_dict(),
+            "alignment_note": self.alignment_note,
             "known_wrong": [dataclasses.asdict(d) for r in self.recipes for d in known_wrong(self.gpu, r)],
             "speedup_error_bar": None if self.speedup_error_bar is None else self.speedup_error_bar.to_dict(),
             "seq_len": self.seq_len,
@@ -450,6 +468,7 @@ def report(
     gpu: GPULike = "H100",
     recipes: Iterable[str] | None = None,
     min_speedup: float = 1.0,
+    time_model: ModelLike = None,
     model: ModelLike = None,
     fuse_input_with_prev: bool = False,
     fuse_grad_output_with_prev: bool = False,
@@ -469,7 +488,8 @@ def report(
         gpu: name or :class:`~perfmodel.specs.gpu.GPUSpec`.
         recipes: candidate recipes; default every torchao recipe ``gpu`` supports.
         min_speedup: enable a recipe on a shape only from this fwd+bwd speedup on.
-        model: time model override (``"roofline"``, ``"original"``, ``"calibrated"`` or an object).
+        time_model: time model override (``"roofline"``, ``"original"``, ``"calibrated"`` or an object); ``model=``
+            is its deprecated old name (``model_or_shapes`` is the network).
         fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, dynamic_shapes: see
             :class:`perfmodel.float8.recipes.CastOptions`.
         seq_len, batch: the step's sequence length and batch size per GPU: ``tokens`` defaults to
@@ -483,6 +503,7 @@ def report(
     """
     from .. import float8  # here, not at the top: float8 re-exports report (no import cycle either way)
 
+    model = time_model_arg(time_model, model, "report")  # below, ``model`` is the time model
     if seq_len is not None:
         seq_len, batch = _one_size("seq_len", seq_len), _one_size("batch", batch)
         if tokens is None:
@@ -531,13 +552,13 @@ def report(
     K = np.array([g[1] for g in grouped], dtype=np.int64)
     N = np.array([g[2] for g in grouped], dtype=np.int64)
     counts = np.array([g[4] for g in grouped], dtype=np.int64)
-    opts = dict(flags, model=model)
+    opts = dict(flags, time_model=model)
     base, times = _linear_times(M, K, N, spec, names, model, opts)
     eligible = (K % _ALIGN == 0) & (N % _ALIGN == 0)
     pays = {r: eligible & (times["bf16"] / times[r] >= min_speedup) for r in names}
     padded = _padded_times(M, K, N, eligible, spec, names, model, opts)
 
-    bar = float8.speedup_error_bar(spec, model=model) if names else None
+    bar = float8.speedup_error_bar(spec, time_model=model) if names else None
     rows = []
     for i, (row_names, k, n, m, count) in enumerate(grouped):
         best = min(names, key=lambda r: times[r][i], default="bf16")  # ties: the earlier recipe
@@ -637,7 +658,7 @@ def _linear_times(
     seconds per shape (``"bf16"`` first; the recipes with the report's cast options ``opts``), one array call each."""
     from .. import float8  # as in report()
 
-    base = float8.linear_time(M, K, N, None, spec, model=model)
+    base = float8.linear_time(M, K, N, None, spec, time_model=model)
     t = {"bf16": base.total_s} | {r: float8.linear_time(M, K, N, r, spec, **opts).total_s for r in names}
     return base, {r: np.broadcast_to(np.asarray(v, dtype=float), M.shape) for r, v in t.items()}
 

@@ -7,7 +7,15 @@ from typing import Any
 
 from ..float8.torchao_code import TORCHAO_VERSION, torchao_missing_reason
 
-__all__ = ["format_report"]
+__all__ = ["format_report", "provenance_heading"]
+
+
+def provenance_heading(prov: Any) -> str:
+    """The words every answer's header carries about where it comes from, read off its
+    :class:`~perfmodel.models.base.Provenance` (the object the ``provenance:`` line under the answer prints), e.g.
+    ``"estimated answer, calibrated model"``: the provenance class (measured / transferred / estimated /
+    roofline / user) first, then the time model's name."""
+    return f"{prov.kind} answer, {prov.time_model} model"
 
 
 def _names(names: tuple[str, ...], width: int) -> str:
@@ -21,11 +29,15 @@ def format_report(rep: Any) -> str:
     n_linears = sum(r.count for r in rep.rows)
     lines = [
         f"float8 training of the Linear layers of {rep.title} on {rep.gpu}: {rep.tokens} tokens per step, "
-        f"{rep.time_model} model, enable from {rep.min_speedup:g}x",
+        f"{provenance_heading(rep.provenance) if rep.provenance is not None else rep.time_model + ' model'}, "
+        f"enable from {rep.min_speedup:g}x",
         "Per Linear: fwd+bwd time in µs (speedup over bf16). Per step: saved = (bf16 - chosen) x count, ms.",
         "",
     ]
-    cells = [[f"{row.times_s[r] * 1e6:.1f} ({row.speedups[r]:.2f}x)" for r in rep.recipes] for row in rep.rows]
+    cells = [
+        [f"{row.times_s[r] * 1e6:.1f} ({row.speedups[r]:.2f}x{_padded_mark(row)})" for r in rep.recipes]
+        for row in rep.rows
+    ]
     name_w = min(34, max(len("linear"), *(len(", ".join(r.names)) for r in rep.rows)))
     dim_w = max(6, *(len(str(v)) for r in rep.rows for v in (r.K, r.N, r.M)))
     count_w = max(5, *(len(str(r.count)) for r in rep.rows))
@@ -60,6 +72,11 @@ def format_report(rep: Any) -> str:
             f"~ close call: the measured spread of this model's speedups ({bar.short()}, p10-p90) "
             f"straddles {rep.min_speedup:g}x; measure these Linears before relying on the decision."
         )
+    if any(row.float8_padded_to is not None for row in rep.rows):
+        lines.append(
+            "padded to: K, N of that row are not multiples of 16, so float8 cannot run it; its float8 prices are of "
+            "the padded shape (a change to the model), its bf16 price of the shape as it is."
+        )
     lines += _padding_lines(rep, name_w)
     policies = [("bf16 everywhere", tot.bf16_s), ("best recipe per shape (the decisions)", tot.best_s)]
     for r in rep.recipes:
@@ -83,11 +100,23 @@ def format_report(rep: Any) -> str:
     from ..float8.published import known_wrong_lines
 
     lines += known_wrong_lines(rep.gpu, rep.recipes)
+    if rep.alignment_note:
+        lines.append(rep.alignment_note)
     if rep.provenance is not None:
         lines.append(f"provenance: {rep.provenance.line()}")
     if rep.recipes:
         lines.append(f"error bar: {bar}" if bar is not None else "error bar: not measured for this class of model")
     return "\n".join(lines)
+
+
+def _padded_mark(row: Any) -> str:
+    """``", padded to N=50272"`` in a float8 cell of a row float8 cannot run (:attr:`ReportRow.float8_padded_to`):
+    the dimensions padding changes, as they would be; ``""`` elsewhere."""
+    if row.float8_padded_to is None:
+        return ""
+    kp, np_ = row.float8_padded_to
+    dims = [f"{d}={v}" for d, v, own in (("K", kp, row.K), ("N", np_, row.N)) if v != own]
+    return f", padded to {', '.join(dims)}"
 
 
 def _padding_lines(rep: Any, name_w: int) -> list[str]:
