@@ -2,6 +2,7 @@
 
 import importlib.util
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -12,7 +13,18 @@ def test_cli_doc_is_current():
     spec.loader.exec_module(gen)
     text = gen.DOC.read_text()
     assert gen.BLOCK.search(text), "docs/cli.md has no $ perfmodel examples"
-    assert gen.render(text) == text, "docs/cli.md is stale: run python tools/gen_cli_doc.py"
+    got = gen.render(text)
+    if got == text:
+        return
+    # the same text where a number may differ by one unit of its last printed digit: another BLAS build
+    # (OPENBLAS_CORETYPE) sums in another order and can move a printed value that sits on a rounding boundary
+    number = re.compile(r"\d+\.\d+")
+    assert number.sub("#", got) == number.sub("#", text), "docs/cli.md is stale: run python tools/gen_cli_doc.py"
+    for g, w in zip(number.findall(got), number.findall(text), strict=True):
+        ulp = 10.0 ** -len(w.partition(".")[2])
+        assert abs(float(g) - float(w)) <= ulp * 1.000001, (
+            f"docs/cli.md is stale ({w} is now {g}): run tools/gen_cli_doc.py"
+        )
 
 
 def test_cli_doc_names_every_option_and_the_exit_statuses():

@@ -107,7 +107,7 @@ def test_cli_mx4_default_from_metadata(tmp_path: Path) -> None:
     args = _args(
         "-m", str(meta), "-o", str(tmp_path / "b.png"), "-d", "fp8mx4", "--native-mx4", "--batch-ranges", ranges, "-q"
     )
-    assert args.func(args) == 1  # fp8-mx4 profiles do not exist: a clear error, no traceback
+    assert args.func(args) == 2  # fp8-mx4 profiles do not exist: a clear error, no traceback (input error: exit 2)
 
 
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,12 +115,12 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     meta = tmp_path / "m.json"
     meta.write_text(json.dumps([["run", str(tmp_path / "run"), True]]))
     args = _args("-m", str(meta), "-o", str(tmp_path / "x.png"), "--batch-ranges", "128:129:1", "-q")
-    assert args.func(args) == 1
+    assert args.func(args) == 2
     assert "no device metadata" in capsys.readouterr().err
     args = _args("-m", str(meta), "-o", str(tmp_path / "x.png"), "--batch-ranges", "128:129:1", "-q", "--gpu", "H200")
     assert args.func(args) == 0
     args = _args("-m", str(meta), "-o", str(tmp_path / "y.png"), "--batch-ranges", "100:101:1", "-q")
-    assert args.func(args) == 1
+    assert args.func(args) == 2
     assert "batch-100.hatchet: profile missing" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         _args("-m", str(meta), "--batch-ranges", "1:2")
@@ -147,18 +147,18 @@ def test_cli_output_safety(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     out = tmp_path / "chart.png"
     out.write_bytes(b"mine")
     code, err = run("-o", str(out))
-    assert code == 1 and "chart.png: exists; not overwriting it" in err and out.read_bytes() == b"mine"
+    assert code == 2 and "chart.png: exists; not overwriting it" in err and out.read_bytes() == b"mine"
     assert run("-o", str(out), "--force") == (0, "")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, err = run("-o", str(meta), "--force")  # -o naming the input
-    assert code == 1 and "this is the input" in err and json.loads(meta.read_text())
+    assert code == 2 and "this is the input" in err and json.loads(meta.read_text())
     profile = moe.profile_path(tmp_path / "run", "llama4-maverick", "fp8", "fp8", 128)
     code, err = run("-o", str(profile.with_suffix(".png")))
     assert code == 0  # a new file beside the profiles is fine...
     code, err = run("-o", str(tmp_path / "chart.pngg"))
-    assert code == 1 and "unknown image format (extension 'pngg'); matplotlib writes" in err and "png, " in err
+    assert code == 2 and "unknown image format (extension 'pngg'); matplotlib writes" in err and "png, " in err
     code, err = run("-o", str(tmp_path / "missing" / "chart.png"))
-    assert code == 1 and "does not exist; perfmodel does not create folders" in err
+    assert code == 2 and "does not exist; perfmodel does not create folders" in err
     assert not (tmp_path / "missing").exists()
 
 
@@ -176,3 +176,16 @@ def test_cli_png_to_stdout(tmp_path: Path, capsysbinary: pytest.CaptureFixture[b
 def test_log_metadata_refuses_fifos_and_devices(tmp_path: Path) -> None:
     with pytest.raises(FileRefusedError, match="a folder, not a regular file"):
         moe.read_log_metadata(tmp_path)
+
+
+def test_expert_counts_that_cannot_route_are_input_errors(tmp_path, capsys):
+    meta = tmp_path / "log_metadata.json"
+    meta.write_text(json.dumps([["run", str(tmp_path / "run"), True]]))
+    for extra, message in (
+        (("--n-expts-act", "200"), "--n-expts-act 200 is above --n-expts-tot 128: a token is routed to at most 128"),
+        (("--ep", "3"), "--n-expts-tot 128 is not divisible by --ep 3"),
+    ):
+        args = _args("-m", str(meta), "--batch-ranges", "128:129:1", "-q", "-o", str(tmp_path / "c.png"), *extra)
+        assert args.func(args) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "c.png").exists()

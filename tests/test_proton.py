@@ -323,15 +323,5 @@ def test_viewer_agrees(tmp_path: Path) -> None:
 
 
 # -- docs/measured.md examples run ---------------------------------------------------------------
-def test_docs_measured_python_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
-    text = (ROOT / "docs" / "measured.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
-    assert blocks, "docs/measured.md has no ```python blocks"
-    namespace: dict[str, object] = {}
-    for block in blocks:
-        exec(compile(block, "docs/measured.md", "exec"), namespace)
-
-
 def test_h200_devices_constant_matches_fixture() -> None:
     assert json.loads(FIXTURE.read_text())[-1] == H200_DEVICES

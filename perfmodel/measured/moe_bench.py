@@ -458,6 +458,13 @@ def run_roofline(args: argparse.Namespace) -> int:
     try:
         if args.dim2 % args.tp:
             raise PerfModelError(f"--dim2 {args.dim2} is not divisible by --tp {args.tp}")
+        if args.n_expts_act > args.n_expts_tot:
+            raise PerfModelError(
+                f"--n-expts-act {args.n_expts_act} is above --n-expts-tot {args.n_expts_tot}: a token is routed to at "
+                f"most {args.n_expts_tot} distinct experts (valid: 1 to {args.n_expts_tot})"
+            )
+        if args.n_expts_tot % args.ep:
+            raise PerfModelError(f"--n-expts-tot {args.n_expts_tot} is not divisible by --ep {args.ep}")
         check_output(args.output, force=args.force, inputs=[args.log_metadata])  # before any work
         image_format(args.output)
         entries = read_log_metadata(args.log_metadata)
@@ -499,7 +506,7 @@ def run_roofline(args: argparse.Namespace) -> int:
         out = save(ax, args.output, force=args.force, inputs=inputs)
     except PerfModelError as exc:
         print(f"perfmodel roofline: error: {exc}", file=sys.stderr)
-        return 1
+        return 2  # an input error (docs/cli.md, "Exit status")
     if not args.quiet:
         print(f"wrote {'standard output' if to_stdout else out}", file=log)
     return 0
