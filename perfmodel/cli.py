@@ -616,6 +616,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         network=args.network,
         dp_replicate=args.dp_replicate,
         time_model=args.time_model,
+        ep=args.ep,
     )
     recipe = args.recipe
     convert = args.convert
@@ -835,7 +836,12 @@ def build_parser(*, verb: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--float8-all-gather", action="store_true", help="FSDP2 all-gathers weights in float8")
     p.add_argument("--async-tp", action="store_true", help="async TP (overlaps TP collectives with GEMMs)")
-    p.add_argument("--ac", default="selective", help="activation checkpointing: none | selective | full")
+    p.add_argument(
+        "--ac", default=None, help="activation checkpointing: none | selective | full (default selective; MoE: none)"
+    )
+    p.add_argument(
+        "--ep", type=_positive_int, default=1, help="expert-parallel degree of an MoE model (out of the FSDP ranks)"
+    )
     p.add_argument("--layers", type=_positive_int, default=None, help="override the preset's layer count")
     p.add_argument(
         "--network", default=None, help="inter-node network (see perfmodel.models.collectives; default per GPU)"

@@ -92,8 +92,11 @@ def test_section_text_and_rows():
 def test_moe_preset_refused_by_dense_apis_with_a_pointer():
     with pytest.raises(MoEPresetError, match=r"perfmodel\.moe"):
         pm.step.layer_time("deepseek-v3-16b", gpu="H200", seq_len=4096)
-    with pytest.raises(UnsupportedLayerError, match=r"perfmodel\.moe"):  # MoEPresetError is one
-        pm.train.estimate("mixtral-8x7b", gpu="H200", n_gpus=8, seq_len=4096, batch_per_gpu=1)
+    with pytest.raises(UnsupportedLayerError, match=r"perfmodel\.moe"):  # MoEPresetError is one; MLA
+        pm.train.estimate("deepseek-v3-16b", gpu="H200", n_gpus=8, seq_len=4096, batch_per_gpu=1)
+    # GQA MoE presets are priced by train now (MoE layers from perfmodel.step: tests/test_train_moe.py)
+    est = pm.train.estimate("mixtral-8x7b", gpu="H200", n_gpus=8, seq_len=4096, batch_per_gpu=1, ep=2)
+    assert est.config.sizes.is_moe and "MoE block" in est.provenance.line()
 
 
 def test_custom_shape_decisions():

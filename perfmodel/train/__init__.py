@@ -27,9 +27,16 @@ FSDP2 steps measured on an H200 (``perfmodel/calibrations/h200_train.json``); th
 estimate from published figures. ``est.provenance`` says so, with the error measured against published
 multi-GPU float8 runs (``docs/validation.md``, "Training at cluster scale").
 
-Not modeled (refused by name): pipeline and context parallelism, MoE and MLA layers. Assumed (not measured
-by us): the activation memory a layer saves, the loss kernel's bytes, that communication kernels do not slow
-the GEMMs they overlap.
+MoE models (the GQA MoE presets: mixtral-8x7b, qwen3-30b-a3b, llama4-scout, llama4-maverick, gpt-oss-120b) with
+``ep=`` (expert parallelism out of the FSDP shard ranks, ``tp = 1``): each MoE layer is
+:func:`perfmodel.step.layer_time` (attention half + routed-expert block + EP all-to-all, serial), dense layers
+``dense_layer=True``; parameter counts with every expert, 6·N model FLOPs with the active ones (docs/train.md,
+"MoE models").
+
+Not modeled (refused by name): pipeline and context parallelism, MLA layers (DeepSeek), TP of MoE models,
+activation checkpointing of MoE layers, arrays or symbols for an MoE model's seq_len / batch_per_gpu / layers.
+Assumed (not measured by us): the activation memory a layer saves, the loss kernel's bytes, that communication
+kernels do not slow the GEMMs they overlap.
 """
 
 from __future__ import annotations
@@ -55,7 +62,9 @@ from .comm import CommCall, CommPlan, comm_plan
 from .compute import (
     LayerCompute,
     TrainParams,
+    dense_layer_compute,
     layer_compute,
+    mean_layer_compute,
     memory_bytes,
     other_compute,
     overhead_bytes,
@@ -64,6 +73,7 @@ from .compute import (
 from .config import ModelSizes, TrainConfig, check_config, model_sizes, shard_layer, with_convert
 from .grid import TrainEstimateGrid, is_grid, price_grid
 from .mfu import MFU, StepFlops, mfu_from_run, predicted_mfu, step_flops
+from .moe import moe_dict, moe_table_lines, one_value
 
 __all__ = [
     "MEMORY_HEADROOM",
@@ -108,7 +118,10 @@ class TrainEstimate:
         tokens_per_s_per_gpu: ``batch_per_gpu · seq_len / (step_s · tp)``.
         compute_s: part -> seconds (``layers``, ``output``, ``loss``, ``embedding``, ``overhead``); their sum
             plus :attr:`exposed_comm_s` is :attr:`step_s`.
-        layer: one decoder layer's compute (:class:`~perfmodel.train.compute.LayerCompute`).
+        layer: one decoder layer's compute (:class:`~perfmodel.train.compute.LayerCompute`); an MoE model's MoE
+            layer (attention half + expert block + all-to-all; ``layer.layer_time`` its
+            :class:`~perfmodel.step.MoELayerTime`).
+        dense_layer: an MoE model's dense layer (``None`` for dense models and MoE models without dense layers).
         comm: every collective of the step (:class:`CommCall`), its time and count.
         exposed_comm_s, overlapped_comm_s: communication time the compute does not / does hide;
             ``exposed_comm_s = exposed_fsdp_s + exposed_tp_s`` (FSDP/HSDP's and TP's).
@@ -136,6 +149,7 @@ class TrainEstimate:
     fits: Any
     model_flops_per_step: Any
     provenance: Provenance
+    dense_layer: LayerCompute | None = None
 
     @property
     def mfu_report(self) -> MFU:
@@ -170,6 +184,7 @@ class TrainEstimate:
             "float8_all_gather": c.float8_all_gather,
             "async_tp": c.async_tp,
             "ac": c.ac,
+            "ep": c.ep,
             "layers": c.sizes.layers,
             "step_s": _plain(self.step_s),
             "tokens_per_s_per_gpu": _plain(self.tokens_per_s_per_gpu),
@@ -186,6 +201,7 @@ class TrainEstimate:
             "memory": {k: _plain(v) for k, v in self.memory.items()},
             "fits": _plain(self.fits),
             "provenance": self.provenance.to_dict(),
+            **({"moe": moe_dict(self)} if c.sizes.is_moe else {}),
         }
 
     def _header(self) -> str:
@@ -214,8 +230,8 @@ class TrainEstimate:
         from ..step.filter import choice_code
 
         c = self.config
-        if c.recipe.name == "bf16" or c.sizes.name not in PRESETS:
-            return None
+        if c.recipe.name == "bf16" or c.sizes.name not in PRESETS or c.sizes.is_moe:
+            return None  # MoE models: perfmodel.moe's filter_fn / fqns convert the experts
         return choice_code(c.sizes.name, c.converted, c.recipe.name)
 
     @property
@@ -255,7 +271,8 @@ class TrainEstimate:
                 "shorten seq_len / batch_per_gpu."
             )
             lines += self._memory_lines()
-            lines.append(f"provenance: {self.provenance.kind} (memory: {MEMORY_CHECKED})")
+            checked = _memory.MOE_NOTE if c.sizes.is_moe else MEMORY_CHECKED
+            lines.append(f"provenance: {self.provenance.kind} (memory: {checked})")
             return "\n".join(lines)
         if baseline is not None:
             lines.append(self._speedup_line(baseline))
@@ -269,14 +286,17 @@ class TrainEstimate:
             lines.append(f"  {'':15} absolute figures: {TOKENS_PER_S_BIAS} (not corrected)")
         for part, t in self.compute_s.items():
             lines.append(f"  {part:<15} {float(t) * 1e3:10.1f} ms")
+            if part == "layers" and c.sizes.is_moe:
+                lines += moe_table_lines(self)
         ms = {k: float(getattr(self, k)) * 1e3 for k in ("exposed_comm_s", "exposed_fsdp_s", "exposed_tp_s")}
         lines.append(
             f"  comm exposed    {ms['exposed_comm_s']:10.1f} ms   (FSDP {ms['exposed_fsdp_s']:.1f}, TP "
             f"{ms['exposed_tp_s']:.1f}; hidden under compute: {float(self.overlapped_comm_s) * 1e3:.1f} ms)"
         )
+        width = 11 if c.sizes.is_moe else 9  # "expert_fsdp"
         for x in self.comm:
             lines.append(
-                f"    {x.group:<9} {x.op:<14} {x.name:<36} {float(x.nbytes) / 1e6:9.1f} MB x {x.calls:<5} "
+                f"    {x.group:<{width}} {x.op:<14} {x.name:<36} {float(x.nbytes) / 1e6:9.1f} MB x {x.calls:<5} "
                 f"{float(x.time_s) * 1e3:8.3f} ms each"
             )
         limit = MEMORY_HEADROOM * (c.gpu.mem_bytes or float("inf"))
@@ -286,7 +306,8 @@ class TrainEstimate:
             if near
             else "fits"
         )
-        lines.append(f"  memory          {gb:10.1f} GB of {cap}: {fit_word} ({MEMORY_CHECKED})")
+        checked = _memory.MOE_NOTE if c.sizes.is_moe else MEMORY_CHECKED
+        lines.append(f"  memory          {gb:10.1f} GB of {cap}: {fit_word} ({checked})")
         lines += self._memory_lines()[1:]
         lines.append(f"provenance: {self.provenance.line()}")
         return "\n".join(lines)
@@ -295,7 +316,8 @@ class TrainEstimate:
         """The memory total and its parts, GB (:func:`perfmodel.train.memory.peak_memory`)."""
         gb = float(self.memory_bytes) / 1e9
         parts = ", ".join(f"{k} {float(v) / 1e9:.1f}" for k, v in self.memory.items())
-        return [f"  memory          {gb:10.1f} GB ({MEMORY_CHECKED})", f"    by part (GB): {parts}"]
+        checked = _memory.MOE_NOTE if self.config.sizes.is_moe else MEMORY_CHECKED
+        return [f"  memory          {gb:10.1f} GB ({checked})", f"    by part (GB): {parts}"]
 
     def _speedup_line(self, baseline: TrainEstimate) -> str:
         """``recipe vs bf16: 1.105x faster`` with the speedup's measured error on published runs."""
@@ -354,7 +376,8 @@ def _short(x: Any) -> str:
 
 def _flops_per_step(cfg: TrainConfig) -> Any:
     s, lay = cfg.sizes, cfg.sizes.layer
-    per_token = 6 * s.non_embedding_params + 12 * s.layers * lay.heads * lay.head_dim * cfg.seq_len
+    # MoE: 6·N over the active parameters per token (top_k routed experts + shared), not every expert
+    per_token = 6 * s.active_non_embedding_params + 12 * s.layers * lay.heads * lay.head_dim * cfg.seq_len
     return per_token * cfg.tokens_per_rank
 
 
@@ -369,22 +392,41 @@ def _provenance(cfg: TrainConfig, layer: LayerCompute, params: TrainParams, netw
         name = get_network(network, gpu=cfg.gpu).name
         net = f"; collectives: estimated (perfmodel.models.collectives, {name} between nodes)"
     summary = f"layers: {compute.summary}; optimizer/FSDP overhead: {params.source}{net}"
+    expected = TRAIN_EXPECTED_ERROR if multi else compute.expected_error
+    extra: tuple[str, ...] = ()
+    if cfg.sizes.is_moe:
+        # the published multi-GPU runs behind TRAIN_EXPECTED_ERROR are dense: no MoE step error is claimed
+        expected = compute.expected_error
+        if cfg.ep > 1:
+            summary += "; EP all-to-all added serially (not overlapped)"
+        summary += f"; {_memory.MOE_NOTE}"
+        extra = ("EP all-to-all added serially, not overlapped with compute", _memory.MOE_NOTE)
     return Provenance(
         kind=kind,
         gpu=cfg.gpu.name,
         time_model=compute.time_model,
         source=summary,
         summary=summary,
-        assumptions=(*compute.assumptions,),
-        expected_error=TRAIN_EXPECTED_ERROR if multi else compute.expected_error,
+        assumptions=(*compute.assumptions, *extra),
+        expected_error=expected,
     )
 
 
-def _auto_candidates(sizes: ModelSizes, tp: int, seq_len: Any, batch: Any, float8_all_gather: bool) -> list[Any]:
+def _auto_candidates(
+    sizes: ModelSizes, base: TrainConfig, seq_len: Any, batch: Any, float8_all_gather: bool
+) -> list[Any]:
     """``convert="auto"``: every subset of the groups eligible as one of the ``tp`` ranks holds the layer, as
     ``convert=`` values (``"none"`` for the empty one, left out with float8 all-gather, which needs a converted
-    Linear)."""
+    Linear). An MoE model: subsets of qkv, o and experts (:func:`perfmodel.step.moe_layer.moe_eligible_groups`)."""
     from ..step.layer import _subsets, eligible_groups
+
+    tp = base.tp
+    if sizes.is_moe:
+        from ..step.moe_layer import moe_eligible_groups, resolve_moe_layer
+
+        groups = moe_eligible_groups(resolve_moe_layer(sizes.name)[0], base.recipe)
+        subs = [list(sub) or "none" for sub in _subsets(groups)]
+        return [x for x in subs if not (x == "none" and float8_all_gather)]
 
     if is_symbolic(seq_len) or is_symbolic(batch) or any(getattr(v, "ndim", 0) for v in (seq_len, batch)):
         raise PerfModelError('convert="auto" needs one number each for seq_len and batch_per_gpu (no arrays, symbols)')
@@ -408,7 +450,7 @@ def estimate(
     convert: str | Iterable[str] | None = None,
     float8_all_gather: bool = False,
     async_tp: bool = False,
-    ac: str = "selective",
+    ac: str | None = None,
     layers: int | None = None,
     network: Any = None,
     dp_replicate: int = 1,
@@ -418,6 +460,7 @@ def estimate(
     time_model: ModelLike = None,
     train_params: TrainParams | None = None,
     mix_order_norm_bwd: bool | None = None,
+    ep: int = 1,
 ) -> TrainEstimate | TrainEstimateGrid:
     """Predicted training step of one GPU in an FSDP2 (+ TP, HSDP) job, or of many jobs at once.
 
@@ -451,7 +494,11 @@ def estimate(
             bf16.
         float8_all_gather: FSDP2 all-gathers the weights in float8 (torchao, tensorwise only).
         async_tp: torch's micro-pipelined async TP (needs ``tp > 1``).
-        ac: activation checkpointing, ``"none"``, ``"selective"`` (torchtitan's op-level policy) or ``"full"``.
+        ac: activation checkpointing, ``"none"``, ``"selective"`` (torchtitan's op-level policy) or ``"full"``;
+            ``None`` (default): ``"selective"`` for dense models, ``"none"`` for MoE models (the only one priced).
+        ep: expert-parallel degree of an MoE model (``tp = 1``; :func:`perfmodel.train.config.check_ep`: the EP
+            ranks come out of the FSDP shard ranks, so ``ep`` divides ``dp_shard`` and the experts, leaving at least
+            ``top_k`` experts per GPU); ``1`` for dense models.
         layers, vocab: override the preset's layer count and vocabulary (tokens; ``0``: no embedding and
             output layer; a bool is refused).
         network: the inter-node network (a :class:`perfmodel.models.collectives.Network` or its name); ``None``: the
@@ -468,8 +515,10 @@ def estimate(
             n_gpus not divisible by tp·dp_replicate, heads, KV heads, FFN, vocab or seq_len not divisible by
             tp, pp/cp > 1, async TP without TP, a multi-GPU job on a GPU without a known interconnect.
             IneligibleLinearError: a Linear named in convert= that float8 cannot run (after sharding).
-            UnsupportedLayerError: MoE or MLA models. InvalidShapeError, UnknownPresetError,
-            UnknownRecipeError, UnknownNetworkError, PerfModelError for other bad inputs.
+            ep not dividing the experts or dp_shard, tp > 1 for an MoE model, ep > 1 for a dense one.
+            UnsupportedLayerError: MLA models (MoEPresetError), ac other than "none" for an MoE model.
+            InvalidShapeError (also arrays or symbols for an MoE model's seq_len, batch_per_gpu, layers),
+            UnknownPresetError, UnknownRecipeError, UnknownNetworkError, PerfModelError for other bad inputs.
     """
     spec = get_gpu(gpu)  # resolved once: everything below gets the spec
     knobs = dict(n_gpus=n_gpus, tp=tp, dp_replicate=dp_replicate, pp=pp, cp=cp)
@@ -492,9 +541,16 @@ def estimate(
             time_model=time_model,
             train_params=train_params,
             mix_order_norm_bwd=mix_order_norm_bwd,
+            ep=ep,
         )
+        from ..step.moe_layer import is_moe
+
+        if is_moe(model):  # the expert block takes one token count: one seq_len / batch / layers per call
+            return price_grid(lambda **one: estimate(model, **fixed, **one_value(model, one)), knobs)
         return price_grid(lambda **one: estimate(model, **fixed, **one), knobs)
     sizes: ModelSizes = model_sizes(model, layers=layers, vocab=vocab)
+    if ac is None:
+        ac = "none" if sizes.is_moe else "selective"
     job = dict(
         n_gpus=n_gpus,
         tp=tp,
@@ -508,6 +564,7 @@ def estimate(
         async_tp=async_tp,
         ac=ac,
         mix_order_norm_bwd=mix_order_norm_bwd,
+        ep=ep,
     )
     if not (isinstance(convert, str) and convert.strip().lower() == "auto"):
         cfg = check_config(sizes, spec, **job, convert=convert)
@@ -523,7 +580,7 @@ def estimate(
             time_model=time_model,
             train_params=train_params,
         )
-        for conv in _auto_candidates(sizes, base.tp, seq_len, batch_per_gpu, float8_all_gather)
+        for conv in _auto_candidates(sizes, base, seq_len, batch_per_gpu, float8_all_gather)
     ]
     best = ests[0]
     for est in ests[1:]:
@@ -542,11 +599,16 @@ def _priced(
         raise PerfModelError(
             f"train_params must be a TrainParams (perfmodel.calibrate.train fits one), got {type(params).__name__}"
         )
-    layer = layer_compute(cfg, time_model=time_model)
+    layer = layer_compute(cfg, time_model=time_model, network=network)
+    dense = dense_layer_compute(cfg, time_model=time_model)
     other = other_compute(cfg, time_model=time_model)
-    plan: CommPlan = comm_plan(cfg, layer, network=network)
+    plan: CommPlan = comm_plan(cfg, mean_layer_compute(cfg, layer, dense) if sizes.is_moe else layer, network=network)
     overhead = overhead_bytes(cfg) / (params.overhead_bw_fraction * spec.mem_bw_bytes_per_s)
-    compute = {"layers": sizes.layers * layer.step_s, **other, "overhead": overhead}
+    if sizes.is_moe:
+        layers_s = sizes.moe_layers * layer.step_s + (sizes.dense_layers * dense.step_s if dense is not None else 0)
+    else:
+        layers_s = sizes.layers * layer.step_s
+    compute = {"layers": layers_s, **other, "overhead": overhead}
     step = sum(compute.values(), 0) + plan.exposed_s
     mem = memory_bytes(cfg)
     total_mem = sum(mem.values(), 0)
@@ -567,4 +629,5 @@ def _priced(
         fits=total_mem <= MEMORY_HEADROOM * cap,
         model_flops_per_step=_flops_per_step(cfg),
         provenance=_provenance(cfg, layer, params, network),
+        dense_layer=dense,
     )

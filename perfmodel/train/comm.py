@@ -21,6 +21,10 @@ exposed::
     exposed_tp   = every TP collective (vanilla TP: they sit between the GEMMs that need them)
                  = relu(TP_fwd - GEMM_fwd) + relu(TP_bwd - GEMM_bwd)   with async TP
 
+MoE models (``tp = 1``, ``ep`` out of the ``dp_shard`` ranks): the non-expert weights are gathered across the
+``dp_shard`` ranks, each MoE layer's ``experts / ep`` experts across the ``dp_shard / ep`` ranks that hold the same
+experts (group ``expert_fsdp``); the EP all-to-all is part of the layer's compute (added serially, an estimate).
+
 Communication kernels also take SMs from the GEMMs they overlap; that slowdown is not modeled (no
 multi-GPU measurement of ours yet).
 """
@@ -46,7 +50,7 @@ class CommCall:
 
     name: str
     op: str
-    group: str  # "fsdp", "tp" or "replicate"
+    group: str  # "fsdp", "expert_fsdp", "tp" or "replicate"
     group_size: int
     nbytes: Any  # NCCL size of one call, bytes
     calls: int  # per step
@@ -90,6 +94,31 @@ class CommPlan:
         return self.total_s - self.exposed_s
 
 
+def _moe_fsdp_calls(cfg: TrainConfig, call: Any) -> tuple[list[CommCall], Any, Any]:
+    """FSDP2's collectives of an MoE model (``tp = 1``; module doc): per layer, the non-expert weights (attention,
+    router, shared experts, norms; with dense layers, the mean over the model's layers) across the ``dp_shard``
+    ranks, and each MoE layer's ``experts / ep`` experts across the ``dp_shard / ep`` ranks that hold them (none when
+    that group is one GPU). Returns the calls and one layer's all-gather and reduce-scatter seconds (the mean
+    layer's, for the overlap formula)."""
+    s, L = cfg.sizes, cfg.sizes.layers
+    f8 = cfg.fp8_gathered_params
+    rest = (s.moe_layers * (s.layer_params - s.expert_params) + s.dense_layers * s.dense_layer_params) / L
+    mean = " (mean over MoE and dense layers)" if s.dense_layers else ""
+    ag_c = call(f"non-expert weights{mean}", "all_gather", "fsdp", cfg.fsdp, (rest - f8) * 2 + f8, 2 * L - 1)
+    rs_c = call(f"non-expert gradients{mean}", "reduce_scatter", "fsdp", cfg.fsdp, rest * 4, L)
+    out, ag, rs = [ag_c, rs_c], ag_c.time_s, rs_c.time_s
+    g = cfg.expert_fsdp
+    if g is not None and g.size > 1:
+        local = s.expert_params / cfg.ep
+        n = s.moe_layers
+        e_ag = call(f"expert weights ({s.moe.experts // cfg.ep} experts)", "all_gather", "expert_fsdp", g,
+                    local * 2, 2 * n - 1)  # fmt: skip
+        e_rs = call("expert gradients", "reduce_scatter", "expert_fsdp", g, local * 4, n)
+        out += [e_ag, e_rs]
+        ag, rs = ag + e_ag.total_s / (2 * L - 1), rs + e_rs.total_s / L
+    return out, ag, rs
+
+
 def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPlan:
     """Every collective of one step on one rank, and the exposed part (module doc)."""
 
@@ -102,7 +131,11 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
     s, tp, L = cfg.sizes, cfg.tp, cfg.sizes.layers
     calls: list[CommCall] = []
     ag = rs = ar = 0
-    if cfg.dp_shard > 1:
+    layer_params = s.layer_params if not s.is_moe else (s.non_embedding_params - s.output_params) / L
+    if cfg.dp_shard > 1 and s.is_moe:
+        ex_calls, ag, rs = _moe_fsdp_calls(cfg, call)
+        calls += ex_calls
+    elif cfg.dp_shard > 1:
         f8 = cfg.fp8_gathered_params  # float8 all-gather: those weights travel in 1 byte, the rest in bf16
         ag_c = call(
             "layer weights",
@@ -115,6 +148,7 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
         rs_c = call("layer gradients", "reduce_scatter", "fsdp", cfg.fsdp, s.layer_params / tp * 4, L)
         calls += [ag_c, rs_c]
         ag, rs = ag_c.time_s, rs_c.time_s
+    if cfg.dp_shard > 1:
         if s.vocab:
             root = (s.embedding_params + s.output_params) / tp
             calls += [
@@ -127,7 +161,7 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
             "all_reduce",
             "replicate",
             cfg.replicate,
-            s.layer_params / tp / cfg.dp_shard * 4,
+            layer_params / tp / cfg.dp_shard * 4,
             L,
         )
         calls.append(ar_c)

@@ -10,6 +10,12 @@
     cast of each rank's shard joins the per-step overhead below;
   - async TP: each TP GEMM runs as ``tp`` chunks of ``tokens / tp`` rows (priced by the GEMM model).
 
+* **MoE models** (GQA MoE presets, ``tp = 1``): one MoE layer is :func:`perfmodel.step.layer_time` with ``ep``
+  (attention half + routed-expert block + EP all-to-all, the all-to-all added serially, not overlapped: an
+  estimate); the float8 all-gather adjustment applies to the attention half only. fwd / bwd come from the attention
+  kernels' phases, the block's ``fwd_s`` / ``bwd_s`` and the all-to-all's dispatch + combine per phase. The
+  model's dense layers (``dense_layer=True``) are a second :class:`LayerCompute` (:func:`dense_layer_compute`).
+
 * **Output layer and loss**: the bf16 output Linear ``hidden -> vocab / tp`` (torchtitan keeps it out of
   float8) and a compiled cross-entropy that reads the logits twice and writes their gradient
   (:data:`LOSS_BYTES_PER_LOGIT`); the embedding's gradient is written once, densely.
@@ -24,7 +30,9 @@
       reduce-scatter copy-in: bf16 grads -> fp32                6 B x full
       precomputed float8 scales (amax of every shard)           4 B x shard   (float8 all-gather only)
 
-  where ``shard = params / (dp_shard · tp)`` and ``full = params / tp`` (what a rank gathers).
+  where ``shard = params / (dp_shard · tp)`` and ``full = params / tp`` (what a rank gathers; MoE models with
+  ``ep``: every parameter but ``1 - 1/ep`` of the routed experts. ``shard`` is the same with or without EP: each
+  GPU's ``experts / ep`` experts are sharded over ``dp_shard / ep`` ranks).
 """
 
 from __future__ import annotations
@@ -45,7 +53,9 @@ __all__ = [
     "TRAIN_SCHEMA",
     "LayerCompute",
     "TrainParams",
+    "dense_layer_compute",
     "layer_compute",
+    "mean_layer_compute",
     "memory_bytes",
     "other_compute",
     "overhead_bytes",
@@ -115,7 +125,7 @@ class LayerCompute:
     gemm_fwd_s: Any  # the GEMMs async TP can hide the forward collectives behind
     gemm_bwd_s: Any  # backward's, with the recomputed forward's
     async_tp_extra_s: Any
-    layer_time: Any  # the step model's LayerTime of the TP-sharded layer (before the adjustments)
+    layer_time: Any  # the step model's LayerTime of the TP-sharded layer (MoE: its MoELayerTime), before adjustments
 
     @property
     def step_s(self) -> Any:
@@ -137,15 +147,8 @@ def _scale(cfg: TrainConfig, name: str) -> float:
     return 1.0
 
 
-def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
-    """One TP rank's decoder-layer step, adjusted for sequence parallelism, the float8 TP plan, float8
-    all-gather and async TP (module doc)."""
-    from .. import float8
-    from ..step import layer_time
-
-    lay = cfg.sharded_layer
-    lt = layer_time(
-        lay,
+def _layer_opts(cfg: TrainConfig, time_model: Any) -> dict[str, Any]:
+    return dict(
         gpu=cfg.gpu,
         seq_len=cfg.seq_len,
         batch=cfg.batch_per_gpu,
@@ -155,6 +158,72 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
         time_model=time_model,
         mix_order_norm_bwd=cfg.mix_order_norm_bwd,
     )
+
+
+def _moe_layer_compute(cfg: TrainConfig, time_model: Any, network: Any) -> LayerCompute:
+    """One MoE layer on one GPU (module doc): the attention half's kernels (float8 all-gather drops its weight
+    casts), then the expert block and the all-to-all, serially."""
+    from ..step import layer_time
+
+    g = cfg.ep_group
+    moe_kw = dict(ep=cfg.ep, gpus_per_node=g.per_node if g is not None else None, network=network)
+    lt = layer_time(cfg.sizes.name, **_layer_opts(cfg, time_model), **moe_kw)
+    att = _adjusted(cfg, lt.attention)
+    blk, a2a = lt.block, lt.all_to_all_s / 2  # dispatch + combine once in each phase
+    parts = {**att["parts"], "experts": blk.total_s, "all_to_all": lt.all_to_all_s}
+    return LayerCompute(
+        fwd_s=att["fwd"] + blk.fwd_s + a2a,
+        bwd_s=att["bwd"] + blk.bwd_s + a2a,
+        parts=parts,
+        gemm_fwd_s=att["gemm_fwd"],
+        gemm_bwd_s=att["gemm_bwd"],
+        async_tp_extra_s=0,
+        layer_time=lt,
+    )
+
+
+def dense_layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute | None:
+    """One of an MoE model's dense layers (``layer_time(..., dense_layer=True)``, adjusted as a dense layer);
+    ``None`` for a dense model or an MoE model without dense layers."""
+    from ..step import layer_time
+
+    if not cfg.sizes.is_moe or not cfg.sizes.dense_layers:
+        return None
+    opts = {**_layer_opts(cfg, time_model), "convert": cfg.dense_converted or "none"}
+    lt = layer_time(cfg.sizes.name, **opts, dense_layer=True)
+    att = _adjusted(cfg, lt)
+    return LayerCompute(
+        fwd_s=att["fwd"],
+        bwd_s=att["bwd"],
+        parts=att["parts"],
+        gemm_fwd_s=att["gemm_fwd"],
+        gemm_bwd_s=att["gemm_bwd"],
+        async_tp_extra_s=0,
+        layer_time=lt,
+    )
+
+
+def mean_layer_compute(cfg: TrainConfig, moe: LayerCompute, dense: LayerCompute | None) -> LayerCompute:
+    """The average decoder layer of an MoE model with dense layers (``moe_layers`` of ``moe``, the rest of
+    ``dense``), which the FSDP overlap formula of :mod:`perfmodel.train.comm` takes as its layer; ``moe`` itself when
+    there are no dense layers."""
+    if dense is None:
+        return moe
+    a, b = cfg.sizes.moe_layers / cfg.sizes.layers, cfg.sizes.dense_layers / cfg.sizes.layers
+    parts = {k: a * moe.parts.get(k, 0) + b * dense.parts.get(k, 0) for k in {**moe.parts, **dense.parts}}
+    return LayerCompute(
+        fwd_s=a * moe.fwd_s + b * dense.fwd_s,
+        bwd_s=a * moe.bwd_s + b * dense.bwd_s,
+        parts=parts,
+        gemm_fwd_s=a * moe.gemm_fwd_s + b * dense.gemm_fwd_s,
+        gemm_bwd_s=a * moe.gemm_bwd_s + b * dense.gemm_bwd_s,
+        async_tp_extra_s=0,
+        layer_time=moe.layer_time,
+    )
+
+
+def _adjusted(cfg: TrainConfig, lt: Any) -> dict[str, Any]:
+    """A LayerTime's kernels summed by phase and part after :func:`_scale` (SP, float8 TP plan, float8 all-gather)."""
     fwd: Any = 0
     bwd: Any = 0
     parts: dict[str, Any] = {"gemm": 0, "cast": 0, "attention": 0, "other": 0}
@@ -169,6 +238,23 @@ def layer_compute(cfg: TrainConfig, *, time_model: Any = None) -> LayerCompute:
         if k.part == "gemm":
             key = "fwd" if k.phase == "fwd" else "bwd"  # recomputed GEMMs run during backward
             gemm[key] = gemm[key] + t
+    return {"fwd": fwd, "bwd": bwd, "parts": parts, "gemm_fwd": gemm["fwd"], "gemm_bwd": gemm["bwd"]}
+
+
+def layer_compute(cfg: TrainConfig, *, time_model: Any = None, network: Any = None) -> LayerCompute:
+    """One TP rank's decoder-layer step, adjusted for sequence parallelism, the float8 TP plan, float8
+    all-gather and async TP (module doc). An MoE model: its MoE layer (``network``: the EP all-to-all's
+    inter-node network)."""
+    from .. import float8
+    from ..step import layer_time
+
+    if cfg.sizes.is_moe:
+        return _moe_layer_compute(cfg, time_model, network)
+    lay = cfg.sharded_layer
+    lt = layer_time(lay, **_layer_opts(cfg, time_model))
+    adj = _adjusted(cfg, lt)
+    fwd, bwd, parts = adj["fwd"], adj["bwd"], adj["parts"]
+    gemm = {"fwd": adj["gemm_fwd"], "bwd": adj["gemm_bwd"]}
     extra: Any = 0
     if cfg.async_tp:
         # each TP GEMM decomposed into tp chunks of tokens/tp rows (torch's micro-pipelined async TP)
@@ -213,6 +299,8 @@ def overhead_bytes(cfg: TrainConfig) -> float:
     """HBM bytes one rank moves per step for the optimizer and FSDP2's copies (module doc)."""
     P = cfg.sizes.total_params
     full = P / cfg.tp
+    if cfg.sizes.is_moe:  # a rank gathers its experts / ep experts of each MoE layer (and everything else)
+        full = P - cfg.sizes.moe_layers * cfg.sizes.expert_params * (1 - 1 / cfg.ep)
     shard = full / cfg.dp_shard
     fp8 = cfg.float8_all_gather
     lin = cfg.sizes.layers * cfg.fp8_gathered_params / cfg.tp  # what float8 all-gather gathers in fp8
@@ -227,4 +315,5 @@ def memory_bytes(cfg: TrainConfig) -> dict[str, Any]:
     FSDP2 with fp32 masters, eager; checked on H200 single-GPU steps, docs/train.md "Memory")."""
     from .memory import peak_memory
 
-    return peak_memory(cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, tp=cfg.tp, dp_shard=cfg.dp_shard)["parts"]
+    out = peak_memory(cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, tp=cfg.tp, dp_shard=cfg.dp_shard, ep=cfg.ep)
+    return out["parts"]

@@ -26,36 +26,98 @@ from ..errors import (
     IneligibleLinearError,
     InvalidParallelismError,
     InvalidShapeError,
-    MoEPresetError,
     PerfModelError,
     UnsupportedLayerError,
     choices_message,
 )
 from ..float8.recipes import Recipe, get_recipe
-from ..presets import LayerShape, ModelPreset, get_preset
+from ..presets import LayerShape, ModelPreset, MoEShape, get_preset
 from ..specs.gpu import GPUSpec
 
-__all__ = ["Groups", "ModelSizes", "TrainConfig", "check_config", "model_sizes", "shard_layer", "with_convert"]
+__all__ = [
+    "Groups",
+    "ModelSizes",
+    "TrainConfig",
+    "check_config",
+    "model_sizes",
+    "shard_layer",
+    "with_convert",
+]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelSizes:
-    """Parameter counts of the model (elements)."""
+    """Parameter counts of the model (elements).
+
+    Dense models: ``layer`` is the decoder layer, ``layer_params`` its Linears and two norm weights. MoE models
+    (``moe`` set; GQA MoE presets, priced by :func:`perfmodel.step.layer_time`): ``layer`` is the MoE layer's
+    attention half (its ``ffn`` is the dense layers' MLP width, or ``moe_inter`` where there are none: not used for
+    MoE layers), ``layer_params`` one MoE layer with **all** its experts
+    (``attention_linear_params + router_params + expert_params + shared_expert_params + 2·hidden``), and the
+    model has ``moe_layers`` MoE layers and ``layers - moe_layers`` dense layers of ``dense_layer_params`` each.
+    """
 
     name: str
     layer: LayerShape
     layers: int
     vocab: int
-    layer_params: int  # one decoder layer: its Linears and two norm weights
+    layer_params: int  # one decoder layer: its Linears and two norm weights (MoE: one MoE layer, every expert)
     layer_linear_params: int
     embedding_params: int  # vocab · hidden (untied from the output layer)
     output_params: int  # hidden · vocab, plus the final norm's hidden
     total_params: int
+    moe: MoEShape | None = None
+    moe_layers: int = 0  # MoE models: layers with the routed-expert block
+    dense_ffn: int = 0  # MoE models: the dense layers' MLP width (0: none)
+    attention_linear_params: int = 0  # MoE models: q, k, v, o of one layer
+    expert_params: int = 0  # MoE models: one layer's routed experts, experts · 3 · dim · moe_inter
+    shared_expert_params: int = 0  # MoE models: one layer's shared experts, 3 · dim · shared_experts · shared_inter
+    router_params: int = 0  # MoE models: one layer's router, dim · experts
+    dense_layer_params: int = 0  # MoE models: one dense layer (attention, SwiGLU MLP of dense_ffn, two norms)
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether the model has MoE layers."""
+        return self.moe is not None
+
+    @property
+    def dense_layers(self) -> int:
+        """Decoder layers without experts (every layer of a dense model)."""
+        return self.layers - self.moe_layers if self.is_moe else self.layers
 
     @property
     def non_embedding_params(self) -> int:
-        """Parameters the ``6·N`` FLOP count uses: every layer plus the output layer."""
+        """Every parameter but the embedding: every layer (MoE: every expert) plus the output layer."""
+        if self.is_moe:
+            return (
+                self.moe_layers * self.layer_params + self.dense_layers * self.dense_layer_params + self.output_params
+            )
         return self.layers * self.layer_params + self.output_params
+
+    @property
+    def active_layer_params(self) -> float:
+        """Parameters one token uses in one MoE layer: attention, router, its ``top_k`` routed experts, the shared
+        experts and two norms (a dense model: :attr:`layer_params`)."""
+        if not self.is_moe:
+            return self.layer_params
+        m = self.moe
+        routed = self.expert_params * m.top_k // m.experts
+        return self.attention_linear_params + self.router_params + routed + self.shared_expert_params + 2 * m.dim
+
+    @property
+    def active_non_embedding_params(self) -> float:
+        """Parameters the ``6·N`` model-FLOP count uses: per token, every dense layer, each MoE layer's active
+        parameters (:attr:`active_layer_params`: ``top_k`` routed experts + shared experts, not all experts) and the
+        output layer (dense models: :attr:`non_embedding_params`)."""
+        if not self.is_moe:
+            return self.non_embedding_params
+        dense = self.dense_layers * self.dense_layer_params
+        return self.moe_layers * self.active_layer_params + dense + self.output_params
+
+    @property
+    def active_params(self) -> float:
+        """Active parameters with the embedding (what MoE model cards quote: Mixtral 8x7B 12.9 B)."""
+        return self.active_non_embedding_params + self.embedding_params
 
 
 def _vocab(value: Any) -> int:
@@ -85,19 +147,17 @@ def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vo
     else:
         preset = get_preset(model) if not isinstance(model, ModelPreset) else model
         if preset.layer is None and preset.moe is not None:
-            raise MoEPresetError(
-                f"{preset.name} is an MoE model: the cluster model prices dense decoder layers only (MoE layers with "
-                "expert-parallel all-to-all are not modeled yet). The routed-expert block on one GPU: "
-                f"perfmodel.moe.expert_block_time({preset.name!r}, tokens=...), its float8 call perfmodel.moe.speedup"
-            )
+            from .moe import moe_sizes
+
+            v = _vocab(vocab if vocab is not None else _head_vocab(preset))
+            return ModelSizes(**moe_sizes(preset, layers=layers, vocab=v))
         if preset.layer is None:
             raise UnsupportedLayerError(
                 f"{preset.name}: the cluster model prices dense decoder layers only; {preset.layer_note or 'no layer'}"
                 ". MoE and MLA models are not modeled (perfmodel.float8.report still prices their Linears)."
             )
-        head = [lin for lin in preset.linears if lin.layers == 1 and lin.name in ("lm_head", "output")]
         lay, n, name = preset.layer, layers if layers is not None else preset.layers, preset.name
-        v = vocab if vocab is not None else (head[0].out_features if head else 0)
+        v = vocab if vocab is not None else _head_vocab(preset)
     n = check_size("layers", n)
     v = _vocab(v)
     lin = sum(s.in_features * s.out_features for s in lay.linears())
@@ -114,6 +174,11 @@ def model_sizes(model: str | ModelPreset | LayerShape, *, layers: int | None, vo
         output_params=out,
         total_params=n * per_layer + emb + out,
     )
+
+
+def _head_vocab(preset: ModelPreset) -> int:
+    head = [lin for lin in preset.linears if lin.layers == 1 and lin.name in ("lm_head", "output")]
+    return head[0].out_features if head else 0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -145,6 +210,12 @@ class TrainConfig:
     tp_group: Groups
     replicate: Groups
     mix_order_norm_bwd: bool | None = None
+    ep: int = 1  # expert-parallel degree (MoE models; out of the dp_shard ranks, torchtitan's rule)
+    ep_group: Groups | None = None  # MoE models: the EP group (ep neighbouring FSDP ranks)
+    expert_fsdp: Groups | None = None  # MoE models: the group that shards each expert (dp_shard / ep ranks)
+    dense_converted: tuple[
+        str, ...
+    ] = ()  # MoE models: the dense layers' Linears in float8 (perfmodel.train.moe.dense_converted)
 
     @functools.cached_property
     def fp8_gathered_params(self) -> int:
@@ -279,8 +350,10 @@ def check_config(
     ac: str,
     convert: Any = None,
     mix_order_norm_bwd: Any = None,
+    ep: Any = 1,
 ) -> TrainConfig:
     """Validate a job and derive its process groups (every problem a named error saying what is valid).
+    ``ep``: expert-parallel degree of an MoE model (:func:`check_ep`: out of the FSDP shard ranks; 1 for dense).
     ``convert``: the layer's Linears in float8 (names as :func:`perfmodel.step.layer_time` takes them);
     ``None``: every one eligible as a TP rank holds it (K and N multiples of 16 after ``tp`` sharding; the
     others stay bf16 and are absent from :attr:`TrainConfig.converted`)."""
@@ -325,16 +398,30 @@ def check_config(
         raise InvalidParallelismError("async_tp=True needs tp > 1 (it overlaps TP's collectives with its GEMMs)")
     if ac not in AC_MODES:
         raise PerfModelError(choices_message("ac", ac, AC_MODES))
+    if sizes.is_moe:
+        from .moe import check_moe_job
+
+        check_moe_job(sizes, seq, batch, ac)
     for d in rec.gemm_dtypes():
         if not gpu.supports(d):
             raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
-    converted = () if rec.name == "bf16" else _converted(lay, t, convert)
+    from .moe import check_ep, dense_converted, moe_converted
+
+    if sizes.is_moe:
+        converted = moe_converted(sizes, rec, convert)
+    else:
+        converted = () if rec.name == "bf16" else _converted(lay, t, convert)
     _check_fp8_all_gather(float8_all_gather, rec, converted)
     dp = n // (t * r)
+    e = check_ep(sizes, _int("ep", ep, "a positive integer (expert-parallel degree)"), tp=t, dp_shard=dp)
     per_node = gpu.interconnect.gpus_per_node if gpu.interconnect is not None else 1
     fsdp = Groups(size=dp, per_node=max(1, min(dp, per_node // t)))
     tpg = Groups(size=t, per_node=min(t, per_node))
     rep = Groups(size=r, per_node=max(1, min(r, per_node // (t * dp))))
+    ep_group = efsdp = None
+    if sizes.is_moe:  # mesh dp_shard = (dp_shard / ep) x ep, EP ranks neighbours (torchtitan)
+        ep_group = Groups(size=e, per_node=min(e, per_node))
+        efsdp = Groups(size=dp // e, per_node=max(1, min(dp // e, per_node // e)))
     if n > per_node and (n % per_node or (per_node % t and t < per_node)):
         raise InvalidParallelismError(
             f"n_gpus={n} with tp={t} does not fill whole nodes of {per_node} {gpu.name} GPUs: the model needs every "
@@ -359,6 +446,10 @@ def check_config(
         tp_group=tpg,
         replicate=rep,
         mix_order_norm_bwd=mix_order_norm_bwd,
+        ep=e,
+        ep_group=ep_group,
+        expert_fsdp=efsdp,
+        dense_converted=dense_converted(sizes, rec, convert, converted),
     )
 
 
@@ -387,6 +478,12 @@ def with_convert(cfg: TrainConfig, convert: Any, *, float8_all_gather: bool) -> 
     if not isinstance(float8_all_gather, bool):
         raise PerfModelError(f"float8_all_gather must be True or False, got {float8_all_gather!r}")
     _check_fp8_all_gather(float8_all_gather, cfg.recipe, None)
-    converted = () if cfg.recipe.name == "bf16" else _converted(cfg.sizes.layer, cfg.tp, convert)
+    from .moe import dense_converted, moe_converted
+
+    if cfg.sizes.is_moe:
+        converted = moe_converted(cfg.sizes, cfg.recipe, convert)
+    else:
+        converted = () if cfg.recipe.name == "bf16" else _converted(cfg.sizes.layer, cfg.tp, convert)
     _check_fp8_all_gather(float8_all_gather, cfg.recipe, converted)
-    return dataclasses.replace(cfg, converted=converted, float8_all_gather=float8_all_gather)
+    dense = dense_converted(cfg.sizes, cfg.recipe, convert, converted)
+    return dataclasses.replace(cfg, converted=converted, float8_all_gather=float8_all_gather, dense_converted=dense)

@@ -25,6 +25,14 @@ reproduces them); scored on 10 other configurations measured later the same day 
 (``h200_2026-12-03d``; docs/train.md, "Memory"). ``torch.compile``'s figures (:data:`COMPILED`) rest on two compiled
 configurations whose peak is the end of backward: the loss-moment constants under compile are an estimate.
 
+MoE models (estimated, never measured: the constants above were fitted on dense Llama steps only): each GPU holds
+``experts / ep`` experts of every MoE layer, sharded over the ``dp_shard / ep`` ranks that hold the same experts, so
+a rank's parameter, gradient and optimizer shard is ``total / dp_shard`` as without EP; FSDP2 keeps the last layer's
+non-expert weights and its ``experts / ep`` experts gathered; an MoE layer saves (per token, bf16) the attention
+half's tensors as a dense layer does, the router's scores (``experts``), the routed rows (``top_k · dim``: the
+permuted input) and the expert MLP's three saved tensors per routed row (``top_k · 3 · moe_inter``), and the shared
+experts' (``3 · shared_experts · shared_inter``) — times the same :data:`ACT_FACTOR`. :data:`MOE_NOTE` says so.
+
 Not counted: the CUDA context and allocator fragmentation (``memory_reserved`` is 5–25 % above the allocated peak in
 those runs); :func:`fits` leaves :data:`RESERVE_SHARE` of the GPU for them.
 """
@@ -47,10 +55,12 @@ __all__ = [
     "MAX_HELD_OUT_ERROR",
     "MEMORY_EXPECTED_ERROR",
     "MODES",
+    "MOE_NOTE",
     "RESERVE_SHARE",
     "TRANSIENT_BYTES_PER_EMBEDDING_PARAM",
     "activation_elements",
     "fits",
+    "moe_activation_elements",
     "peak_memory",
 ]
 
@@ -71,6 +81,11 @@ MEMORY_EXPECTED_ERROR = 5.0
 MAX_HELD_OUT_ERROR = 0.058
 #: what the output says of the memory figures
 CHECKED = "peak allocated; vs the H200 allocator: held-out median error 1.2 %, max 5.8 %"
+#: what the output says of an MoE model's memory figures
+MOE_NOTE = (
+    "MoE memory estimated: experts / ep per GPU sharded over dp_shard / ep ranks, routed rows and expert MLP "
+    "activations by count; the memory model was fitted on dense Llama steps only, no MoE step was measured"
+)
 #: how the parameters are held: FSDP2 fp32 masters with bf16 compute; plain GPU + autocast; everything in bf16
 MODES = ("fsdp", "amp", "bf16")
 
@@ -90,6 +105,23 @@ def activation_elements(layer: LayerShape, ac: str, tp: int = 1) -> float:
     raise PerfModelError(f"ac={ac!r}: valid activation-checkpointing modes are 'none', 'selective', 'full'")
 
 
+def moe_activation_elements(sizes: Any) -> float:
+    """bf16 elements per token one MoE layer saves (module doc; ``ac="none"`` only): the attention half as a dense
+    layer's, the router scores, the routed rows and the expert MLP's saved tensors per routed row, shared experts."""
+    m = sizes.moe
+    attn = activation_elements(sizes.layer, "none") - 3 * sizes.layer.ffn  # the dense formula without its MLP
+    routed = m.top_k * (m.dim + 3 * m.moe_inter)
+    return attn + m.experts + routed + 3 * m.shared_experts * m.shared_inter
+
+
+def _layer_activations(sizes: Any, ac: str, tp: int) -> Any:
+    """bf16 elements per token every decoder layer of the model saves, summed (MoE: MoE and dense layers)."""
+    if not getattr(sizes, "is_moe", False):
+        return activation_elements(sizes.layer, ac, tp) * sizes.layers
+    dense = activation_elements(sizes.layer, ac, tp) if sizes.dense_layers else 0  # layer.ffn is the dense width
+    return moe_activation_elements(sizes) * sizes.moe_layers + dense * sizes.dense_layers
+
+
 def peak_memory(
     sizes: Any,
     *,
@@ -99,6 +131,7 @@ def peak_memory(
     dp_shard: int = 1,
     compile: bool = False,
     mode: str = "fsdp",
+    ep: int = 1,
 ) -> dict[str, Any]:
     """Peak allocated bytes of one rank, with its parts at the peak moment (module doc).
 
@@ -109,6 +142,7 @@ def peak_memory(
         tp, dp_shard: tensor-parallel degree and FSDP shard degree (parameters shard over both).
         compile: layers and loss under ``torch.compile`` (:data:`COMPILED`).
         mode: one of :data:`MODES`; ``"amp"`` and ``"bf16"`` are plain single-GPU training (no sharding).
+        ep: expert-parallel degree of an MoE model (module doc; an estimate).
 
     Returns:
         ``{"peak": bytes, "moment": "loss" | "end of backward" (array of those for array input), "parts": {part:
@@ -124,8 +158,11 @@ def peak_memory(
     act_k = COMPILED["act_factor"] if compile else ACT_FACTOR[ac]
     logit_b = COMPILED["logit_bytes"] if compile else LOGIT_BYTES
     p_b, g_b, o_b = (2, 2, 4) if mode == "bf16" else (4, 4, 8)
-    acts = 2 * T * activation_elements(lay, ac, tp) * sizes.layers * act_k
-    gathered = 0 if mode != "fsdp" else 2 * (sizes.output_params + sizes.layer_params) / tp
+    acts = 2 * T * _layer_activations(sizes, ac, tp) * act_k
+    last = sizes.layer_params
+    if getattr(sizes, "is_moe", False):  # the last layer is an MoE layer: its experts / ep experts
+        last = sizes.layer_params - sizes.expert_params * (1 - 1 / ep)
+    gathered = 0 if mode != "fsdp" else 2 * (sizes.output_params + last) / tp
     # autocast's cached bf16 copies of every Linear weight used in forward (the layers' and the output layer's)
     autocast = 2 * (sizes.layers * sizes.layer_linear_params + sizes.output_params) if mode == "amp" else 0
     loss = {

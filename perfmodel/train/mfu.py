@@ -18,6 +18,10 @@ grad-weight — in the formats its recipe gives them (:meth:`perfmodel.float8.re
 weights and attention's ``12·L·heads·head_dim·seq`` count at the bf16 peak (torchtitan keeps the output layer
 bf16; SDPA runs in bf16). Peaks are the dense tensor-core figures of :mod:`perfmodel.specs` (datasheet).
 
+MoE models count the **active** parameters per token (each MoE layer's ``top_k`` routed experts, shared experts
+and router, not every expert), with the routed experts' GEMMs in the experts' recipe when ``"experts"`` is
+converted (torchao ``moe_training``: rowwise on Hopper, mxfp8 on Blackwell).
+
 These are the same FLOPs :func:`perfmodel.train.estimate` counts (``est.model_flops_per_step``), so a predicted
 and a measured MFU of one configuration compare like for like.
 """
@@ -81,6 +85,8 @@ def step_flops(config: TrainConfig) -> StepFlops:
         per_token[fmt] = per_token.get(fmt, 0) + flops
 
     converted = set(config.converted) if rec.name != "bf16" else set()
+    if sizes.is_moe:
+        return _moe_step_flops(config, add, per_token)
     for lin in lay.linears():
         params = lin.in_features * lin.out_features * sizes.layers
         formats = rec.gemm_dtypes() if lin.name in converted else ("bf16", "bf16", "bf16")
@@ -88,6 +94,35 @@ def step_flops(config: TrainConfig) -> StepFlops:
             add(fmt, 2 * params)
     norms = sizes.layers * (sizes.layer_params - sizes.layer_linear_params)
     add("bf16", 6 * (norms + sizes.output_params))
+    add("bf16", 12 * sizes.layers * lay.heads * lay.head_dim * config.seq_len)
+    return StepFlops(per_token=per_token, gpu=config.gpu)
+
+
+def _moe_step_flops(config: TrainConfig, add: Any, per_token: dict[str, Any]) -> StepFlops:
+    """:func:`step_flops` of an MoE model: per token, every layer's attention Linears, each MoE layer's router, its
+    ``top_k`` routed experts (in the experts' recipe when ``"experts"`` is converted) and shared experts (bf16), the
+    dense layers' MLP; norms, output layer and attention at the bf16 peak (the active parameters' 6·N)."""
+    sizes, lay, rec = config.sizes, config.sizes.layer, config.recipe
+    m = sizes.moe
+    fp8 = rec.gemm_dtypes()
+    conv, dconv = set(config.converted), set(config.dense_converted)
+    for lin in lay.linears():
+        if lin.name not in ("wq", "wk", "wv", "wo"):
+            continue
+        kn = lin.in_features * lin.out_features
+        for layers, names in ((sizes.moe_layers, conv), (sizes.dense_layers, dconv)):
+            for fmt in fp8 if lin.name in names else ("bf16",) * 3:
+                add(fmt, 2 * kn * layers)
+    routed = sizes.moe_layers * sizes.expert_params * m.top_k // m.experts
+    for fmt in fp8 if "experts" in conv else ("bf16",) * 3:
+        add(fmt, 2 * routed)
+    add("bf16", 6 * sizes.moe_layers * (sizes.router_params + sizes.shared_expert_params))
+    dense = dataclasses.replace(lay, ffn=sizes.dense_ffn) if sizes.dense_layers else None
+    for lin in dense.linears() if dense is not None else ():
+        if lin.name in ("w1", "w3", "w2"):
+            for fmt in fp8 if lin.name in dconv else ("bf16",) * 3:
+                add(fmt, 2 * lin.in_features * lin.out_features * sizes.dense_layers)
+    add("bf16", 6 * (2 * m.dim * sizes.layers + sizes.output_params))
     add("bf16", 12 * sizes.layers * lay.heads * lay.head_dim * config.seq_len)
     return StepFlops(per_token=per_token, gpu=config.gpu)
 
