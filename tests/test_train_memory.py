@@ -75,6 +75,7 @@ def test_held_out_runs_and_the_fit():
     # recorded 2026-12-03, scored once after the fit: median 1.2 %, max 5.8 % (70B L1 full AC, end of backward)
     assert np.median(errs) < 0.02 and max(errs) < 0.06
     assert max(errs) == pytest.approx(mem.MAX_HELD_OUT_ERROR, abs=0.0005)  # the figure the output quotes
+    assert f"held-out median error {100 * np.median(errs):.1f} %, max {100 * max(errs):.1f} %" in mem.CHECKED
     for rs in (held, vm.rows(vm.FIT)):
         assert all(not r["fits"] for r in rs if r["status"] == "oom")  # never "fits" for a run that ran out
     fitted = vm.fit()
