@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MoE routed-expert block fwd+bwd on one H200, bf16 against torchao 0.17.0 float8 rowwise (prototype/moe_training),
-# plus Triton's own MoE bench for the seed's case. See perfmodel/bench/moe_block.py.
+# plus Triton's own MoE bench for the seed's case. See perfmodel/bench/moe_block/.
 #
 #   DEADLINE_S=300 bash benchmarks/gpu_moe_block.sh      # with $OUT set; carry=[".whl", ".tk"]
 #

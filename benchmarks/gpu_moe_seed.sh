@@ -3,7 +3,7 @@
 # llama4-maverick-like experts (dim1 5120, dim2 8192 = fused gate+up, 128 experts, 4 active, TP1 EP1), fp8 x fp8
 # and bf16 x mx4 (Hopper has no native mx4), ~20 total-token batches 128..8192 from the seed's batch set.
 # Proton profiles land in the seed's layout {root}/llama4-maverick/{x}-{w}-TP1-EP1/profiles/batch-{batch}.hatchet
-# and are packed into $OUT/moe_seed_profiles.tar.gz. See perfmodel/bench/moe_block.py (phase seed, run_seed).
+# and are packed into $OUT/moe_seed_profiles.tar.gz. See perfmodel/bench/moe_block/ (phase seed, run_seed).
 #
 #   SEED_BUDGET_S=60 bash benchmarks/gpu_moe_seed.sh        # needs .tk/triton_kernels (carry=[".tk"])
 #

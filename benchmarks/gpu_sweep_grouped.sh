@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The grouped-GEMM (MoE expert) sweep on the GPU machine: bf16 torch._grouped_mm and fp8 rowwise
 # torch._scaled_grouped_mm in the fwd (2D x 3D) and wgrad (2D x 2D) forms, plus dense fp8 _scaled_mm at
-# aligned neighbours of 4096 / 50304. See perfmodel/bench/grouped_gemm.py.
+# aligned neighbours of 4096 / 50304. See perfmodel/bench/grouped_gemm/.
 #
 #   bash benchmarks/gpu_sweep_grouped.sh              # probes, event times, kernel times (~9 min on an H200)
 #   bash benchmarks/gpu_sweep_grouped.sh --quick      # smoke test (~1.5 min)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Decoder-layer fwd+bwd sweep on one GPU (H200): bf16 against torchao float8 with all, one group or a
-# subset of the Linears converted (perfmodel/bench/layer.py; `python -m perfmodel.bench.layer plan`
+# subset of the Linears converted (perfmodel/bench/layer/; `python -m perfmodel.bench.layer plan`
 # lists the 164 configs and their priorities).
 #
 #   bash benchmarks/gpu_sweep_layer.sh                 # the sweep, by priority, ends before DEADLINE_S (575 s)

@@ -63,7 +63,7 @@ EXPERTS_GROUP = "experts"
 #: (tensorwise, blockwise, ...) leave the experts in bf16 under ``convert=None`` and are refused for "experts"
 EXPERT_RECIPES: dict[str, str] = {"rowwise": "rowwise", "mxfp8": "mxfp8"}
 #: the GQA attention of the MoE presets (heads, kv_heads, head_dim) from their config.json (cited in
-#: perfmodel/presets.py next to each preset). DeepSeek's MLA is not here: the step model has no MLA kernel.
+#: perfmodel/presets/_moe.py next to each preset). DeepSeek's MLA is not here: the step model has no MLA kernel.
 MOE_ATTENTION: dict[str, tuple[int, int, int]] = {
     "mixtral-8x7b": (32, 8, 128),
     "qwen3-30b-a3b": (32, 4, 128),

@@ -1,0 +1,135 @@
+"""The bench's model table, constants and its error class."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from ...errors import PerfModelError
+
+__all__ = [
+    "ALIGN",
+    "ALL_ROUTINGS",
+    "EST_BYTES_PER_S",
+    "EST_FIRST_FP8_S",
+    "EST_FLOPS_PER_S",
+    "EST_HOST_CALL_S",
+    "EST_ITEM_SETUP_S",
+    "MAX_MEMORY_BYTES",
+    "MODELS",
+    "MODEL_BY_NAME",
+    "PROFILE_ITERS",
+    "RECIPES",
+    "REP_MS",
+    "ROUTINGS",
+    "SCHEMA",
+    "SEED",
+    "SKEW_ALPHA",
+    "TOKENS",
+    "WARMUP_MS",
+    "WRITE_NAMES",
+    "BlockConfig",
+    "MoEBlockError",
+]
+
+SCHEMA = "perfmodel.bench.moe_block/1"
+
+
+class MoEBlockError(PerfModelError, ValueError):
+    """A bad argument to the MoE block bench (model names, token counts, routing, budgets, files)."""
+
+
+# ---- models (each number from the model's published config.json; cited per row) -------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockConfig:
+    """One MoE layer's routed-expert block: ``dim`` (hidden size), ``inter`` (one routed expert's intermediate
+    size), ``experts`` (experts on this GPU = the grouped GEMMs' groups), ``top_k``, ``shared_inter`` (the shared
+    expert's intermediate size, 0 = none), ``score_func``, ``router_experts`` (the router's outputs; differs from
+    ``experts`` only for a local-experts variant), ``source``."""
+
+    name: str
+    dim: int
+    inter: int
+    experts: int
+    top_k: int
+    shared_inter: int
+    score_func: str
+    router_experts: int
+    source: str
+
+    @property
+    def expert_params(self) -> int:
+        """Routed-expert parameters on this GPU (w1, w2, w3)."""
+        return 3 * self.experts * self.dim * self.inter
+
+
+MODELS: tuple[BlockConfig, ...] = (
+    # deepseek-ai/DeepSeek-V2-Lite config.json (the torchtitan deepseek_v3 "16B" flavour has the same MoE):
+    # hidden_size 2048, moe_intermediate_size 1408, n_routed_experts 64, num_experts_per_tok 6, n_shared_experts 2,
+    # scoring_func softmax. Shared expert intermediate = 2 x 1408.
+    BlockConfig("deepseek_v3_16b", 2048, 1408, 64, 6, 2 * 1408, "softmax", 64,
+                "DeepSeek-V2-Lite config.json / torchtitan deepseek_v3 16B: hidden_size, moe_intermediate_size, "
+                "n_routed_experts, num_experts_per_tok, n_shared_experts=2"),
+    # deepseek-ai/DeepSeek-V3 config.json: hidden_size 7168, moe_intermediate_size 2048, n_routed_experts 256,
+    # num_experts_per_tok 8, n_shared_experts 1, scoring_func sigmoid (n_group 8 / topk_group 4 not modelled).
+    BlockConfig("deepseek_v3", 7168, 2048, 256, 8, 2048, "sigmoid", 256,
+                "DeepSeek-V3 config.json: hidden_size, moe_intermediate_size, n_routed_experts, num_experts_per_tok, "
+                "n_shared_experts=1, scoring_func=sigmoid"),
+    # The same layer as one of EP=8 GPUs holds it: 256 / 8 = 32 local experts, top-8 routing, T tokens per GPU
+    # (after the all-to-all each GPU receives T*k rows on average: the same per-expert load). The router keeps its
+    # 256 outputs; the forced routing picks among the 32 local experts. No all-to-all is timed.
+    BlockConfig("deepseek_v3_ep8", 7168, 2048, 32, 8, 2048, "sigmoid", 256,
+                "DeepSeek-V3 config.json as above; local-experts variant 256/EP8 = 32 experts on this GPU"),
+    # Qwen/Qwen3-30B-A3B config.json: hidden_size 2048, moe_intermediate_size 768, num_experts 128,
+    # num_experts_per_tok 8, no shared expert, softmax router (norm_topk_prob true).
+    BlockConfig("qwen3_30b_a3b", 2048, 768, 128, 8, 0, "softmax", 128,
+                "Qwen3-30B-A3B config.json: hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok"),
+    # meta-llama/Llama-4-Scout-17B-16E config.json text_config: hidden_size 5120, intermediate_size 8192,
+    # num_local_experts 16, num_experts_per_tok 1; one shared expert of intermediate_size; sigmoid router.
+    BlockConfig("llama4_scout", 5120, 8192, 16, 1, 8192, "sigmoid", 16,
+                "Llama-4-Scout-17B-16E config.json text_config: hidden_size, intermediate_size, num_local_experts, "
+                "num_experts_per_tok; shared expert"),
+    # meta-llama/Llama-4-Maverick-17B-128E config.json text_config: hidden_size 5120, intermediate_size 8192,
+    # num_local_experts 128, num_experts_per_tok 1; shared expert; sigmoid router. All 128 experts on one GPU.
+    BlockConfig("llama4_maverick", 5120, 8192, 128, 1, 8192, "sigmoid", 128,
+                "Llama-4-Maverick-17B-128E config.json text_config: hidden_size, intermediate_size, "
+                "num_local_experts, num_experts_per_tok; shared expert"),
+    # mistralai/Mixtral-8x7B-v0.1 config.json: hidden_size 4096, intermediate_size 14336, num_local_experts 8,
+    # num_experts_per_tok 2, softmax router, no shared expert.
+    BlockConfig("mixtral_8x7b", 4096, 14336, 8, 2, 0, "softmax", 8,
+                "Mixtral-8x7B-v0.1 config.json: hidden_size, intermediate_size, num_local_experts, "
+                "num_experts_per_tok"),
+    # openai/gpt-oss-120b config.json: hidden_size 2880, intermediate_size 2880, num_local_experts 128,
+    # experts_per_token 4, softmax over the top-k logits. Its expert biases and clamped SwiGLU are not modelled.
+    BlockConfig("gpt_oss_120b", 2880, 2880, 128, 4, 0, "softmax", 128,
+                "gpt-oss-120b config.json: hidden_size, intermediate_size, num_local_experts, experts_per_token"),
+)  # fmt: skip
+MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
+
+TOKENS: tuple[int, ...] = (8192, 4096, 16384, 32768)  # priority order: every model at 8192 first
+ROUTINGS: tuple[str, ...] = ("balanced", "skewed")  # "natural" (the router's own top-k) is accepted too
+ALL_ROUTINGS: tuple[str, ...] = ("balanced", "skewed", "natural")
+RECIPES: tuple[str, ...] = ("bf16", "fp8_rowwise")
+ALIGN: Mapping[str, int] = {"bf16": 8, "fp8_rowwise": 16}  # token-group alignment (rows), see module doc
+SKEW_ALPHA = 1.0  # Dirichlet concentration of the skewed expert popularity
+SEED = 0
+WARMUP_MS = 25.0  # do_bench's own defaults
+REP_MS = 100.0
+MAX_MEMORY_BYTES = 120e9  # items estimated above this are planned as skipped (the H200 has ~141 GB)
+PROFILE_ITERS = 3
+EST_FLOPS_PER_S = {"bf16": 600e12, "fp8_rowwise": 850e12}  # sizing only (grouped GEMM, measured ~ in db778b4)
+EST_BYTES_PER_S = 3.0e12
+EST_HOST_CALL_S = {"bf16": 2.5e-3, "fp8_rowwise": 5e-3}  # eager fwd+bwd host time (Python + launches)
+EST_ITEM_SETUP_S = 1.0
+EST_FIRST_FP8_S = {"time": 12.0, "kernels": 3.0}  # Triton JIT (cached on disk after the time phase) + autotune
+# of torchao's cast kernels, once per process and model dims
+WRITE_NAMES = {
+    "time": "moe_block_time.json",
+    "kernels": "moe_block_kernels.json",
+    "pieces": "moe_block_pieces.json",
+    "selftest": "moe_block_selftest.json",
+    "plan": "moe_block_plan.json",
+    "seed": "moe_seed_status.json",
+}
