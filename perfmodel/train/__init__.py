@@ -626,7 +626,7 @@ def _priced(
         exposed_tp_s=plan.exposed_tp_s,
         memory=mem,
         memory_bytes=total_mem,
-        fits=total_mem <= MEMORY_HEADROOM * cap,
+        fits=_memory.fits(total_mem, cap),
         model_flops_per_step=_flops_per_step(cfg),
         provenance=_provenance(cfg, layer, params, network),
         dense_layer=dense,

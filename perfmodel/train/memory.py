@@ -200,6 +200,10 @@ def peak_memory(
 
 
 def fits(peak_bytes: Any, gpu_memory_bytes: float) -> Any:
-    """Whether a predicted allocated peak leaves :data:`RESERVE_SHARE` of the GPU's memory free (bool or array)."""
-    out = np.less_equal(peak_bytes, (1 - RESERVE_SHARE) * gpu_memory_bytes)
+    """Whether a predicted allocated peak leaves :data:`RESERVE_SHARE` of the GPU's memory free (bool or array; a
+    sympy relational for a symbolic peak)."""
+    limit = (1 - RESERVE_SHARE) * gpu_memory_bytes
+    if is_symbolic(peak_bytes):
+        return peak_bytes <= limit
+    out = np.less_equal(peak_bytes, limit)
     return bool(out) if np.ndim(out) == 0 else out
