@@ -22,12 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
+from perfmodel.measured.moe_bench import _W_BYTES
+
 DATA = Path(__file__).resolve().parent / "data" / "h200_2026-12-03d" / "moe_seed_profiles.tar.gz"
 BATCHES = (128, 160, 192, 224, 288, 352, 448, 512, 640, 896, 1024, 1280, 1536, 1920, 2304, 2944, 3584, 4352, 5376,
            6656, 8192)  # fmt: skip
 DTYPES = (("fp8", "fp8"), ("bf16", "mx4"))
-#: stored bytes per weight element (mx4: 4 bits + one e8m0 scale per 32 = 4.25 bits)
-W_BYTES = {"fp8": 1.0, "bf16": 2.0, "mx4": 4.25 / 8}
+#: stored bytes per weight element (mx4: 4 bits + one e8m0 scale per 32 = 4.25 bits): the predicted series' own table
+W_BYTES = _W_BYTES
 
 
 def extract(dest: Path, path: Path = DATA) -> Path:
