@@ -36,6 +36,10 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "llama4_maverick": (5120, 8192, 128, 1, 8192, "sigmoid", 128),
     "mixtral_8x7b": (4096, 14336, 8, 2, 0, "softmax", 8),
     "gpt_oss_120b": (2880, 2880, 128, 4, 0, "softmax", 128),
+    "qwen3_235b_a22b": (4096, 1536, 128, 8, 0, "softmax", 128),  # the fresh families (2026-12-03)
+    "olmoe_1b_7b": (2048, 1024, 64, 8, 0, "softmax", 64),
+    "dbrx": (6144, 10752, 16, 4, 0, "softmax", 16),
+    "phi35_moe": (4096, 6400, 16, 2, 0, "softmax", 16),
 }
 
 

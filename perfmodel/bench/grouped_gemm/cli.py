@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rep-ms", type=_positive("a time in ms"), default=REP_MS, help="do_bench rep, ms")
     p.add_argument("--families", type=_families, default=None, help="only these families, e.g. deepseek_v3,random")
     p.add_argument("--quick", action="store_true", help="a smoke test: one cheap shape per family, 4 neighbours")
+    p.add_argument("--no-neighbours", action="store_true", help="leave out the dense fp8 neighbour items")
     p.add_argument("--dry-run", action="store_true", help="print the plan and estimated times; no torch, no GPU")
     p.add_argument("--suffix", default="", help="added to the output file names")
     p.add_argument("--calls", type=_calls, default=PROFILED_CALLS, help="kernels: profiled calls per item")
@@ -246,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         quick=args.quick,
         families=args.families,
     )
+    if args.no_neighbours:
+        neighbours = []
     text = plan_summary(items, neighbours, info, seed=args.seed, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
     if args.phase == "plan" or args.dry_run:
         print(text)

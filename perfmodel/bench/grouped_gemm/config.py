@@ -160,6 +160,40 @@ MOE_MODELS: tuple[MoEModel, ...] = (
         4,
         "gpt-oss-120b config.json: hidden_size, intermediate_size, num_local_experts, experts_per_token",
     ),
+    # the fresh families (added 2026-12-03, measured after their predictions were committed; no (K, N) of them is in
+    # any earlier family)
+    MoEModel(
+        "qwen3_235b_a22b",
+        4096,
+        1536,
+        128,
+        8,
+        "Qwen3-235B-A22B config.json: hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok",
+    ),
+    MoEModel(
+        "olmoe_1b_7b",
+        2048,
+        1024,
+        64,
+        8,
+        "OLMoE-1B-7B-0924 config.json: hidden_size, intermediate_size, num_experts, num_experts_per_tok",
+    ),
+    MoEModel(
+        "dbrx",
+        6144,
+        10752,
+        16,
+        4,
+        "dbrx-base config.json: d_model, ffn_config.ffn_hidden_size, ffn_config.moe_num_experts, ffn_config.moe_top_k",
+    ),
+    MoEModel(
+        "phi35_moe",
+        4096,
+        6400,
+        16,
+        2,
+        "Phi-3.5-MoE-instruct config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok",
+    ),
 )
 RANDOM_FAMILY = "random"
 NEIGHBOUR_FAMILY = "fp8_neighbours"

@@ -105,6 +105,24 @@ MODELS: tuple[BlockConfig, ...] = (
     # experts_per_token 4, softmax over the top-k logits. Its expert biases and clamped SwiGLU are not modelled.
     BlockConfig("gpt_oss_120b", 2880, 2880, 128, 4, 0, "softmax", 128,
                 "gpt-oss-120b config.json: hidden_size, intermediate_size, num_local_experts, experts_per_token"),
+    # The fresh families (added 2026-12-03; their predictions were committed before they were measured).
+    # Qwen/Qwen3-235B-A22B config.json: hidden_size 4096, moe_intermediate_size 1536, num_experts 128,
+    # num_experts_per_tok 8, no shared expert, softmax router. 128 experts on one GPU.
+    BlockConfig("qwen3_235b_a22b", 4096, 1536, 128, 8, 0, "softmax", 128,
+                "Qwen3-235B-A22B config.json: hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok"),
+    # allenai/OLMoE-1B-7B-0924 config.json: hidden_size 2048, intermediate_size 1024, num_experts 64,
+    # num_experts_per_tok 8, no shared expert, softmax router.
+    BlockConfig("olmoe_1b_7b", 2048, 1024, 64, 8, 0, "softmax", 64,
+                "OLMoE-1B-7B-0924 config.json: hidden_size, intermediate_size, num_experts, num_experts_per_tok"),
+    # databricks/dbrx-base config.json: d_model 6144, ffn_config.ffn_hidden_size 10752, moe_num_experts 16,
+    # moe_top_k 4, softmax router, no shared expert.
+    BlockConfig("dbrx", 6144, 10752, 16, 4, 0, "softmax", 16,
+                "dbrx-base config.json: d_model, ffn_config.ffn_hidden_size, moe_num_experts, moe_top_k"),
+    # microsoft/Phi-3.5-MoE-instruct config.json: hidden_size 4096, intermediate_size 6400, num_local_experts 16,
+    # num_experts_per_tok 2 (its sparsemixer router is priced as the softmax router: same kernels' bytes).
+    BlockConfig("phi35_moe", 4096, 6400, 16, 2, 0, "softmax", 16,
+                "Phi-3.5-MoE-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
+                "num_experts_per_tok"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
