@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if res["ok"] else 1
     if args.phase == "seed":
         return _main_seed(args, command)
-    from ._device import require_cuda
+    from .._device import require_cuda
 
     require_cuda()
     rec = Recorder(args.out / WRITE_NAMES[args.phase], collect_meta(command), resume=args.resume)

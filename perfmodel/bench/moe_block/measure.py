@@ -21,7 +21,7 @@ __all__ = [
 
 
 def _bench(fn: Callable[[], Any]) -> dict[str, float]:
-    from ._device import bench
+    from .._device import bench
 
     return bench(fn, warmup_ms=WARMUP_MS, rep_ms=REP_MS)
 
@@ -89,7 +89,7 @@ def _base_record(item: BlockItem, recipe: str) -> dict[str, Any]:
 def measure_time(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[dict[str, Any]]:
     """do_bench of fwd and fwd+bwd for each recipe (bf16 first; fp8 converts the same block in place, so the
     weights are identical and no second copy is held). A failing recipe is recorded and the next one still runs."""
-    from ._device import require_cuda
+    from .._device import require_cuda
 
     torch = require_cuda()
     recs: list[dict[str, Any]] = []
@@ -135,7 +135,7 @@ def measure_time(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[dict
 def _profile_kernels(torch: Any, fn: Callable[[], Any], iters: int) -> dict[str, Any]:
     from torch.profiler import ProfilerActivity, profile
 
-    from ._device import kernel_times_s
+    from .._device import kernel_times_s
 
     for _ in range(2):
         fn()
@@ -156,7 +156,7 @@ def _profile_kernels(torch: Any, fn: Callable[[], Any], iters: int) -> dict[str,
 
 def measure_kernels(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[dict[str, Any]]:
     """torch.profiler pass: kernels of the forward and of fwd+bwd per iteration, per recipe (no do_bench here)."""
-    from ._device import require_cuda
+    from .._device import require_cuda
 
     torch = require_cuda()
     recs = []
@@ -185,7 +185,7 @@ def measure_kernels(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[d
 def measure_pieces(item: BlockItem) -> list[dict[str, Any]]:
     """bf16 pieces alone (do_bench each): router fwd / fwd+bwd, permute (plan + gather), the grouped GEMMs in fwd,
     dgrad and wgrad form (w13 = one of w1/w3, w2), SwiGLU fwd, unpermute (weighted scatter-add), shared expert."""
-    from ._device import require_cuda
+    from .._device import require_cuda
 
     torch = require_cuda()
     F = torch.nn.functional
