@@ -35,7 +35,8 @@ The block is torchtitan's ``MoE`` / ``GroupedExperts`` layout as our H200 bench 
   it costs rows (in every GEMM and kernel), not a pad kernel.
 
 ``recipe="mxfp8"`` (Blackwell; ``mxfp8_grouped_mm.py``): 1x32-block quantization of the activations along K and
-of the weights (one pass each), scale re-layout kernels, 32-row group padding; the GEMMs are priced as fp8 grouped
+of the weights (one pass each), the five scale re-layouts per expert linear at their measured H200 times
+(:mod:`perfmodel.moe.mx_relayout`), 32-row group padding; the GEMMs are priced as fp8 grouped
 GEMMs by the non-Hopper roofline estimate of :mod:`perfmodel.moe.grouped`. **Estimated**, and labelled so.
 
 Memory kernels are priced by the GPU's time model (``memory_kernel_time_s``: fixed latency + bytes at its copy
@@ -66,6 +67,7 @@ from ..models.registry import resolve
 from ..presets import MoEShape
 from ..specs.gpu import get_gpu
 from .grouped import check_timing, grouped_gemm
+from .mx_relayout import relayout_time_s
 from .routing import as_moe_shape, block_group_sizes, check_tokens, expert_counts, skewed_counts
 
 __all__ = [
@@ -355,16 +357,30 @@ def _quant_rowwise(p: _Pricer, tag: str, R: int, g: np.ndarray, E: int, K: int, 
 
 
 def _quant_mxfp8(p: _Pricer, tag: str, R: int, E: int, K: int, N: int) -> None:
-    """torchao's mxfp8 grouped GEMM casts (1x32 blocks, one pass each, e8m0 scale per 32 elements), estimated."""
+    """torchao's mxfp8 grouped GEMM casts (1x32 blocks, one pass each, e8m0 scale per 32 elements), estimated at
+    copy bandwidth, and its five scale re-layouts (fwd: activation M-groups, weight per expert; dgrad: output
+    gradient M-groups; wgrad: both operands K-groups) at their measured H200 times (:mod:`.mx_relayout`; with
+    ``measured_eager=False``, bare launches as in the first form)."""
     s = 1 / 32
     p.mem(f"{tag}.A_dim0", "fwd", "quant", R * K * (2 + 1 + s), "estimate: mxfp8 dim0 quantize")
     p.mem(f"{tag}.w_dim0", "fwd", "quant", E * K * N * (2 + 1 + s), "estimate: mxfp8 3-D quantize")
-    p.tiny(f"{tag}.scale_blocked_layout", "fwd", "quant", 2)
     p.mem(f"{tag}.gO_dim0", "bwd", "quant", R * N * (2 + 1 + s), "estimate")
     p.mem(f"{tag}.w_other_dim", "bwd", "quant", E * K * N * (2 + 1 + s), "estimate")
     p.mem(f"{tag}.gO_dim1", "bwd", "quant", R * N * (2 + 1 + s), "estimate")
     p.mem(f"{tag}.A_dim1", "bwd", "quant", R * K * (2 + 1 + s), "estimate")
-    p.tiny(f"{tag}.scale_blocked_layout_bwd", "bwd", "quant", 4)
+    relayouts = (
+        ("A_scales_blocked", "fwd", "rearrange_2d_M_groups", R, K),
+        ("w_scales_blocked", "fwd", "rearrange_per_group_3d", N, K),
+        ("gO_scales_blocked", "bwd", "rearrange_2d_M_groups", R, N),
+        ("gO_t_scales_blocked", "bwd", "rearrange_2d_K_groups", N, R),
+        ("A_t_scales_blocked", "bwd", "rearrange_2d_K_groups", K, R),
+    )
+    for name, phase, kernel, rows, cols in relayouts:
+        if not p.eager:
+            p.tiny(f"{tag}.{name}", phase, "quant", 1)
+            continue
+        t, note = relayout_time_s(kernel, rows, cols, E)
+        p.kernels.append(BlockKernel(f"{tag}.{name}", phase, t, 0.0, 0.0, "quant", note))
 
 
 def _experts(p: _Pricer, m: MoEShape, g: np.ndarray, recipe: str, fused: bool, compiled: bool) -> None:
