@@ -1,14 +1,17 @@
 """perfmodel: predict how fast GPU work runs, and read what it really ran at, in one vocabulary.
 
 Importing perfmodel imports numpy only: sympy, torch, triton and matplotlib are imported where
-they are used.
+they are used, and perfmodel's own modules on first use of a name they define (``perfmodel.gemm_time_s`` loads
+:mod:`perfmodel.gemm`): ``import perfmodel`` costs little beyond numpy (issue #35).
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from ._backend import lambdify
+from typing import TYPE_CHECKING
+
+from ._backend import lambdify  # numpy, the one dependency every answer needs
 from .errors import (
     CalibrationError,
     FileRefusedError,
@@ -31,13 +34,16 @@ from .errors import (
     UnsupportedFormatError,
     UnsupportedLayerError,
 )
-from .formats import FORMATS, Format, get_format
-from .gemm import gemm_bytes, gemm_error_bar, gemm_flops, gemm_perfdata, gemm_time_s
-from .models.base import ExpectedError, Provenance
-from .models.errorbars import ErrorBar
-from .models.registry import provenance, time_model
-from .perfdata import PerfData
-from .specs.gpu import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
+
+if TYPE_CHECKING:  # the names below load on first use (``__getattr__``); type checkers read them here
+    from .formats import FORMATS, Format, get_format
+    from .gemm import gemm_bytes, gemm_error_bar, gemm_flops, gemm_perfdata, gemm_time_s
+    from .models.base import ExpectedError, Provenance
+    from .models.errorbars import ErrorBar
+    from .models.kernel_choice import GemmKernel, gemm_kernel, kernel_class
+    from .models.registry import provenance, time_model
+    from .perfdata import PerfData
+    from .specs.gpu import GPUS, Efficiency, GPUSpec, Peaks, get_gpu, gpu_from_proton, list_gpus
 
 # Submodules reached as attributes (pm.float8.speedup, pm.proton.read) load on first use.
 _LAZY = {
@@ -58,8 +64,18 @@ _LAZY = {
     "counting": "counting",
     "examples": "examples",
 }
-#: public names whose module loads on first use (keeps ``import perfmodel`` near numpy's cost, issue #35)
-_LAZY_NAMES = dict.fromkeys(("GemmKernel", "gemm_kernel", "kernel_class"), "models.kernel_choice")
+#: public names whose module loads on first use (keeps ``import perfmodel`` near numpy's cost, and a CLI verb pays
+#: only for the modules it runs: issue #35); the value is the module, relative to this package
+_LAZY_NAMES = {
+    **dict.fromkeys(("FORMATS", "Format", "get_format"), "formats"),
+    **dict.fromkeys(("gemm_bytes", "gemm_error_bar", "gemm_flops", "gemm_perfdata", "gemm_time_s"), "gemm"),
+    **dict.fromkeys(("ExpectedError", "Provenance"), "models.base"),
+    "ErrorBar": "models.errorbars",
+    **dict.fromkeys(("GemmKernel", "gemm_kernel", "kernel_class"), "models.kernel_choice"),
+    **dict.fromkeys(("provenance", "time_model"), "models.registry"),
+    "PerfData": "perfdata",
+    **dict.fromkeys(("GPUS", "Efficiency", "GPUSpec", "Peaks", "get_gpu", "gpu_from_proton", "list_gpus"), "specs.gpu"),
+}
 #: module names of the flat layout (before 2026-12-03) -> their home now; reached as ``pm.<old>`` they still
 #: work, with a DeprecationWarning that names the new path.
 _MOVED = {
@@ -81,7 +97,9 @@ def __getattr__(name: str):
     if name in _LAZY:
         return importlib.import_module(f"{__name__}.{_LAZY[name]}")
     if name in _LAZY_NAMES:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        globals()[name] = value  # once loaded, a plain attribute
+        return value
     if name in _MOVED:
         import warnings
 
@@ -92,6 +110,11 @@ def __getattr__(name: str):
         )
         return importlib.import_module(f"{__name__}.{_MOVED[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The loaded attributes, every public name and the submodules that load on first use."""
+    return sorted({*globals(), *__all__, *_LAZY})
 
 
 __all__ = [

@@ -479,7 +479,8 @@ def _unmasked(name: str, value: Any) -> Any:
     data; one with masked entries is refused (:class:`~perfmodel.errors.MaskedInputError`) — a formula on
     its data would price the masked entries (break-even's masked output fed back into ``speedup`` gave
     1.6e-5x), and numpy drops masks in ``where``/``maximum``."""
-    if not isinstance(value, np.ma.MaskedArray):
+    ma = sys.modules.get("numpy.ma")  # no masked array exists before numpy.ma loads: `np.ma` costs ~20 ms (#35)
+    if ma is None or not isinstance(value, ma.MaskedArray):
         return value
     mask = np.ma.getmaskarray(value)
     if mask.any():
