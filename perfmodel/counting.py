@@ -130,15 +130,27 @@ def _gemm_bytes(M, K, N, fmt: Format, out_fmt: Format, scaling):
 
 
 def _gemm_bytes_inplace(M, K, N, fmt: Format, out_fmt: Format, scaling) -> np.ndarray:
-    """:func:`_gemm_bytes` on float64 arrays of one shape in two buffers: the same operations in the same order."""
+    """:func:`_gemm_bytes` on float64 arrays of one shape in two buffers, skipping the passes that change nothing
+    (a factor 1, 0 scale bytes) and folding equal element sizes (bf16 in and out) into one multiply: every term is
+    a whole number of bytes, exact in float64 up to 2**53, so the same floats as the formula's order."""
     out = M * K
     tmp = K * N
     out += tmp
-    out *= fmt.bytes_per_element
+    a, c = fmt.bytes_per_element, out_fmt.bytes_per_element
     np.multiply(M, N, out=tmp)
-    tmp *= out_fmt.bytes_per_element
-    out += tmp
-    out += _scale_bytes(M, K, N, fmt, scaling)
+    if a == c:  # (M·K + K·N + M·N) · a
+        out += tmp
+        if a != 1:
+            out *= a
+    else:
+        if a != 1:
+            out *= a
+        if c != 1:
+            tmp *= c
+        out += tmp
+    scale = _scale_bytes(M, K, N, fmt, scaling)
+    if not (isinstance(scale, int) and scale == 0):
+        out += scale
     return out
 
 

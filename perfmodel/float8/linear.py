@@ -22,6 +22,7 @@ from ..counting import FP8_GEMM_ALIGN, fp8_aligned, fp8_condition, gemm_bytes, g
 from ..errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError
 from ..formats import get_format
 from ..models.base import Provenance, gemm_kernel_time_s
+from ..models.calibrated import CalibratedModel
 from ..models.errorbars import ErrorBar, error_bar, mark_outside, shape_family
 from ..models.kernel_choice import kernel_class
 from ..models.registry import ModelLike, resolve
@@ -197,6 +198,14 @@ def _kernel_class(g: GemmCall) -> str:
         return ""
 
 
+def _scaled(t: Any, factor: float, tm: Any) -> Any:
+    """``t · factor``; in place where ``t`` is a float64 grid the calibrated model has just made for this GEMM (its
+    own buffer: a pass and a temporary less), else a new value."""
+    if isinstance(tm, CalibratedModel) and isinstance(t, np.ndarray) and t.dtype == np.float64 and t.flags.owndata:
+        return np.multiply(t, factor, out=t)
+    return t * factor
+
+
 def _options(
     fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes
 ) -> CastOptions:
@@ -303,7 +312,7 @@ def _linear_time(
         )
         factor = tm.step_gemm_factor(fmt, scaling)  # GEMMs inside a step vs timed alone (calibrated)
         if factor != 1.0:
-            t = t * factor
+            t = _scaled(t, factor, tm)
         gemms.append(GemmCall(name=name, M=m, K=k, N=n, dtype=fmt.name, scaling=scaling, layout=layout, time_s=t))
     opts = _options(
         fuse_input_with_prev, fuse_grad_output_with_prev, cache_weight_cast, torch_compile_limitations, dynamic_shapes

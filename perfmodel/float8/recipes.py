@@ -60,8 +60,13 @@ class Kernel:
 
     @property
     def bytes(self) -> Any:
-        """``read_bytes + write_bytes``."""
-        return self.read_bytes + self.write_bytes
+        """``read_bytes + write_bytes`` (one of them itself where the other is the int 0: a grid is not copied)."""
+        r, w = self.read_bytes, self.write_bytes
+        if type(w) is int and w == 0:
+            return r
+        if type(r) is int and r == 0:
+            return w
+        return r + w
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -160,8 +165,11 @@ def tensor_cast_kernels(
     if scaling not in ("dynamic", "delayed"):
         raise UnknownRecipeError(choices_message("scaling type", scaling, ("dynamic", "delayed")))
     numel = dim0 * dim1
-    first_read = 0 if fuse_with_prev else _HP * numel
+    hp = _HP * numel  # a bf16 copy of the tensor, bytes; also 2 fp8 copies (_F8 = _HP / 2): one array, not three
+    first_read = 0 if fuse_with_prev else hp
     tc_read = _F8 * numel if torch_compile_limitations else 0
+    cast_read = hp + tc_read if torch_compile_limitations else hp
+    fp8_pair = hp if 2 * _F8 == _HP else 2 * _F8 * numel
     stage2 = Kernel(name=f"{tensor}.amax_stage2", tensor=tensor, launch_only=True, dataflow="tmp -> amax")
     if scaling == "dynamic":
         kernels = (
@@ -182,8 +190,8 @@ def tensor_cast_kernels(
             Kernel(
                 name=f"{tensor}.cast_row_col",
                 tensor=tensor,
-                read_bytes=_HP * numel + tc_read,
-                write_bytes=2 * _F8 * numel,
+                read_bytes=cast_read,
+                write_bytes=fp8_pair,
                 dataflow=f"{tensor}_bf16, amax -> {tensor}_fp8 (row + col major)",
             ),
         ]
@@ -196,7 +204,7 @@ def tensor_cast_kernels(
                 name=f"{tensor}.amax_cast_row_col",
                 tensor=tensor,
                 read_bytes=first_read,
-                write_bytes=2 * _F8 * numel,
+                write_bytes=fp8_pair,
                 dataflow=f"{tensor}_bf16 -> amax stage 1 + cast -> {tensor}_fp8 (row + col major), tmp",
             ),
             stage2,
@@ -214,8 +222,8 @@ def tensor_cast_kernels(
         Kernel(
             name=f"{tensor}.cast_row_col",
             tensor=tensor,
-            read_bytes=_HP * numel + tc_read,
-            write_bytes=2 * _F8 * numel,
+            read_bytes=hp + tc_read,
+            write_bytes=fp8_pair,
             dataflow=f"{tensor}_bf16, scale -> {tensor}_fp8 (row + col major)",
         ),
     ]
