@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import operator
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import cached_property
+from itertools import chain, compress
 from types import MappingProxyType
 from typing import Any
 
@@ -44,26 +47,10 @@ from ..models.kernel_choice import kernel_class_of
 from ..perfdata import PerfData, bitwidth_format
 from ..specs.gpu import GPULike, GPUSpec, get_gpu
 from ..specs.proton import DEVICE_RANGES, device_range_applies
-from .hatchet import (
-    _BYTES,
-    _COUNT,
-    _DEVICE_TYPE,
-    _FLOPS,
-    _IGNORE,
-    _MAX_METRIC,
-    _NS_PER,
-    _TIME,
-    _classify,
-    _fail,
-    _load_json,
-    _metric_value,
-    _node_where,
-)
+from .hatchet import _MAX_METRIC, _fail, _load_json
+from .proton_tree import LAUNCH_METADATA_FRAME, walk
 
 __all__ = ["LAUNCH_METADATA_FRAME", "Kernel", "Profile", "read"]
-
-#: The frame Proton's launch hook opens while it computes ``launch_metadata`` (ignored).
-LAUNCH_METADATA_FRAME = "__proton_launch_metadata"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -119,122 +106,19 @@ class Profile:
 
     # -- parsing --------------------------------------------------------------------------------
     def _walk(self, roots: list[Any]) -> None:
-        """Iterative pre-order walk; fills flat per-node arrays (parents precede children)."""
-        names: list[str] = []
-        parents: list[int] = []
-        n_children: list[int] = []
-        node_time: list[float] = []  # device time, ns (0 for scopes)
-        node_flops: list[dict[int, float] | None] = []
-        node_bytes: list[float] = []
-        kernel_nodes: list[int] = []
-        key_kinds: dict[str, tuple[int, Any]] = {}  # metric name -> meaning, classified once
-        extras: dict[int, tuple[int, str | None, str | None]] = {}  # kernel -> count, type, id
-        path = self.path
-        IGNORE, FLOPS, BYTES, COUNT, TIME, DEVICE_TYPE = _IGNORE, _FLOPS, _BYTES, _COUNT, _TIME, _DEVICE_TYPE
-        max_metric = _MAX_METRIC
-        stack: list[tuple[Any, int, int]] = [(r, -1, 0) for r in reversed(roots)]
-        while stack:
-            node, parent, depth = stack.pop()
-            if not isinstance(node, dict):
-                raise _fail(path, f"a tree node is a {type(node).__name__}, expected an object")
-            frame = node.get("frame")
-            metrics = node.get("metrics")
-            if not isinstance(frame, dict) or not isinstance(frame.get("name"), str):
-                raise _fail(path, f"a node at depth {depth} has no 'frame' with a string 'name'")
-            name = frame["name"]
-            if name == LAUNCH_METADATA_FRAME:
-                continue
-            if not isinstance(metrics, dict):
-                raise _fail(path, f"{_node_where(names, parents, parent, name)} has no 'metrics' object")
-            children = node.get("children", [])
-            if not isinstance(children, list):
-                raise _fail(path, f"{_node_where(names, parents, parent, name)}: 'children' is not a list")
-            hint_root = parent < 0 and name == "ROOT"
-            time_raw = 0
-            is_kernel = False
-            flops: dict[int, float] | None = None
-            nbytes = 0
-            count, dtype, did = 0, None, None
-            for raw_key, value in metrics.items():
-                kind = key_kinds.get(raw_key)
-                if kind is None:
-                    kind = key_kinds[raw_key] = _classify(raw_key)
-                code = kind[0]
-                if code == IGNORE:
-                    continue
-                tv = type(value)
-                if code >= DEVICE_TYPE:  # device_type or device_id: a string (or a 3.0 integer)
-                    if tv is not str:
-                        if tv is not int:
-                            raise _fail(
-                                path,
-                                f"{_node_where(names, parents, parent, name)}: metric {short(raw_key, 60)!r} is "
-                                f"{short_repr(value)}, expected a string or an integer",
-                            )
-                        value = str(value)
-                    if code == DEVICE_TYPE:
-                        dtype = value
-                    else:
-                        did = value
-                    continue
-                if (tv is not int and tv is not float) or not 0 <= value <= max_metric:
-                    try:  # lists (3.8 array metrics), or a bad value
-                        value = _metric_value(value)
-                    except ValueError as exc:
-                        where = _node_where(names, parents, parent, name)
-                        raise _fail(path, f"{where}: metric {short(raw_key, 60)!r} {exc}") from None
-                    except OverflowError:  # an integer too large for a float (JSON has no size limit)
-                        where = _node_where(names, parents, parent, name)
-                        raise _fail(
-                            path,
-                            f"{where}: metric {short(raw_key, 60)!r} is {short_repr(value)}, expected at most 1e30",
-                        ) from None
-                if code == FLOPS:
-                    if hint_root and value == 0:
-                        continue
-                    if flops is None:
-                        flops = {}
-                    flops[kind[1]] = flops.get(kind[1], 0) + value
-                elif code == BYTES:
-                    nbytes = value
-                elif code == COUNT:
-                    if tv is not int and value != int(value):
-                        where = _node_where(names, parents, parent, name)
-                        raise _fail(
-                            path, f"{where}: metric {short(raw_key, 60)!r} is {value!r}, expected a whole number"
-                        )
-                    count = int(value)
-                elif code == TIME:
-                    if hint_root and value == 0:
-                        continue
-                    if value <= 0:
-                        where = _node_where(names, parents, parent, name)
-                        raise _fail(
-                            path,
-                            f"{where}: metric {short(raw_key, 60)!r} is {value!r}, expected a device time > 0 "
-                            "(Proton overflowed a counter?)",
-                        )
-                    if kind[1] != "ns":
-                        value = value * _NS_PER[kind[1]]
-                    time_raw = value
-                    is_kernel = True
-            index = len(names)
-            names.append(name)
-            parents.append(parent)
-            n_children.append(0)
-            if parent >= 0:
-                n_children[parent] += 1
-            node_time.append(time_raw)
-            node_flops.append(flops)
-            node_bytes.append(nbytes)
-            if is_kernel:
-                kernel_nodes.append(index)
-                extras[index] = (count, dtype, did)
-            for child in reversed(children):
-                stack.append((child, index, depth + 1))
-        self._names, self._parents, self._n_children = names, parents, n_children
-        self._time, self._flops, self._bytes = node_time, node_flops, node_bytes
-        self._kernel_nodes, self._extras = kernel_nodes, extras
+        """Flat per-node columns in pre-order (parents first): :func:`perfmodel.measured.proton_tree.walk`."""
+        tree = walk(self.path, roots)
+        self._names, self._parents, self._n_children = tree.names, tree.parents, tree.n_children
+        self._time, self._flops, self._bytes = tree.time, tree.flops, tree.bytes
+        self._kernel_nodes = tree.kernel_nodes
+        self._counts, self._device_types, self._device_ids = tree.counts, tree.device_types, tree.device_ids
+
+    @cached_property
+    def _extras(self) -> dict[int, tuple[int, str | None, str | None]]:
+        """Kernel node -> (launch count, device type, device id)."""
+        return dict(
+            zip(self._kernel_nodes, zip(self._counts, self._device_types, self._device_ids, strict=True), strict=True)
+        )
 
     def _path_of(self, index: int) -> tuple[str, ...]:
         out = []
@@ -356,15 +240,13 @@ class Profile:
         """
         regex = self._regex(pattern, "kernel-name")
         names, n_children = self._names, self._n_children
-        matches: dict[str, bool] = {}  # kernel names repeat: match each distinct name once
-        picked = []
-        for i in self._kernel_nodes:
-            name = names[i]
-            hit = matches.get(name)
-            if hit is None:
-                hit = matches[name] = regex.fullmatch(name) is not None
-            if hit and not (leaves_only and n_children[i]):
-                picked.append(i)
+        kernel_names = list(map(names.__getitem__, self._kernel_nodes))
+        # kernel names repeat: match each distinct name once
+        matches = {name: regex.fullmatch(name) is not None for name in dict.fromkeys(kernel_names)}
+        hits = list(map(matches.__getitem__, kernel_names))
+        if leaves_only:
+            hits = list(map(operator.and_, hits, map(operator.not_, map(n_children.__getitem__, self._kernel_nodes))))
+        picked = list(compress(self._kernel_nodes, hits))
         if not picked:
             sample = sorted({names[i] for i in self._kernel_nodes})
             shown = ", ".join(repr(short(n, 80)) for n in sample[:8]) + (", ..." if len(sample) > 8 else "")
@@ -374,7 +256,7 @@ class Profile:
                 f"no{leaf} kernel name matches {pattern!r} (re.fullmatch); "
                 f"{len(sample)} kernel names, e.g. {shown or 'none'}",
             )
-        devices = [self._extras[i][1:] for i in picked]
+        devices = zip(compress(self._device_types, hits), compress(self._device_ids, hits), strict=True)
         gpu = self._resolve(gpu, devices, f"kernels matching {pattern!r}")
         return self._sum(
             picked,
@@ -382,7 +264,7 @@ class Profile:
             gpu=gpu,
             dtype=dtype,
             label=pattern if label is None else label,
-            meta={"pattern": pattern, "kernels": len(picked), "launches": sum(self._extras[i][0] for i in picked)},
+            meta={"pattern": pattern, "kernels": len(picked), "launches": sum(compress(self._counts, hits))},
         )
 
     def scopes(
@@ -448,15 +330,18 @@ class Profile:
         label: str,
         meta: dict[str, Any],
     ) -> PerfData:
-        by_width: dict[int, float] = {}
-        nbytes = 0
-        for i in nodes:
-            f = self._flops[i]
-            if f:
-                for width, v in f.items():
-                    by_width[width] = by_width.get(width, 0) + v
-            nbytes += self._bytes[i]
-        time_s = sum(self._time[i] for i in kernels) / 1e9
+        # sums in node order, as a loop over the nodes would add them (so floats round the same)
+        with_flops = list(filter(None, map(self._flops.__getitem__, nodes)))
+        widths = Counter(chain.from_iterable(with_flops))  # in order of first appearance
+        if len(widths) == 1:
+            by_width = {w: sum(map(operator.itemgetter(w), with_flops)) for w in widths}
+        else:
+            by_width = {
+                w: sum(map(operator.itemgetter(w), filter(operator.methodcaller("__contains__", w), with_flops)))
+                for w in widths
+            }
+        nbytes = sum(map(self._bytes.__getitem__, nodes))
+        time_s = sum(map(self._time.__getitem__, kernels)) / 1e9
         flops = sum(by_width.values())
         if flops < 0 or nbytes < 0 or time_s <= 0:
             raise _fail(
