@@ -1,4 +1,4 @@
-"""Speed of the tile model (``model="tiles"``) against the default calibrated model, measured in the same run.
+"""Speed of the tile model (``time_model="tiles"``) against the default calibrated model, measured in the same run.
 
 Prices N random GEMMs (seeded; M, K, N multiples of 8 from 8 to 32768, so every one runs the aligned kernels, and
 the same count with odd sizes, priced by the fallback kernels) as one array call per model and format, best of

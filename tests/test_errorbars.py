@@ -93,9 +93,14 @@ def test_shipped_table_is_well_formed():
 
 
 def test_lookup_falls_back_and_says_what_it_borrowed():
+    llm = error_bar("gemm_time", "measured", "llm", "kernel")
+    assert llm.family == "llm" and not llm.borrowed
+    assert llm.high - llm.low < error_bar("gemm_time", "measured", "all", "kernel").high - 0.5
+    # held out by shape, the layout sweep has too few square GEMMs in no fit for a bar: the class's "all" one
     square = error_bar("gemm_time", "measured", "square", "kernel")
-    assert square.family == "square" and not square.borrowed
-    assert square.high - square.low < error_bar("gemm_time", "measured", "all", "kernel").high - 0.5
+    assert square.family == "all" and not any(
+        (b.kind, b.family, b.model) == ("measured", "square", "") for b in error_bar_table()
+    )
     # the estimated class has one bar for all families and timings
     est = error_bar("gemm_time", "estimated", "llm", "event")
     assert (est.family, est.timing) == ("all", "any")

@@ -1,4 +1,4 @@
-"""Fit the tile model (:mod:`perfmodel.models.tiles`, ``model="tiles"``) on the H200 layout sweep's kernel times.
+"""Fit the tile model (:mod:`perfmodel.models.tiles`, ``time_model="tiles"``) on the H200 layout sweep's kernel times.
 
 ``python -m benchmarks.harness.calibrate_tiles [--force] [-o perfmodel/calibrations/h200_tiles.json.gz]`` (from the
 repository's root; this module moved out of the package when the tile model was frozen: the wheel does not ship it)

@@ -125,7 +125,7 @@ def score_gemms(
         M, K, N, t = (np.array([r[f] for r in rs]) for f in ("M", "K", "N", "time_s"))
         out[group] = {}
         for name, (spec, model) in models.items():
-            pred = np.asarray(pm.gemm_time_s(M, K, N, dtype, spec, scaling, model=model), float)
+            pred = np.asarray(pm.gemm_time_s(M, K, N, dtype, spec, scaling, time_model=model), float)
             if model is None:  # ours predicts kernel time; the sweep timed calls with CUDA events
                 pred = pred + event_overhead_s
             out[group][name] = ape_stats(pred, t)
@@ -202,7 +202,7 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
                         ("roofline", ours, "roofline"),
                     ):
                         rec = None if recipe == "bf16" else recipe
-                        pred = float(float8.linear_time(*shape, rec, spec, model=model).total_s)
+                        pred = float(float8.linear_time(*shape, rec, spec, time_model=model).total_s)
                         linear_times[name].append((pred, float(np.median(times[recipe]))))
         for recipe in RECIPES:
             if "bf16" not in times or recipe not in times:
@@ -211,12 +211,12 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
             for name, (spec, model) in specs.items():
                 if model == "original":  # its own recipe: dynamic scaling, amax fused with the previous op
                     kw = {"fuse_input_with_prev": True, "fuse_grad_output_with_prev": True}
-                    fp8 = float8.linear_time(*shape, "dynamic", spec, model=model, **kw).total_s
+                    fp8 = float8.linear_time(*shape, "dynamic", spec, time_model=model, **kw).total_s
                 else:
                     fp8 = float8.linear_time(
-                        *shape, recipe, spec, model=model, dynamic_shapes=compile_ == "dynamic M"
+                        *shape, recipe, spec, time_model=model, dynamic_shapes=compile_ == "dynamic M"
                     ).total_s
-                pred = float(float8.linear_time(*shape, None, spec, model=model).total_s / fp8)
+                pred = float(float8.linear_time(*shape, None, spec, time_model=model).total_s / fp8)
                 pairs[f"{recipe} ({compile_})"][name].append((pred, meas))
     for row in sorted(pairs, key=lambda r: (r.endswith("M)"), r)):
         report["linear"][row], report["decisions"][row] = {}, {}
@@ -236,6 +236,8 @@ def evaluate(files: list[Path]) -> dict[str, Any]:
     report["linear_time_points"] = {k: np.array(v).T.tolist() for k, v in linear_times.items()}
     report["fresh"] = score_fresh(models, cal.model_.kernels.event_overhead_s)
     report["calibration"] = cal.model_
+    # the fit's inputs, by shape and group (what makes a GEMM of another sweep in-sample by shape)
+    report["fit_shapes"], report["group_key"] = cal.fit_shapes_, cal.group_key
     gemm = [r for r in recs if r["op"] == "gemm"]
     heldout = sum(is_heldout(r["M"], r["K"], r["N"], fraction=HELDOUT) for r in gemm)
     report["counts"] = {
@@ -354,7 +356,7 @@ def score_published_float8() -> dict[str, Any]:
         }
         out[ds["name"]] = {"recipe": recipe, "n": len(meas), "source": ds["source"].get("url", "")}
         for name, (gpu, model) in models.items():
-            pred = np.asarray(float8.speedup(M, K, N, recipe, gpu, model=model), dtype=float)
+            pred = np.asarray(float8.speedup(M, K, N, recipe, gpu, time_model=model), dtype=float)
             out[ds["name"]][name] = _speedup_stats(pred, meas)
     return out
 
@@ -370,7 +372,7 @@ def score_published_gemm() -> dict[str, Any]:
         meas = 2.0 * M * K * N / (rows[:, 3] * 1e12)
         out[ds["name"]] = {"gpu": ds["gpu"], "dtype": ds["dtype"], "n": len(meas)}
         for name, model in (("perfmodel (estimated)", None), ("roofline", "roofline")):
-            pred = np.asarray(pm.gemm_time_s(M, K, N, ds["dtype"], ds["gpu"], ds["scaling"], model=model), float)
+            pred = np.asarray(pm.gemm_time_s(M, K, N, ds["dtype"], ds["gpu"], ds["scaling"], time_model=model), float)
             out[ds["name"]][name] = {**ape_stats(pred, meas), "ape": (np.abs(pred - meas) / meas * 100).tolist()}
     all_ape = [a for d in out.values() for a in d["perfmodel (estimated)"]["ape"]]
     out["_all"] = {"n": len(all_ape), "mdape": float(np.median(all_ape))}
@@ -527,7 +529,9 @@ def score_fallback(kern: list[dict[str, Any]]) -> dict[str, Any]:
     meas = np.array([r["time_s"] for r in rows])
     out = {}
     for name, m in (("fallback", model), ("factors", without)):
-        pred = [float(pm.gemm_time_s(r["M"], r["K"], r["N"], "bf16", spec, layout=r["layout"], model=m)) for r in rows]
+        pred = [
+            float(pm.gemm_time_s(r["M"], r["K"], r["N"], "bf16", spec, layout=r["layout"], time_model=m)) for r in rows
+        ]
         out[name] = ape_stats(np.array(pred), meas)
     return out
 
@@ -827,29 +831,67 @@ def _sweep_ratios(records: list[dict[str, Any]], timing: str, model: str | None)
     for (dtype, scaling, layout), idx in groups.items():
         M, K, N = (np.array([records[i][d] for i in idx]) for d in ("M", "K", "N"))
         pred = np.asarray(
-            pm.gemm_time_s(M, K, N, dtype, "H200", scaling, layout=layout, timing=timing, model=model), float
+            pm.gemm_time_s(M, K, N, dtype, "H200", scaling, layout=layout, timing=timing, time_model=model), float
         )
         ratio[idx] = np.array([records[i]["time_s"] for i in idx]) / pred
     fams = [shape_family(r["M"], r["K"], r["N"], r.get("layout", "rc")) for r in records]
     return ratio, fams
 
 
+def in_fit(rep: dict[str, Any], records: list[dict[str, Any]]) -> np.ndarray:
+    """Which GEMM records have a shape the shipped calibration's GEMM fits used: ``(M, K, N, group)`` in the fit's
+    inputs (``Calibrator.fit_shapes_``, the group as ``Calibrator.group_key`` names it): in-sample by shape."""
+    fitted, key = rep["fit_shapes"], rep["group_key"]
+    return np.array([(r["M"], r["K"], r["N"], key(r)) in fitted for r in records], dtype=bool)
+
+
+def _family_bars(kind: str, timing: str, ratio: np.ndarray, fams: np.ndarray, basis: str) -> list[dict[str, Any]]:
+    """The ``gemm_time`` bar of ``kind`` over every GEMM, and one per shape family with enough of them."""
+    bars = [_bar("gemm_time", kind, "all", timing, ratio, basis)]
+    for fam in SHAPE_FAMILIES:
+        sel = fams == fam
+        if sel.sum() >= MIN_FAMILY_N:
+            bars.append(_bar("gemm_time", kind, fam, timing, ratio[sel], basis))
+    return bars
+
+
+LAYOUT_SWEEP_BASIS = "H200 layout sweep 2026-12-01 (measured after the fit)"
+
+
+def _calibrated_sweep_bars(rep: dict[str, Any], held_out: bool) -> list[dict[str, Any]]:
+    """The shipped calibration's ``measured`` GEMM-time bars on the 2026-12-01 layout sweep: on the GEMMs whose
+    shapes are in no fit (``held_out``: the shipped bars), or on the others (in-sample by shape, reported apart)."""
+    bars = []
+    for timing in ("kernel", "event"):
+        recs = list(_layout_sweep(timing))
+        seen = in_fit(rep, recs)
+        sel = ~seen if held_out else seen
+        ratio, fams = _sweep_ratios(recs, timing, None)
+        if held_out:
+            what = f"held out by shape: {int(sel.sum())} of {len(recs)} GEMMs whose shapes are in no fit"
+        else:
+            what = f"in-sample by shape: the {int(sel.sum())} of {len(recs)} GEMMs whose shapes a fit measured"
+        basis = f"{LAYOUT_SWEEP_BASIS}, shipped H200 calibration, {what}"
+        bars += _family_bars("measured", timing, ratio[sel], np.array(fams)[sel], basis)
+    return bars
+
+
+def score_in_sample_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shipped calibration on the layout sweep's GEMMs whose shapes a fit used (in-sample by shape): reported
+    next to the held-out bars (``error_bars.json``'s ``in_sample``), never used as a bar."""
+    return _calibrated_sweep_bars(rep, held_out=False)
+
+
 def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
     """The shipped error-bar table (perfmodel/calibrations/error_bars.json), recomputed from the data."""
-    kern, event = list(_layout_sweep("kernel")), list(_layout_sweep("event"))
-    bars = []
-    sweep = "H200 layout sweep 2026-12-01 (measured after the fit)"
-    for kind, model, what in (("measured", None, "shipped H200 calibration"), ("roofline", "roofline", "roofline")):
-        for timing, recs in (("kernel", kern), ("event", event)):
-            ratio, fams = _sweep_ratios(recs, timing, model)
-            fams_arr = np.array(fams)
-            basis = f"{sweep}, {what}"
-            bars.append(_bar("gemm_time", kind, "all", timing, ratio, basis))
-            for fam in SHAPE_FAMILIES:
-                sel = fams_arr == fam
-                if sel.sum() >= MIN_FAMILY_N:
-                    bars.append(_bar("gemm_time", kind, fam, timing, ratio[sel], basis))
-    # the tile model (model="tiles"): the TILES_FRESH_SESSIONS pooled, each measured after it (formula fits and
+    # the shipped calibration: held out by shape (the sweep repeats shapes of the fit's 2026-11-30 sweeps)
+    bars = _calibrated_sweep_bars(rep, held_out=True)
+    # the roofline fits nothing: every GEMM of the sweep
+    for timing in ("kernel", "event"):
+        recs = list(_layout_sweep(timing))
+        ratio, fams = _sweep_ratios(recs, timing, "roofline")
+        bars += _family_bars("roofline", timing, ratio, np.array(fams), f"{LAYOUT_SWEEP_BASIS}, roofline")
+    # the tile model (time_model="tiles"): the TILES_FRESH_SESSIONS pooled, each measured after it (formula fits and
     # learned correction) was committed
     for timing in ("kernel", "event"):
         parts = [_layout_sweep(timing, s) for s in TILES_FRESH_SESSIONS]
@@ -910,7 +952,7 @@ def score_error_bars(rep: dict[str, Any]) -> list[dict[str, Any]]:
     rows = np.array(ds["rows"], dtype=float)
     M, K, N = (rows[:, i].astype(np.int64) for i in range(3))
     for kind, model in (("transferred", None), ("roofline", "roofline")):
-        pred = np.asarray(float8.speedup(M, K, N, "rowwise", "H100", model=model), dtype=float)
+        pred = np.asarray(float8.speedup(M, K, N, "rowwise", "H100", time_model=model), dtype=float)
         bars.append(
             _bar(
                 "speedup",
@@ -940,12 +982,22 @@ def markdown_error_bars(bars: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def write_error_bars(bars: list[dict[str, Any]], path: Path = ERROR_BARS) -> None:
+def write_error_bars(
+    bars: list[dict[str, Any]], path: Path = ERROR_BARS, in_sample: list[dict[str, Any]] | None = None
+) -> None:
+    """Write the error-bar table; ``in_sample``: the in-sample-by-shape figures, kept apart from the bars."""
     note = (
         "p10/median/p90 of measured/predicted per quantity, provenance class, shape family and timing; "
         "written by `python benchmarks/validate.py gemm --write` from the committed data (docs/validation/errorbars.md)"
     )
-    path.write_text(json.dumps({"schema": ERRORBARS_SCHEMA, "note": note, "bars": bars}, indent=1) + "\n")
+    doc: dict[str, Any] = {"schema": ERRORBARS_SCHEMA, "note": note, "bars": bars}
+    if in_sample:
+        doc["in_sample_note"] = (
+            "not bars: the shipped H200 calibration on the layout-sweep GEMMs whose shapes (M, K, N, format) a fit "
+            "used, in-sample by shape, reported next to the held-out 'measured' bars"
+        )
+        doc["in_sample"] = in_sample
+    path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 def plot(rep: dict[str, Any], path: Path) -> None:
@@ -1072,6 +1124,6 @@ def run(write: bool = False) -> list[tables.Block]:
     if write:
         plot(rep, PNG)
         rep["calibration"].save(SHIPPED, force=True)
-        write_error_bars(bars)
+        write_error_bars(bars, in_sample=score_in_sample_bars(rep))
         print(f"wrote {PNG.relative_to(ROOT)}, {SHIPPED.relative_to(ROOT)}, {ERROR_BARS.relative_to(ROOT)}")
     return blocks

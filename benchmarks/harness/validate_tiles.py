@@ -1,4 +1,4 @@
-"""The tile model (``model="tiles"``, :mod:`perfmodel.models.tiles`) against the H200 layout sweeps, next to
+"""The tile model (``time_model="tiles"``, :mod:`perfmodel.models.tiles`) against the H200 layout sweeps, next to
 the default calibrated model on the same GEMMs.
 
 Three kinds of session, kept apart:
@@ -1157,7 +1157,7 @@ def _seen_share(rep: Mapping[str, Any]) -> str:
 def markdown(rep: dict[str, Any]) -> str:
     lines = [
         "**The tile model against the default, per session** (kernel time, MdAPE / p90 %; `python benchmarks/"
-        'validate.py tiles`). `tiles` is `model="tiles"`, `default` the shipped calibrated model:\n',
+        'validate.py tiles`). `tiles` is `time_model="tiles"`, `default` the shipped calibrated model:\n',
         "| session | GEMM | GEMMs | default | tiles | default, non-`llm` | tiles, non-`llm` |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -11,11 +11,12 @@ and family lay in ``[t·low, t·high]``.
 The table (``perfmodel/calibrations/error_bars.json``) is written by ``python benchmarks/validate.py
 gemm --write`` from the committed data and checked against it by the test suite:
 
-* ``measured``, GEMM time: the shipped H200 calibration on the 2026-12-01 H200 layout sweep (4725 GEMMs
-  in bf16 ``rr``/``rc``/``cr`` and fp8 ``rc``, measured after the fit; ``benchmarks/data/h200_2026-12-01``),
-  per family and timing;
+* ``measured``, GEMM time: the shipped H200 calibration on the 2026-12-01 H200 layout sweep, held out by
+  shape (the 3961 of its 4725 GEMMs in bf16 ``rr``/``rc``/``cr`` and fp8 ``rc`` whose shapes are in no fit;
+  ``benchmarks/data/h200_2026-12-01``; the in-sample figures are kept beside the bars as ``in_sample``), per
+  family and timing;
 * ``roofline``, GEMM time: the constant-fraction roofline on the same GEMMs;
-* ``measured`` with ``model="tiles"``: the H200 tile model on the layout sweep's seed-2037 and 2071 to 2086
+* ``measured`` with ``time_model="tiles"``: the H200 tile model on the layout sweep's seed-2037 and 2071 to 2086
   sessions pooled (in no fit, each measured after its formula fits were committed, 2071 to 2086 after its
   learned correction too; ten GPUs), held out by shape (only their GEMMs of shapes no fit session measured),
   per family and timing;
@@ -125,7 +126,7 @@ class ErrorBar:
         basis: what they are (data set, GPU, model).
         borrowed: why this class uses another class's bar (empty when the bar is its own).
         model: the time model the bar was measured for within its class: ``""`` the class's default
-            model, ``"tiles"`` the H200 tile model (``model="tiles"``).
+            model, ``"tiles"`` the H200 tile model (``time_model="tiles"``).
     """
 
     quantity: str
@@ -216,7 +217,7 @@ def error_bar(
     model: str = "",
 ) -> ErrorBar | None:
     """The bar for ``quantity`` of provenance class ``kind`` on ``family`` shapes, timed as ``timing``
-    (``model="tiles"``: the tile model's own bars, ``None`` where it has none).
+    (``time_model="tiles"``: the tile model's own bars, ``None`` where it has none).
 
     Falls back from the family to ``"all"`` and from the timing to ``"any"``; a ``transferred`` GEMM time
     borrows the ``measured`` bar (marked ``borrowed``). ``None`` where nothing was measured for the class

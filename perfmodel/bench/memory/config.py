@@ -1,0 +1,190 @@
+"""The memory sweep's configurations: :class:`MemConfig`, the priority-ordered :data:`PLAN`, lookup by name
+and pattern."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import PerfModelError
+
+__all__ = ["AC_MODES", "MODES", "PLAN", "RECIPES", "SELFTEST_SHAPE", "SHAPES", "MemConfig", "get_config", "select"]
+
+MODES = ("fsdp", "amp", "bf16")
+AC_MODES = ("none", "selective", "full")
+RECIPES = ("bf16", "tensorwise", "rowwise")
+#: Llama-style shapes that are not perfmodel presets: dim, ffn, heads, kv_heads, head_dim, vocab, rope theta
+#: (Llama 3.2 1B: huggingface.co/meta-llama/Llama-3.2-1B config.json; its embedding is tied, ours is not)
+SHAPES: dict[str, dict[str, Any]] = {
+    "llama3.2-1b": dict(
+        dim=2048, ffn=8192, heads=32, kv_heads=8, head_dim=64, vocab=128256, layers=16, rope_theta=500000.0
+    ),
+}
+_MEM_STATS = (
+    "allocated_bytes.all.peak",
+    "active_bytes.all.peak",
+    "reserved_bytes.all.peak",
+    "requested_bytes.all.peak",
+    "inactive_split_bytes.all.peak",
+    "allocated_bytes.all.current",
+    "reserved_bytes.all.current",
+    "num_alloc_retries",
+    "num_ooms",
+    "num_device_alloc",
+    "num_device_free",
+    "num_sync_all_streams",
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MemConfig:
+    """One training configuration on one GPU (sizes in tokens and layers; see the module doc)."""
+
+    name: str
+    model: str  # a perfmodel preset (Llama-style) or a key of SHAPES
+    layers: int
+    seq: int
+    batch: int
+    ac: str = "none"
+    mode: str = "fsdp"
+    recipe: str = "bf16"
+    fp8_all_gather: bool = False
+    compile: bool = False
+    vocab: int | None = None  # None: the model's
+    expect: str = ""  # "oom" / "near": chosen to test est.fits at the GPU's limit
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for field, value, valid in (
+            ("mode", self.mode, MODES),
+            ("ac", self.ac, AC_MODES),
+            ("recipe", self.recipe, RECIPES),
+        ):
+            if value not in valid:
+                raise PerfModelError(f"MemConfig {self.name}: {field}={value!r}; valid: {', '.join(valid)}")
+        if self.fp8_all_gather and (self.recipe != "tensorwise" or self.mode != "fsdp"):
+            raise PerfModelError(f"MemConfig {self.name}: fp8_all_gather needs recipe='tensorwise' and mode='fsdp'")
+        for field in ("layers", "seq", "batch"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise PerfModelError(f"MemConfig {self.name}: {field} must be a positive int, got {v!r}")
+
+    @property
+    def tokens(self) -> int:
+        return self.seq * self.batch
+
+    def shape(self) -> dict[str, Any]:
+        """dim, ffn, heads, kv_heads, head_dim, vocab, rope_theta of the model (vocab overridden by ``vocab``)."""
+        if self.model in SHAPES:
+            s = dict(SHAPES[self.model])
+        else:
+            from ...presets import get_preset
+
+            p = get_preset(self.model)
+            lay = p.layer
+            if lay is None or lay.activation != "swiglu" or lay.norm != "rmsnorm" or not lay.rope:
+                raise PerfModelError(f"{self.model}: not a Llama-style preset (RMSNorm, SwiGLU, RoPE); use one that is")
+            head = [lin.out_features for lin in p.linears if lin.layers == 1 and lin.name in ("lm_head", "output")]
+            s = dict(
+                dim=lay.hidden,
+                ffn=lay.ffn,
+                heads=lay.heads,
+                kv_heads=lay.kv_heads or lay.heads,
+                head_dim=lay.head_dim or lay.hidden // lay.heads,
+                vocab=head[0] if head else 0,
+                layers=p.layers,
+                rope_theta=500000.0,
+            )
+        if self.vocab is not None:
+            s["vocab"] = self.vocab
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "vocab": self.shape()["vocab"], "tokens": self.tokens}
+
+
+def _c(name: str, model: str, layers: int, seq: int, batch: int, **kw: Any) -> MemConfig:
+    return MemConfig(name=name, model=model, layers=layers, seq=seq, batch=batch, **kw)
+
+
+_8B, _70B = "llama3-8b", "llama3-70b"
+#: priority order (most valuable first): the estimate's own setup (FSDP2, world 1) across AC modes and shapes,
+#: float8 with and without float8 all-gather, the configurations at the GPU's limit, compile, then the rest.
+PLAN: tuple[MemConfig, ...] = (
+    _c("fsdp_8b_L2_s8k_b1_none", _8B, 2, 8192, 1),
+    _c("fsdp_8b_L2_s8k_b1_full", _8B, 2, 8192, 1, ac="full"),
+    _c("fsdp_8b_L2_s8k_b1_sel", _8B, 2, 8192, 1, ac="selective"),
+    _c("fsdp_70b_L1_s8k_b1_none", _70B, 1, 8192, 1),
+    _c("fsdp_8b_L4_s8k_b2_none", _8B, 4, 8192, 2),
+    _c("fsdp_8b_L4_s8k_b2_none_tw", _8B, 4, 8192, 2, recipe="tensorwise"),
+    _c("fsdp_8b_L4_s8k_b2_none_tw_fp8ag", _8B, 4, 8192, 2, recipe="tensorwise", fp8_all_gather=True),
+    _c("fsdp_8b_L4_s8k_b8_none_oom", _8B, 4, 8192, 8, expect="oom", note="estimate 126 GiB: above 95 % of the GPU"),
+    _c("fsdp_8b_L4_s8k_b6_none_near", _8B, 4, 8192, 6, expect="near", note="estimate 104 GiB; fp32 loss adds more"),
+    _c("fsdp_8b_L2_s8k_b1_none_compile", _8B, 2, 8192, 1, compile=True),
+    _c("fsdp_8b_L2_s8k_b1_sel_compile", _8B, 2, 8192, 1, ac="selective", compile=True),
+    _c("amp_8b_L4_s8k_b2_none", _8B, 4, 8192, 2, mode="amp"),
+    _c("fsdp_1b_L16_s8k_b2_sel", "llama3.2-1b", 16, 8192, 2, ac="selective"),
+    _c("fsdp_70b_L1_s8k_b4_none_near", _70B, 1, 8192, 4, expect="near", note="estimate 102 GiB; fp32 loss adds more"),
+    _c("fsdp_8b_L4_s8k_b2_none_rw", _8B, 4, 8192, 2, recipe="rowwise"),
+    _c("fsdp_8b_L2_s8k_b1_none_tw_compile", _8B, 2, 8192, 1, recipe="tensorwise", compile=True),
+    _c("fsdp_8b_L4_s8k_b2_full_tw_fp8ag", _8B, 4, 8192, 2, ac="full", recipe="tensorwise", fp8_all_gather=True),
+    _c("fsdp_70b_L1_s8k_b1_full_tw_fp8ag", _70B, 1, 8192, 1, ac="full", recipe="tensorwise", fp8_all_gather=True),
+    _c("fsdp_qwen7b_L2_s8k_b2_none", "qwen2.5-7b", 2, 8192, 2),
+    _c("amp_8b_L4_s8k_b2_none_tw", _8B, 4, 8192, 2, mode="amp", recipe="tensorwise"),
+    _c("bf16_8b_L4_s8k_b2_none", _8B, 4, 8192, 2, mode="bf16"),
+    _c("fsdp_8b_L4_s4k_b4_full", _8B, 4, 4096, 4, ac="full"),
+    _c("fsdp_8b_L4_s8k_b8_full_near", _8B, 4, 8192, 8, ac="full", expect="near", note="full AC: logits dominate"),
+    _c("fsdp_70b_L2_s8k_b2_full_near", _70B, 2, 8192, 2, ac="full", expect="near"),
+    _c("fsdp_8b_L2_s8k_b1_none_tw", _8B, 2, 8192, 1, recipe="tensorwise", note="eager pair of the compiled one"),
+    _c("fsdp_8b_L2_s8k_b1_none_rw_compile", _8B, 2, 8192, 1, recipe="rowwise", compile=True),
+    # compiled steps as torchtitan runs them: float8 all-gather against its pair, and stacks where the loss moment
+    # (not the end of backward) is the compiled peak
+    _c("fsdp_8b_L4_s8k_b2_none_compile", _8B, 4, 8192, 2, compile=True),
+    _c("fsdp_8b_L4_s8k_b2_none_tw_compile", _8B, 4, 8192, 2, recipe="tensorwise", compile=True),
+    _c(
+        "fsdp_8b_L4_s8k_b2_none_tw_fp8ag_compile",
+        _8B,
+        4,
+        8192,
+        2,
+        recipe="tensorwise",
+        fp8_all_gather=True,
+        compile=True,
+    ),
+    _c("fsdp_8b_L4_s8k_b4_sel_compile", _8B, 4, 8192, 4, ac="selective", compile=True),
+    _c("fsdp_70b_L1_s8k_b2_none_tw_compile", _70B, 1, 8192, 2, recipe="tensorwise", compile=True),
+    _c(
+        "fsdp_70b_L1_s8k_b2_none_tw_fp8ag_compile",
+        _70B,
+        1,
+        8192,
+        2,
+        recipe="tensorwise",
+        fp8_all_gather=True,
+        compile=True,
+    ),
+)
+#: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
+SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
+
+
+def get_config(name: str, plan: Sequence[MemConfig] = PLAN) -> MemConfig:
+    """The plan's configuration called ``name`` (raises :class:`PerfModelError` listing the valid names)."""
+    for cfg in plan:
+        if cfg.name == name:
+            return cfg
+    raise PerfModelError(f"no memory configuration {name!r}; valid: {', '.join(c.name for c in plan)}")
+
+
+def select(patterns: str, plan: Sequence[MemConfig] = PLAN) -> list[MemConfig]:
+    """The configurations whose names match one of the comma-separated shell ``patterns`` (empty: all), in
+    plan order. A pattern that matches none raises :class:`PerfModelError`."""
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    if not pats:
+        return list(plan)
+    for p in pats:
+        if not any(fnmatch.fnmatchcase(c.name, p) for c in plan):
+            raise PerfModelError(f"pattern {p!r} matches no configuration; valid: {', '.join(c.name for c in plan)}")
+    return [c for c in plan if any(fnmatch.fnmatchcase(c.name, p) for p in pats)]
