@@ -100,7 +100,8 @@ def test_overhead_bytes_shard_and_gather():
     assert overhead_bytes(est.config) == pytest.approx((28 + 8 + 12) * P / 8 + (8 + 6) * P)
     fp8 = train.estimate("llama3-8b", n_gpus=8, recipe="tensorwise", float8_all_gather=True, **BASE)
     lin = 32 * est.config.sizes.layer_linear_params
-    want = (28 + 8) * P / 8 + 2 * (6 * P / 8 - lin / 8) + 2 * (4 * (P - lin) + 2 * lin) + 6 * P + 4 * lin / 8
+    # float8 weights: no bf16 copy-in; their shard cast and scales are priced apart (tests/test_train_fp8_gather.py)
+    want = (28 + 8) * P / 8 + 2 * (6 * P / 8 - 6 * lin / 8) + 2 * (4 * (P - lin) + 2 * lin) + 6 * P
     assert overhead_bytes(fp8.config) == pytest.approx(want)
 
 

@@ -49,6 +49,7 @@ def score_summary(summary: dict[str, Any], *, warmup: int = 5, gpu: str = "H200"
             ac=summary.get("ac", "none"),
             layers=summary["model"]["layers"],
             vocab=summary["model"]["vocab"],
+            compile=bool(summary.get("compile", False)),  # memory under torch.compile (docs/train.md)
         )
         meas_tps = steady_median(rows, "tps", warmup)
         meas_mfu = steady_median(rows, "mfu_pct", warmup)

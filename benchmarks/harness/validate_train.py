@@ -204,6 +204,36 @@ def score_published() -> dict[str, Any]:
     return {"runs": out, "summary": summary}
 
 
+#: the two end-to-end one-GPU float8 all-gather measurements (Llama 3 8B, 4 layers, seq 8192, compiled, one H200)
+FP8AG_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03e"
+
+
+def score_fp8_all_gather() -> list[dict[str, Any]]:
+    """Float8 all-gather's benefit over float8 tensorwise, in points of the bf16 step, measured and predicted, on
+    torchtitan 0.2.2's run (batch 1, steps 6-20's median tokens/s) and ``perfmodel.bench.memory``'s (batch 2, step
+    time); docs/train.md, "Float8 all-gather on one GPU". Post-selection: the pieces the price rests on were
+    measured in the same sessions, after these runs."""
+    import gzip
+    import statistics
+
+    def step(recipe: str, ag: bool, batch: int) -> float:
+        kw = dict(gpu="H200", n_gpus=1, seq_len=8192, batch_per_gpu=batch, ac="none", layers=4, vocab=128256)
+        return float(train.estimate("llama3-8b", recipe=recipe, float8_all_gather=ag, compile=True, **kw).step_s)
+
+    tt = json.loads((FP8AG_DATA / "torchtitan" / "summary.json").read_text())
+    tps = {r["name"]: statistics.median(x["tps"] for x in r["steps"] if x["step"] > 5) for r in tt["runs"]}
+    measured_tt = [8192 / tps[k] for k in ("bf16", "fp8_tensorwise", "fp8_tensorwise_ag")]  # seconds per step
+    with gzip.open(FP8AG_DATA / "memory.json.gz", "rt") as f:
+        recs = {r["name"]: r["step_time_s"] for r in json.load(f)["records"]}
+    measured_b = [recs[f"fsdp_8b_L4_s8k_b2_none{x}_compile"] for x in ("", "_tw", "_tw_fp8ag")]
+    out = []
+    for name, batch, (mb, mt, ma) in (("torchtitan", 1, measured_tt), ("bench", 2, measured_b)):
+        pb, pt, pa = step("bf16", False, batch), step("tensorwise", False, batch), step("tensorwise", True, batch)
+        out.append({"run": name, "batch": batch, "measured_pts": 100 * (mt - ma) / mb,
+                    "predicted_pts": 100 * (pt - pa) / pb, "predicted_ms": (pb * 1e3, pt * 1e3, pa * 1e3)})  # fmt: skip
+    return out
+
+
 def markdown(one: dict[str, Any], pub: dict[str, Any]) -> str:
     out = [
         "**Our one-GPU FSDP2 steps** (H200, 2026-12-01; stacks of Llama 3 layers, seq 8192, batch 1, fp32 master "

@@ -7,7 +7,8 @@
   - torchao's float8 TP plan (tensorwise): the inputs of column-parallel Linears and the output gradients of
     row-parallel ones are cast before their all-gather, on ``1/tp`` of the rows;
   - float8 all-gather (FSDP2 + tensorwise): weights arrive as float8, so the layer's weight casts go; the
-    cast of each rank's shard joins the per-step overhead below;
+    cast of each rank's shard and the precomputed scales are priced from measured pieces
+    (:mod:`perfmodel.train.fp8_gather`);
   - async TP: each TP GEMM runs as ``tp`` chunks of ``tokens / tp`` rows (priced by the GEMM model).
 
 * **MoE models** (GQA MoE presets, ``tp = 1``): one MoE layer is :func:`perfmodel.step.layer_time` with ``ep``
@@ -25,14 +26,16 @@
 
       AdamW (fused, fp32 master, grads, exp_avg, exp_avg_sq)  28 B x shard
       gradient into the fp32 shard                              8 B x shard
-      all-gather copy-in: fp32 shard -> bf16 (fp8: 5 B)         6 B x shard   x 2 (forward and backward)
+      all-gather copy-in: fp32 shard -> bf16                    6 B x shard   x 2 (forward and backward)
       all-gather copy-out into the parameters                   4 B x full    x 2   (fp8: 2 B)
       reduce-scatter copy-in: bf16 grads -> fp32                6 B x full
-      precomputed float8 scales (amax of every shard)           4 B x shard   (float8 all-gather only)
 
   where ``shard = params / (dp_shard · tp)`` and ``full = params / tp`` (what a rank gathers; MoE models with
   ``ep``: every parameter but ``1 - 1/ep`` of the routed experts. ``shard`` is the same with or without EP: each
   GPU's ``experts / ep`` experts are sharded over ``dp_shard / ep`` ranks).
+
+  With float8 all-gather the float8 Linears' weights have no bf16 copy-in: their shard cast and the precomputed
+  scales are priced apart, from measured pieces (:mod:`perfmodel.train.fp8_gather`), not at the fitted fraction.
 """
 
 from __future__ import annotations
@@ -296,7 +299,9 @@ def other_compute(cfg: TrainConfig, *, time_model: Any = None) -> dict[str, Any]
 
 
 def overhead_bytes(cfg: TrainConfig) -> float:
-    """HBM bytes one rank moves per step for the optimizer and FSDP2's copies (module doc)."""
+    """HBM bytes one rank moves per step for the optimizer and FSDP2's copies, priced at the fitted fraction of the
+    HBM bandwidth (module doc; float8 all-gather's shard casts and scales are not in it:
+    :func:`perfmodel.train.fp8_gather.float8_gather_cost`)."""
     P = cfg.sizes.total_params
     full = P / cfg.tp
     if cfg.sizes.is_moe:  # a rank gathers its experts / ep experts of each MoE layer (and everything else)
@@ -305,15 +310,16 @@ def overhead_bytes(cfg: TrainConfig) -> float:
     fp8 = cfg.float8_all_gather
     lin = cfg.sizes.layers * cfg.fp8_gathered_params / cfg.tp  # what float8 all-gather gathers in fp8
     copy_out = 4 * full if not fp8 else 4 * (full - lin) + 2 * lin
-    copy_in = 6 * shard if not fp8 else 6 * shard - (lin / cfg.dp_shard)  # fp8 shard: 5 B instead of 6
-    scales = 4 * lin / cfg.dp_shard if fp8 else 0
-    return 28 * shard + 8 * shard + 2 * copy_in + 2 * copy_out + 6 * full + scales
+    copy_in = 6 * shard if not fp8 else 6 * (shard - lin / cfg.dp_shard)  # float8 weights: cast apart (fp8_gather)
+    return 28 * shard + 8 * shard + 2 * copy_in + 2 * copy_out + 6 * full
 
 
 def memory_bytes(cfg: TrainConfig) -> dict[str, Any]:
     """Peak allocated memory of one rank by part at its peak moment, bytes (:func:`perfmodel.train.memory.peak_memory`:
-    FSDP2 with fp32 masters, eager; checked on H200 single-GPU steps, docs/train.md "Memory")."""
+    FSDP2 with fp32 masters, eager or, with ``cfg.compile``, under torch.compile; checked on H200 single-GPU steps,
+    docs/train.md "Memory")."""
     from .memory import peak_memory
 
-    out = peak_memory(cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, tp=cfg.tp, dp_shard=cfg.dp_shard, ep=cfg.ep)
+    shards = dict(tp=cfg.tp, dp_shard=cfg.dp_shard, ep=cfg.ep)
+    out = peak_memory(cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, compile=cfg.compile, **shards)
     return out["parts"]

@@ -210,6 +210,7 @@ class TrainConfig:
     tp_group: Groups
     replicate: Groups
     mix_order_norm_bwd: bool | None = None
+    compile: bool = False  # layers and loss under torch.compile: the memory model's COMPILED constants
     ep: int = 1  # expert-parallel degree (MoE models; out of the dp_shard ranks, torchtitan's rule)
     ep_group: Groups | None = None  # MoE models: the EP group (ep neighbouring FSDP ranks)
     expert_fsdp: Groups | None = None  # MoE models: the group that shards each expert (dp_shard / ep ranks)
@@ -351,6 +352,7 @@ def check_config(
     convert: Any = None,
     mix_order_norm_bwd: Any = None,
     ep: Any = 1,
+    compile: Any = False,
 ) -> TrainConfig:
     """Validate a job and derive its process groups (every problem a named error saying what is valid).
     ``ep``: expert-parallel degree of an MoE model (:func:`check_ep`: out of the FSDP shard ranks; 1 for dense).
@@ -388,7 +390,7 @@ def check_config(
     batch = check_size("batch_per_gpu", batch_per_gpu)
     _check_sequence_parallel(seq, batch, t)
     rec = get_recipe(recipe)
-    for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp)):
+    for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp), ("compile", compile)):
         if not isinstance(value, bool):
             raise PerfModelError(f"{flag} must be True or False, got {value!r}")
     if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
@@ -446,6 +448,7 @@ def check_config(
         tp_group=tpg,
         replicate=rep,
         mix_order_norm_bwd=mix_order_norm_bwd,
+        compile=compile,
         ep=e,
         ep_group=ep_group,
         expert_fsdp=efsdp,

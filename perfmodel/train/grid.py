@@ -11,8 +11,9 @@ result comes back as an array of the broadcast shape:
 
 So an element of the result is the same arithmetic as the scalar call with that element's knobs (a test checks
 it, rel 1e-9). Knobs that are names or flags (the model, ``gpu``, ``recipe``, ``convert``, ``ac``,
-``float8_all_gather``, ``async_tp``, ``network``, ``time_model``, ``train_params``) stay one value per call, and so
-does ``vocab``: it belongs to the model (its tokenizer) as the preset does, and an array is refused as before.
+``float8_all_gather``, ``async_tp``, ``compile``, ``network``, ``time_model``, ``train_params``) stay one value per
+call, and so does ``vocab``: it belongs to the model (its tokenizer) as the preset does, and an array is refused as
+before.
 
 A combination the scalar call refuses (``tp`` not dividing the heads, ``n_gpus`` not a multiple of ``tp``, a
 ``seq_len`` element not a multiple of ``tp``, ``pp != 1`` ...) is refused for the whole call with one error that
