@@ -160,7 +160,7 @@ def test_invalid_options_give_named_errors(bad):
         lambda: pm.gemm_time_s(64, 64, 64, bad),
         lambda: pm.gemm_time_s(64, 64, 64, "bf16", bad),
         lambda: pm.gemm_time_s(64, 64, 64, "fp8", "H200", bad),
-        lambda: pm.gemm_time_s(64, 64, 64, "bf16", "H200", model=bad),
+        lambda: pm.gemm_time_s(64, 64, 64, "bf16", "H200", time_model=bad),
         lambda: f8.speedup(64, 64, 64, bad),
         lambda: f8.speedup(64, 64, 64, "tensorwise", "H200", dynamic_shapes=bad),
         lambda: f8.should_use(64, 64, 64, "tensorwise", "H200", min_speedup=bad),

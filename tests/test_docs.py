@@ -257,9 +257,35 @@ def _expected_cost(block: Block) -> tuple[bool, bool, int]:
     return block.doc.startswith("docs/notebooks/"), torch, len(block.code.strip().splitlines())
 
 
+#: pytest-xdist names its worker processes in this variable: there the workers are the lanes (each worker's
+#: ``session.items`` holds every collected test, not the ones it is sent, so a pool there would run every block in
+#: every worker, two lanes each, on the same 2 cores)
+XDIST_WORKER = "PYTEST_XDIST_WORKER"
+
+
+class _LazyResults(dict):
+    """Under xdist: each block run when its test asks for it (once), with the same no-writes check as the pool's, made
+    around each block on its own."""
+
+    def __init__(self, site: pathlib.Path, base: pathlib.Path):
+        super().__init__()
+        self.site, self.base = site, base
+
+    def __missing__(self, block_id: str) -> tuple[int, str, float]:
+        (block,) = [b for b in BLOCKS if b.id == block_id]
+        before = _files_of(self.site)
+        self[block_id] = got = _run_block(block, self.site, self.base)
+        changed = before ^ _files_of(self.site)
+        assert not changed, f"{block_id} wrote into the installed package (it may write only in its cwd): {changed}"
+        return got
+
+
 @pytest.fixture(scope="session")
 def block_results(request, wheel_site, tmp_path_factory) -> dict[str, tuple[int, str, float]]:
-    """Runs the selected blocks, two at a time (this runs on 2-core machines), once per session."""
+    """Runs the selected blocks, two at a time (this runs on 2-core machines), once per session; under pytest-xdist
+    each block when its test runs, in the worker that runs it (:class:`_LazyResults`)."""
+    if os.environ.get(XDIST_WORKER):
+        return _LazyResults(wheel_site, tmp_path_factory.mktemp("docs_blocks"))
     selected = {
         item.callspec.params["block"].id
         for item in request.session.items
@@ -288,3 +314,20 @@ def test_block_runs_alone(block, block_results):
         pytest.skip(f"no-run: {block.no_run}")
     rc, stderr, _ = block_results[block.id]
     assert rc == 0, f"{block.id} failed on its own (exit {rc}); stderr tail:\n{stderr[-STDERR_TAIL:]}"
+
+
+def test_lazy_results_run_a_block_once_and_check_it(wheel_site, tmp_path, monkeypatch):
+    """The xdist lane (:class:`_LazyResults`) runs a block only when asked, once, and finds a write into the package."""
+    runs = []
+    monkeypatch.setattr(sys.modules[__name__], "_run_block", lambda b, site, base: runs.append(b.id) or (0, "", 0.0))
+    lazy, first = _LazyResults(wheel_site, tmp_path), BLOCKS[0].id
+    assert not lazy and lazy[first] == (0, "", 0.0) and lazy[first] == (0, "", 0.0) and runs == [first]
+    junk = wheel_site / "perfmodel" / "junk_from_a_block.txt"
+    monkeypatch.setattr(
+        sys.modules[__name__], "_run_block", lambda b, site, base: junk.write_text("x") and (0, "", 0.0)
+    )
+    try:
+        with pytest.raises(AssertionError, match="wrote into the installed package"):
+            lazy[BLOCKS[1].id]
+    finally:
+        junk.unlink()

@@ -146,7 +146,7 @@ def test_speedup_by_hand_on_two_gpus():
             + (6 * (M * K + N * K + M * N)) / spec.achievable_mem_bw_bytes_per_s
             + 3 * spec.launch_overhead_s
         )
-        rf = {"model": "roofline"}
+        rf = {"time_model": "roofline"}
         assert f8.speedup(M, K, N, "tensorwise", gpu, **rf) == pytest.approx(bf16 / fp8, rel=1e-9)
         assert f8.should_use(M, K, N, "tensorwise", gpu, **rf) is True
         assert f8.should_use(M, K, N, "tensorwise", gpu, min_speedup=bf16 / fp8 * 1.01, **rf) is False

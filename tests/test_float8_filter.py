@@ -137,7 +137,9 @@ def test_time_model_keyword_and_its_old_name():
     b = f8.module_filter("H100", 8192, model="roofline")
     a(Lin(4096, 4096), "x")
     b(Lin(4096, 4096), "x")
-    assert a.decisions[0].speedup == pytest.approx(float(f8.speedup(8192, 4096, 4096, gpu="H100", model="roofline")))
+    assert a.decisions[0].speedup == pytest.approx(
+        float(f8.speedup(8192, 4096, 4096, gpu="H100", time_model="roofline"))
+    )
     assert a.decisions[0].speedup == pytest.approx(b.decisions[0].speedup, rel=1e-12)
     with pytest.raises(PerfModelError, match="once"):
         f8.module_filter("H100", time_model="roofline", model="roofline")

@@ -64,12 +64,12 @@ def test_models_are_pluggable():
         2 * 16 * 8192 * 8192 / (989.5e12 * 0.6)
     )
     no_floor = Roofline(launch_floor=False)
-    assert gemm_time_s(16, 16, 16, "bf16", H100, model=no_floor) < 2e-6
+    assert gemm_time_s(16, 16, 16, "bf16", H100, time_model=no_floor) < 2e-6
     spec = dataclasses.replace(H100, calibration=ORIGINAL)
     assert gemm_time_s(16, 16, 16, "bf16", spec) == pytest.approx(2 * 16**3 / (989.5e12 * 0.6))
     assert gemm_time_s(16, 16, 16, "bf16", spec, time_model=ROOFLINE) == pytest.approx(2e-6)
     with pytest.raises(PerfModelError, match="unknown time model 'fast'"):
-        gemm_time_s(16, 16, 16, "bf16", H100, model="fast")
+        gemm_time_s(16, 16, 16, "bf16", H100, time_model="fast")
     # calibration=None means "nothing attached": the H100 keeps the calibration transferred from the H200
     plain = dataclasses.replace(H100, calibration=None)
     assert gemm_time_s(16, 16, 16, "bf16", plain, time_model="calibrated") == gemm_time_s(16, 16, 16, "bf16", H100)

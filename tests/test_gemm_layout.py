@@ -131,9 +131,9 @@ class _OldStyleModel:
 def test_time_models_without_a_layout_parameter_get_a_named_error():
     old = _OldStyleModel()  # the TimeModel protocol's gemm_time_s takes layout=; no signature-inspecting shim
     with pytest.raises(PerfModelError, match="takes no layout="):
-        pm.gemm_time_s(4096, 4095, 4096, "bf16", H200, model=old, layout="rr")
+        pm.gemm_time_s(4096, 4095, 4096, "bf16", H200, time_model=old, layout="rr")
     with pytest.raises(PerfModelError, match="add layout: str = 'rc'"):
-        float8.linear_time(4096, 4096, 4096, "tensorwise", "H100", model=old)
+        float8.linear_time(4096, 4096, 4096, "tensorwise", "H100", time_model=old)
 
 
 def _layout_records(n=240, seed=1):

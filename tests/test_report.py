@@ -187,7 +187,7 @@ def test_min_speedup_and_options():
     cached = report(["4096x14336"], tokens=TOKENS, cache_weight_cast=True, recipes=["tensorwise"])
     expected = float(f8.linear_time(TOKENS, 4096, 14336, "tensorwise", "H100", cache_weight_cast=True).total_s)
     assert cached.rows[0].times_s["tensorwise"] == pytest.approx(expected)
-    orig = report(["4096x14336"], tokens=TOKENS, model="original")
+    orig = report(["4096x14336"], tokens=TOKENS, time_model="original")
     assert orig.time_model == "original"
 
 
@@ -300,7 +300,7 @@ def test_the_options_of_the_table_are_the_filters():
         cache_weight_cast=True,
         fuse_input_with_prev=True,
         dynamic_shapes=True,
-        model="roofline",
+        time_model="roofline",
     )
     opts = rep.filter_options()
     assert opts == {

@@ -225,8 +225,8 @@ def test_a_file_without_event_kinds_adds_the_measured_gap(tmp_path, shipped):
     H200 = pm.get_gpu("H200")
     bf16 = pm.get_format("bf16")
     assert old.event_gemm_time_s(4096, 4096, 4096, fmt=bf16, scaling=None, out_fmt=bf16, gpu=H200) is None
-    k = pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", model=old)
-    e = pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", model=old, timing="event")
+    k = pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", time_model=old)
+    e = pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", time_model=old, timing="event")
     assert e - k == pytest.approx(pm.time_model("H200").event_overhead_s(), rel=1e-12)
 
 
@@ -240,7 +240,7 @@ def test_named_errors_for_what_it_does_not_cover():
     with pytest.raises(UnsupportedFormatError, match="tf32"):
         pm.gemm_time_s(4096, 4096, 4096, "tf32", "H200", time_model="tiles")
     with pytest.raises(PerfModelError, match="time model"):
-        pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", model="tile")
+        pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", time_model="tile")
 
 
 def test_formats_that_borrow_a_measured_kind(shipped):
@@ -322,7 +322,7 @@ def test_importing_perfmodel_reads_no_tile_file():
 
     code = (
         "import perfmodel, perfmodel.models.registry as r; assert not r._TILES, 'read at import'; "
-        "perfmodel.gemm_time_s(4096, 4096, 4096, 'bf16', 'H200', model='tiles'); assert r._TILES; print('ok')"
+        "perfmodel.gemm_time_s(4096, 4096, 4096, 'bf16', 'H200', time_model='tiles'); assert r._TILES; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
@@ -673,7 +673,7 @@ def test_bad_correction_files_get_named_errors(tmp_path):
     plain = load_tile_model(_write(tmp_path, old), base=tile_model().base)
     bf16 = pm.get_format("bf16")
     f = plain.formula_time_s(4096, 4096, 4096, fmt=bf16, scaling=None, gpu=H200)
-    assert pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", model=plain) == pytest.approx(f, rel=1e-12)
+    assert pm.gemm_time_s(4096, 4096, 4096, "bf16", "H200", time_model=plain) == pytest.approx(f, rel=1e-12)
 
 
 def test_measured_range_is_the_fit_datas():

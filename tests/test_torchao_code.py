@@ -154,7 +154,7 @@ def test_every_option_of_the_table_reaches_the_filter(capsys):
         fuse_input_with_prev=True,
         fuse_grad_output_with_prev=True,
         dynamic_shapes=True,
-        model="calibrated",
+        time_model="calibrated",
     )
     model = model_of(SHAPES)
     exec(code, {"model": model})
