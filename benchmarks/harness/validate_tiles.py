@@ -292,7 +292,7 @@ def predict(rs: list[dict[str, Any]], model: str | None, timing: str) -> np.ndar
         new = list(dict.fromkeys(k for k in keys if k not in _GEMM_TIMES))
         if new:
             M, K, N = (np.array([k[j] for k in new]) for j in (5, 6, 7))
-            got = pm.gemm_time_s(M, K, N, dtype, "H200", scaling, layout=layout, timing=timing, model=model)
+            got = pm.gemm_time_s(M, K, N, dtype, "H200", scaling, layout=layout, timing=timing, time_model=model)
             _GEMM_TIMES.update(zip(new, np.asarray(got, dtype=float).tolist(), strict=True))
         out[idx] = [_GEMM_TIMES[k] for k in keys]
     return out
@@ -772,7 +772,7 @@ def score_other_day(path: Path = OTHER_DAY) -> dict[str, Any] | None:
         M, K, N = (np.array([r[d] for r in sel]) for d in "MKN")
         row = {}
         for name, m in models.items():
-            pred = pm.gemm_time_s(M, K, N, key[0], "H200", key[1], layout=key[2], timing="event", model=m)
+            pred = pm.gemm_time_s(M, K, N, key[0], "H200", key[1], layout=key[2], timing="event", time_model=m)
             row[name] = ape_stats(pred, meas) | {"bias": _bias(pred, meas)}
         out[f"{key[0]}{'/' + key[1] if key[1] else ''} {key[2]}"] = row
     return out
