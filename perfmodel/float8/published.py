@@ -16,10 +16,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..errors import UnknownOptionError
 from ..specs.gpu import GPULike, get_gpu
 from .recipes import Recipe
 
-__all__ = ["KNOWN_WRONG", "PublishedDisagreement", "known_wrong", "known_wrong_lines"]
+__all__ = ["KNOWN_WRONG", "SCOPES", "PublishedDisagreement", "known_wrong", "known_wrong_lines"]
+
+#: the answers a disagreement can concern
+SCOPES: tuple[str, ...] = ("dense", "moe_block")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,6 +38,8 @@ class PublishedDisagreement:
         published: the run's measured float8/bf16 speedup.
         predicted: :func:`perfmodel.train.estimate`'s speedup for that job when scored (docs/validation.md).
         source: URL of the published figure (at a commit).
+        scope: which answer it concerns: ``"dense"`` (the Linear / step / train answers) or ``"moe_block"``
+            (:func:`perfmodel.moe.expert_block_time` and its speedup).
     """
 
     arch: str
@@ -43,6 +49,7 @@ class PublishedDisagreement:
     published: float
     predicted: float
     source: str
+    scope: str = "dense"
 
     def line(self) -> str:
         """One line for CLI output."""
@@ -56,6 +63,7 @@ _AO_MX = (
     "https://github.com/pytorch/ao/blob/d8bb51f63143188272e116c820d5f303c7017781/torchao/prototype/mx_formats/README.md"
 )
 _TT_TSV = "https://github.com/pytorch/torchtitan/blob/bc825c4778d7642e253aaf610fb1cff7291df224/results.tsv"
+_TT_2086 = "https://github.com/pytorch/torchtitan/issues/2086"
 
 #: The published runs the model calls wrong in direction (published speedup more than 3 % away from 1 and on
 #: the other side of 1 from the prediction), from docs/validation.md's scored table.
@@ -87,21 +95,35 @@ KNOWN_WRONG: tuple[PublishedDisagreement, ...] = (
         predicted=0.991,
         source=_TT_TSV,
     ),
+    PublishedDisagreement(  # docs/moe.md, "Published results": the bf16 / mxfp8 fwd+bwd of one compiled layer
+        arch="100",
+        recipe="mxfp8",
+        run="torchtitan_2086_deepseek_v3_16b_moe_layer_b200_mxfp8",
+        what="one DeepSeek-V3-16B MoE layer on a B200 (8 experts, top-1, 131072 tokens, compiled)",
+        published=0.953,
+        predicted=1.006,
+        source=_TT_2086,
+        scope="moe_block",
+    ),
 )
 
 
-def known_wrong(gpu: GPULike, recipe: str | Recipe | None) -> tuple[PublishedDisagreement, ...]:
-    """The published runs on ``gpu``'s architecture where the model's direction for ``recipe`` is wrong (empty
-    when none is known)."""
+def known_wrong(
+    gpu: GPULike, recipe: str | Recipe | None, *, scope: str = "dense"
+) -> tuple[PublishedDisagreement, ...]:
+    """The published runs on ``gpu``'s architecture where the model's direction for ``recipe`` is wrong, for the
+    answers of ``scope`` ("dense" or "moe_block"; empty when none is known)."""
+    if scope not in SCOPES:
+        raise UnknownOptionError(f"scope={scope!r}: the published disagreements concern {', '.join(SCOPES)}")
     if recipe is None:
         return ()
     name = recipe.name if isinstance(recipe, Recipe) else str(recipe)
     arch = get_gpu(gpu).arch
-    return tuple(d for d in KNOWN_WRONG if d.arch == arch and d.recipe == name)
+    return tuple(d for d in KNOWN_WRONG if d.arch == arch and d.recipe == name and d.scope == scope)
 
 
-def known_wrong_lines(gpu: GPULike, recipes: Any) -> list[str]:
+def known_wrong_lines(gpu: GPULike, recipes: Any, *, scope: str = "dense") -> list[str]:
     """The :meth:`PublishedDisagreement.line` of every recipe in ``recipes`` (a name, a Recipe or an iterable)."""
     if isinstance(recipes, (str, Recipe)) or recipes is None:
         recipes = [recipes]
-    return [d.line() for r in recipes for d in known_wrong(gpu, r)]
+    return [d.line() for r in recipes for d in known_wrong(gpu, r, scope=scope)]

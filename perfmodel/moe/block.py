@@ -62,6 +62,7 @@ from ..errors import (
     UnknownOptionError,
     UnsupportedFormatError,
 )
+from ..float8.published import known_wrong_lines
 from ..models.base import EVENT_OVERHEAD_S
 from ..models.registry import resolve
 from ..presets import MoEShape
@@ -534,7 +535,10 @@ def expert_block_time(
 
 def _provenance(p: _Pricer, recipe: str) -> str:
     kinds = sorted({n.split(":")[0].split(" (")[0] for n in p.gemm_notes})
-    mx = "estimated (mxfp8 on Blackwell: fp8 grouped-GEMM roofline + mxfp8 cast estimates)"
+    mx = (
+        "estimated (mxfp8 on Blackwell: fp8 grouped-GEMM roofline + mxfp8 cast estimates; scale re-layouts at "
+        "their H200-measured times)"
+    )
     head = mx if recipe == "mxfp8" else f"grouped GEMMs {', '.join(kinds)}"
     eager = (
         "eager kernels below streaming rate and the host syncs at rates measured on the fit families' H200 "
@@ -542,9 +546,10 @@ def _provenance(p: _Pricer, recipe: str) -> str:
         if p.eager
         else "every memory kernel at copy bandwidth, no host gaps (measured_eager=False)"
     )
+    wrong = "".join(f"; {x}" for x in known_wrong_lines(p.spec, recipe, scope="moe_block"))
     return (
         f"{head}; dense parts (router, shared experts, memory kernels) {p.prov.kind} ({p.tm.name} model); "
-        f"{eager}; inter-kernel L2 reuse not modelled"
+        f"{eager}; inter-kernel L2 reuse not modelled{wrong}"
     )
 
 

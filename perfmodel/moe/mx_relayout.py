@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from typing import Any
 
 from .._files import CALIBRATIONS, load_json
@@ -51,9 +52,9 @@ def relayout_time_s(kernel: str, rows: int, cols: int, groups: int) -> tuple[flo
     if kernel not in RELAYOUT_KERNELS:
         raise UnknownOptionError(f"kernel={kernel!r}: the mxfp8 re-layouts are {', '.join(RELAYOUT_KERNELS)}")
     for name, v in (("rows", rows), ("cols", cols), ("groups", groups)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
             raise UnknownOptionError(f"{name}={v!r}: a re-layout's {name} is a positive int")
-    q = (math.log(rows), math.log(cols), math.log(groups))
+    q = (math.log(int(rows)), math.log(int(cols)), math.log(int(groups)))
     best: Any = min(_table()[kernel], key=lambda c: sum((a - b) ** 2 for a, b in zip(c[:3], q, strict=True)))
     shape = "x".join(str(round(math.exp(x))) for x in best[:2])
     note = f"measured on H200: {kernel} {shape}, {round(math.exp(best[2]))} groups (nearest case)"
