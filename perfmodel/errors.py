@@ -8,8 +8,9 @@ Messages name the bad value, list the valid choices and say what to do instead.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from typing import Any
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
 
 __all__ = [
     "EXTRAS",
@@ -44,6 +45,8 @@ __all__ = [
     "UnsupportedFormatError",
     "UnsupportedLayerError",
     "choices_message",
+    "exit_moved",
+    "moved_module_getattr",
     "require",
 ]
 
@@ -171,6 +174,26 @@ class InvalidParallelismError(PerfModelError, ValueError):
 class MovedOutOfPackageError(PerfModelError, ImportError):
     """A module that moved out of the package into the repository's ``benchmarks/`` (the frozen tile model's fitter
     and layout sweep): the wheel does not ship it; the message names where it lives now and how to run it."""
+
+
+def moved_module_getattr(message: str) -> Callable[[str], object]:
+    """A module-level ``__getattr__`` for a module that moved out of the package: reading any name raises
+    :class:`MovedOutOfPackageError` with ``message`` (where it lives now) and the name asked for; dunder look-ups
+    (copy, pickle, doctest) stay a plain :class:`AttributeError`."""
+
+    def __getattr__(name: str) -> object:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise MovedOutOfPackageError(f"{message} (asked for {name!r})")
+
+    return __getattr__
+
+
+def exit_moved(message: str) -> NoReturn:
+    """``python -m`` of a moved module: ``message`` on stderr, exit status 2 (a usage error, as ``docs/cli.md``
+    states)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
 
 
 class ConflictingArgumentsError(PerfModelError, TypeError):

@@ -32,6 +32,7 @@ __all__ = [
     "DatasetWriter",
     "collect_meta",
     "command_line",
+    "nvidia_smi",
     "validate_dataset",
 ]
 
@@ -67,18 +68,18 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _nvidia_smi(query: str) -> str | None:
+def nvidia_smi(args: Sequence[str]) -> str | None:
+    """``nvidia-smi`` run with ``args``: its stripped stdout, or ``None`` where it is missing, fails or prints
+    nothing (20 s timeout). The one home of the bench's nvidia-smi calls."""
     try:
-        out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        )
+        out = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
+
+
+def _nvidia_smi(query: str) -> str | None:
+    return nvidia_smi([f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"])
 
 
 def collect_meta(command: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ it moved out of the package with the tile model's fitter. Any name read from thi
 
 from __future__ import annotations
 
-from ..errors import MovedOutOfPackageError
+from ..errors import exit_moved, moved_module_getattr
 
 __all__: list[str] = []
 
@@ -21,15 +21,8 @@ MOVED = (
 )
 
 
-def __getattr__(name: str) -> object:
-    """Every name of the moved module: a :class:`MovedOutOfPackageError` naming its new home."""
-    if name.startswith("__") and name.endswith("__"):  # dunder look-ups (copy, pickle, doctest) stay plain
-        raise AttributeError(name)
-    raise MovedOutOfPackageError(f"{MOVED} (asked for {name!r})")
-
+#: any name read from here: a MovedOutOfPackageError naming the new home
+__getattr__ = moved_module_getattr(MOVED)
 
 if __name__ == "__main__":
-    import sys
-
-    print(MOVED, file=sys.stderr)
-    raise SystemExit(2)
+    exit_moved(MOVED)

@@ -36,11 +36,9 @@ def _provenance_line(prov: Any) -> str:
 
 
 def _heading(prov: Any) -> str:
-    """The provenance class and time model every header names, e.g. ``"estimated answer, calibrated model"``: the
-    words of :func:`perfmodel.report.text.provenance_heading` (the float8 report's header), written here so that
-    ``perfmodel gemm`` does not import the report package with float8 and the presets (~30-60 ms, issue #35);
-    ``tests/test_cli_package.py`` holds the two equal."""
-    return f"{prov.kind} answer, {prov.time_model} model"
+    """The provenance class and time model every header names (:meth:`perfmodel.models.base.Provenance.heading`),
+    e.g. ``"estimated answer, calibrated model"``."""
+    return prov.heading()
 
 
 def _error_bar_line(bar: Any, where: str) -> str:

@@ -141,6 +141,12 @@ class Provenance:
                         out.append(note)
         return "; ".join(out)
 
+    def heading(self) -> str:
+        """The words every answer's header carries about where it comes from, e.g. ``"estimated answer, calibrated
+        model"``: the provenance class (measured / transferred / estimated / roofline / user) first, then the time
+        model's name. The one home of that header (the CLI's and the float8 report's)."""
+        return f"{self.kind} answer, {self.time_model} model"
+
     def line(self) -> str:
         """One line for a CLI or a table: kind, what it comes from, expected error."""
         return f"{self.kind} — {self.summary}; expected error {self.expected_error}"

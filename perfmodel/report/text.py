@@ -11,11 +11,9 @@ __all__ = ["format_report", "provenance_heading"]
 
 
 def provenance_heading(prov: Any) -> str:
-    """The words every answer's header carries about where it comes from, read off its
-    :class:`~perfmodel.models.base.Provenance` (the object the ``provenance:`` line under the answer prints), e.g.
-    ``"estimated answer, calibrated model"``: the provenance class (measured / transferred / estimated /
-    roofline / user) first, then the time model's name."""
-    return f"{prov.kind} answer, {prov.time_model} model"
+    """The words every answer's header carries about where it comes from: :meth:`Provenance.heading
+    <perfmodel.models.base.Provenance.heading>` of ``prov``, e.g. ``"estimated answer, calibrated model"``."""
+    return prov.heading()
 
 
 def _names(names: tuple[str, ...], width: int) -> str:

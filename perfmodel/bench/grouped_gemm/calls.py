@@ -5,11 +5,11 @@ warm-up). torch is imported only inside these functions.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..dataset import collect_meta
+from ..dataset import nvidia_smi as _smi
 from .config import BF16, FP8
 from .items import NeighbourItem, _parse_layout, offsets
 
@@ -92,14 +92,6 @@ def _op_schemas(torch: Any) -> dict[str, Any]:
     out["torch.nn.functional.scaled_grouped_mm"] = fn is not None
     out["torch.nn.functional.grouped_mm"] = getattr(torch.nn.functional, "grouped_mm", None) is not None
     return out
-
-
-def _smi(args: Sequence[str]) -> str | None:
-    try:
-        r = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() or None
 
 
 def _meta(command: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..dataset import nvidia_smi as _smi
 from .config import (
     ALIGN,
     ALL_ROUTINGS,
@@ -38,16 +39,6 @@ __all__ = [
 ]
 
 # ---- metadata, CLI -------------------------------------------------------------------------------------------------
-
-
-def _smi(args: Sequence[str]) -> str | None:
-    import subprocess
-
-    try:
-        r = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() or None
 
 
 def collect_meta(command: str) -> dict[str, Any]:
