@@ -690,7 +690,16 @@ def test_gpu_sweep_script_passes_the_family_mix_to_the_plan(tmp_path):
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
+    # python3 is this interpreter, but for the script's environment line (`python3 -c 'import torch, triton; ...'`,
+    # nothing of it asserted here): importing torch and triton took ~3 s of each run's ~4.5 s
+    stand_in = bin_dir / "python3"
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-c" ]; then case "$2" in *"import torch, triton"*) echo "torch: not imported (test)"; exit 0;; '
+        "esac; fi\n"
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    stand_in.chmod(0o755)
     script = ROOT / "benchmarks" / "gpu_sweep_gemm_layouts.sh"
     logs = {}
     runs = (

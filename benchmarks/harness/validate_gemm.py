@@ -834,7 +834,9 @@ def _sweep_ratios(records: list[dict[str, Any]], timing: str, model: str | None)
             pm.gemm_time_s(M, K, N, dtype, "H200", scaling, layout=layout, timing=timing, time_model=model), float
         )
         ratio[idx] = np.array([records[i]["time_s"] for i in idx]) / pred
-    fams = [shape_family(r["M"], r["K"], r["N"], r.get("layout", "rc")) for r in records]
+    family: dict[tuple[Any, ...], str] = {}  # the sessions repeat shapes: each one's family found once
+    keys = [(r["M"], r["K"], r["N"], r.get("layout", "rc")) for r in records]
+    fams = [family[k] if k in family else family.setdefault(k, shape_family(*k)) for k in keys]
     return ratio, fams
 
 
