@@ -27,6 +27,7 @@ import numpy as np
 
 from .._backend import (
     check_compatible,
+    check_flag,
     check_ratio,
     check_shapes,
     check_size,
@@ -45,7 +46,7 @@ from ..models.registry import time_model as _pick_time_model
 from ..models.shipped import ShippedCalibration
 from ..specs.gpu import GPULike, get_gpu
 from .linear import FP8_ALIGN, _linear_time, eligible, supported_recipes
-from .recipes import RECIPES, Recipe, get_recipe
+from .recipes import RECIPES, CastOptions, Recipe, get_recipe
 
 __all__ = [
     "BREAK_EVEN_EXACT_UP_TO",
@@ -83,21 +84,58 @@ def _masked(values: Any, ok: Any) -> Any:
 #: call needs beyond its inputs and output stays that of one block, at any grid size. Elementwise formulas: the
 #: same numbers as one pass.
 BLOCK = 1 << 16
+#: the block size of the shared-term path (:mod:`perfmodel.float8.grid`, the calibrated model on float64 grids), which
+#: keeps ~35 work arrays of a block alive (8.75 MiB at 2**15 shapes): on this repository's 2-core machine (8 MiB L3)
+#: 2**15 priced 10**6 shapes best, 2**13 ~20 % and 2**17 ~10 % slower (per-block Python cost below, cache spills above)
+GRID_BLOCK = 1 << 15
 
 
 def _speedup(M, K, N, rec: Recipe, gpu, opts: dict[str, Any]) -> tuple[Any, Any]:
     """(t_bf16 / t_recipe, eligible) without checks; numpy grids above :data:`BLOCK` shapes block by block."""
     if isinstance(M, np.ndarray) or isinstance(K, np.ndarray) or isinstance(N, np.ndarray):
         shape = np.broadcast_shapes(np.shape(M), np.shape(K), np.shape(N))
-        if math.prod(shape) > BLOCK:
+        if math.prod(shape) > min(BLOCK, GRID_BLOCK):
             return _speedup_blocks(M, K, N, shape, rec, gpu, opts)
     return _speedup_one(M, K, N, rec, gpu, opts)
 
 
-def _speedup_one(M, K, N, rec: Recipe, gpu, opts: dict[str, Any], resolved: Any = None) -> tuple[Any, Any]:
+def _speedup_one(
+    M, K, N, rec: Recipe, gpu, opts: dict[str, Any], resolved: Any = None, pool: dict[Any, np.ndarray] | None = None
+) -> tuple[Any, Any]:
+    fast = _speedup_grid(M, K, N, rec, gpu, opts, resolved, pool)
+    if fast is not None:
+        return fast
     base = _linear_time(M, K, N, None, gpu, time_model=opts["time_model"], resolved=resolved).total_s
     lt = _linear_time(M, K, N, rec, gpu, **opts, resolved=resolved)
     return base / lt.total_s, lt.eligible
+
+
+def _speedup_grid(
+    M, K, N, rec: Recipe, gpu, opts: dict[str, Any], resolved: Any, pool: dict[Any, np.ndarray] | None = None
+) -> tuple[Any, Any] | None:
+    """:func:`_speedup_one` on a float64 grid under the calibrated model, the terms its six GEMMs share computed once
+    (:mod:`perfmodel.float8.grid`: the same numbers); ``None`` where that path does not apply (the caller then prices
+    Linear by Linear). ``pool``: the work buffers of a grid's earlier blocks (:class:`~.grid.GridTerms`)."""
+    if not isinstance(M, np.ndarray):  # numbers and sympy: the generic path
+        return None
+    from .grid import GridTerms, applies, linear_total_s  # on first use: the CLI's scalar answers skip it
+
+    spec = get_gpu(gpu)
+    tm = resolved[0] if resolved is not None else resolve(spec, opts["time_model"])[0]
+    cal = applies(tm, M, K, N)
+    if cal is None or not all(spec.supports(d) for d in rec.gemm_dtypes()):
+        return None  # unsupported formats: the generic path raises its named error
+    cast = CastOptions(**{k: v for k, v in opts.items() if k != "time_model"})
+    for flag in ("fuse_input_with_prev", "fuse_grad_output_with_prev", "cache_weight_cast", "dynamic_shapes"):
+        check_flag(flag, opts[flag])
+    shape = M.shape
+    terms = GridTerms(M.reshape(-1), K.reshape(-1), N.reshape(-1), pool)
+    base = linear_total_s(terms, RECIPES["bf16"], spec, cal, CastOptions(), np.empty(M.size))  # returned: our own
+    total = linear_total_s(terms, rec, spec, cal, cast, terms.buffer("total")) if base is not None else None
+    if total is None:
+        return None
+    np.divide(base, total, out=base)
+    return base.reshape(shape), True if rec.name == "bf16" else terms.eligible().reshape(shape)
 
 
 def _flat(x: Any, shape: tuple[int, ...]) -> Any:
@@ -110,18 +148,25 @@ def _flat(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _speedup_blocks(M, K, N, shape, rec: Recipe, gpu, opts: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_speedup_one` on a numpy grid, :data:`BLOCK` shapes at a time, into one output of ``shape``."""
+    """:func:`_speedup_one` on a numpy grid, :data:`BLOCK` shapes at a time (:data:`GRID_BLOCK` on the shared-term
+    path), into one output of ``shape``; the shared-term path reuses the first block's work buffers."""
     size = math.prod(shape)
     m, k, n = (_flat(x, shape) for x in (M, K, N))
     s_out, ok_out = np.empty(shape), np.empty(shape, dtype=bool)
     s, ok = s_out.reshape(-1), ok_out.reshape(-1)  # flat views to write into
 
-    def part(x: Any, i: int) -> Any:
-        return x if np.ndim(x) == 0 else x[i : i + BLOCK]
+    def part(x: Any, i: int, block: int) -> Any:
+        return x if np.ndim(x) == 0 else x[i : i + block]
 
     resolved = resolve(gpu, opts["time_model"])  # once for every block
-    for i in range(0, size, BLOCK):
-        s[i : i + BLOCK], ok[i : i + BLOCK] = _speedup_one(part(m, i), part(k, i), part(n, i), rec, gpu, opts, resolved)
+    from .grid import applies
+
+    block = GRID_BLOCK if applies(resolved[0], m, k, n) is not None else BLOCK
+    pool: dict[Any, np.ndarray] = {}  # the work buffers of the first block, reused by the others
+    for i in range(0, size, block):
+        s[i : i + block], ok[i : i + block] = _speedup_one(
+            part(m, i, block), part(k, i, block), part(n, i, block), rec, gpu, opts, resolved, pool
+        )
     return s_out, ok_out
 
 

@@ -44,11 +44,14 @@ __all__ = [
     "EXPECTED_ERRORS",
     "MODEL_NAMES",
     "TILES_EXPECTED_ERROR",
+    "TILES_PATH",
+    "TILE_KINDS_PATH",
     "ModelLike",
     "calibrated_model",
     "gpu_error_bar",
     "provenance",
     "resolve",
+    "tile_kinds",
     "tile_model",
     "time_model",
 ]
@@ -104,6 +107,10 @@ _TILES: dict[str, TileModel] = {}
 _warned: set[str] = set()
 #: the shipped tile model's file
 TILES_PATH = DIR / "h200_tiles.json.gz"
+#: the same model without its learned corrections (the trees), ~25 KB: what :func:`tile_kinds` reads, instead of
+#: gunzipping and scanning the 5 MB of :data:`TILES_PATH` (``benchmarks/make_tile_kinds.py`` writes it from that file;
+#: ``tests/test_tile_kinds_file.py`` checks the two agree)
+TILE_KINDS_PATH = DIR / "h200_tile_kinds.json"
 
 
 def _measured_for(arch: str) -> ShippedCalibration | None:
@@ -125,15 +132,16 @@ def tile_model(gpu: GPULike = "H200") -> TileModel:
 
 
 def tile_kinds(gpu: GPULike = "H200") -> TileModel:
-    """The shipped tile model's formula kinds without its learned corrections (:func:`.tiles.load_tile_kinds`: the
-    trees stay unread), for answers that need no correction (the split-K flag of :func:`perfmodel.gemm_kernel`);
-    the full model where it is already loaded. Same GPU check as :func:`tile_model`."""
+    """The shipped tile model's formula kinds without its learned corrections, read from :data:`TILE_KINDS_PATH`
+    (~25 KB, ~1 ms; the trees of :data:`TILES_PATH` stay unread), for answers that need no correction (the split-K
+    flag of :func:`perfmodel.gemm_kernel`); the full model where it is already loaded. Same GPU check as
+    :func:`tile_model`."""
     spec = get_gpu(gpu)
     model = _TILES.get("model") or _TILES.get("kinds")
     if model is None:
-        from .tiles import load_tile_kinds
+        from .tiles import load_tile_model  # the small file: the formula kinds only (TILE_KINDS_PATH)
 
-        model = _TILES["kinds"] = load_tile_kinds(TILES_PATH, base=_measured_for("90"))
+        model = _TILES["kinds"] = load_tile_model(TILE_KINDS_PATH, base=_measured_for("90"))
     model.check_gpu(spec)
     return model
 
