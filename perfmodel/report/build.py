@@ -65,6 +65,59 @@ def report(
     from .. import float8  # here, not at the top: float8 re-exports report (no import cycle either way)
 
     model = time_model_arg(time_model, model, "report")  # below, ``model`` is the time model
+    tokens, seq_len, batch = _step_size(tokens, seq_len, batch)
+    min_speedup = check_ratio("min_speedup", min_speedup)
+    flags = {
+        name: check_flag(name, value)
+        for name, value in (
+            ("fuse_input_with_prev", fuse_input_with_prev),
+            ("fuse_grad_output_with_prev", fuse_grad_output_with_prev),
+            ("cache_weight_cast", cache_weight_cast),
+            ("dynamic_shapes", dynamic_shapes),
+        )
+    }
+    spec = get_gpu(gpu)
+    names, no_float8 = _recipe_names(recipes, spec)
+    title, entries = _entries(model_or_shapes, tokens)
+    grouped = _group(entries)
+    M = np.array([g[3] for g in grouped], dtype=np.int64)
+    K = np.array([g[1] for g in grouped], dtype=np.int64)
+    N = np.array([g[2] for g in grouped], dtype=np.int64)
+    counts = np.array([g[4] for g in grouped], dtype=np.int64)
+    opts = dict(flags, time_model=model)
+    base, times = _linear_times(M, K, N, spec, names, model, opts)
+    eligible = (K % _ALIGN == 0) & (N % _ALIGN == 0)
+    pays = {r: eligible & (times["bf16"] / times[r] >= min_speedup) for r in names}
+    padded = _padded_times(M, K, N, eligible, spec, names, model, opts)
+
+    bar = float8.speedup_error_bar(spec, time_model=model) if names else None
+    rows = _rows(grouped, names, times, eligible, pays, padded, bar, min_speedup, spec)
+    totals = _totals(rows, names, times, eligible, pays, counts)
+    return Report(
+        title=title,
+        gpu=spec.name,
+        tokens=tokens,
+        time_model=base.model,
+        recipes=tuple(names),
+        min_speedup=min_speedup,
+        rows=tuple(rows),
+        totals=totals,
+        **flags,
+        provenance=base.provenance,
+        speedup_error_bar=bar,
+        no_float8_reason=no_float8,
+        time_model_arg=model if isinstance(model, str) else None,
+        calibration_attached=attached_time_model(spec) is not None,
+        gpu_modified=spec != GPUS.get(spec.name),
+        seq_len=seq_len,
+        batch=batch if seq_len is not None else 1,
+        **(_steps(model_or_shapes, spec, names, seq_len, batch, model, min_speedup) if seq_len is not None else {}),
+    )
+
+
+def _step_size(tokens: Any, seq_len: Any, batch: Any) -> tuple[int, int | None, Any]:
+    """``(tokens, seq_len, batch)`` of the step, checked: ``tokens`` defaults to ``batch × seq_len`` and must equal
+    it when both are given; without ``seq_len``, ``batch`` must stay 1 (``seq_len`` stays ``None``)."""
     if seq_len is not None:
         seq_len, batch = _one_size("seq_len", seq_len), _one_size("batch", batch)
         if tokens is None:
@@ -80,18 +133,14 @@ def report(
             f"batch={batch} needs seq_len= (tokens per step = batch x seq_len); with tokens= give the tokens per step "
             "and leave batch at 1"
         )
-    tokens = _one_size("tokens", tokens)
-    min_speedup = check_ratio("min_speedup", min_speedup)
-    flags = {
-        name: check_flag(name, value)
-        for name, value in (
-            ("fuse_input_with_prev", fuse_input_with_prev),
-            ("fuse_grad_output_with_prev", fuse_grad_output_with_prev),
-            ("cache_weight_cast", cache_weight_cast),
-            ("dynamic_shapes", dynamic_shapes),
-        )
-    }
-    spec = get_gpu(gpu)
+    return _one_size("tokens", tokens), seq_len, batch
+
+
+def _recipe_names(recipes: Iterable[str] | None, spec: GPUSpec) -> tuple[list[str], str]:
+    """The float8 recipes to compare with bf16 (canonical names, in order, no duplicates, no ``"bf16"``) and, where
+    ``recipes`` is left out and ``spec`` runs none, why (``""`` otherwise)."""
+    from .. import float8  # as in report()
+
     no_float8 = ""
     if recipes is None:
         names = [r for r in float8.supported_recipes(spec) if float8.RECIPES[r].torchao_name]
@@ -107,19 +156,22 @@ def report(
             f"{', '.join(candidates) or '(none: ' + spec.name + ' has no float8)'}, or leave recipes out for the "
             "default"
         )
-    title, entries = _entries(model_or_shapes, tokens)
-    grouped = _group(entries)
-    M = np.array([g[3] for g in grouped], dtype=np.int64)
-    K = np.array([g[1] for g in grouped], dtype=np.int64)
-    N = np.array([g[2] for g in grouped], dtype=np.int64)
-    counts = np.array([g[4] for g in grouped], dtype=np.int64)
-    opts = dict(flags, time_model=model)
-    base, times = _linear_times(M, K, N, spec, names, model, opts)
-    eligible = (K % _ALIGN == 0) & (N % _ALIGN == 0)
-    pays = {r: eligible & (times["bf16"] / times[r] >= min_speedup) for r in names}
-    padded = _padded_times(M, K, N, eligible, spec, names, model, opts)
+    return names, no_float8
 
-    bar = float8.speedup_error_bar(spec, time_model=model) if names else None
+
+def _rows(
+    grouped: list[Any],
+    names: list[str],
+    times: dict[str, np.ndarray],
+    eligible: np.ndarray,
+    pays: dict[str, np.ndarray],
+    padded: dict[int, dict[str, Any]],
+    bar: Any,
+    min_speedup: float,
+    spec: GPUSpec,
+) -> list[ReportRow]:
+    """One :class:`ReportRow` per distinct shape: its times, the recipe chosen (or why bf16 stays) and whether the
+    speedup error bar makes it a close call."""
     rows = []
     for i, (row_names, k, n, m, count) in enumerate(grouped):
         best = min(names, key=lambda r: times[r][i], default="bf16")  # ties: the earlier recipe
@@ -148,35 +200,28 @@ def report(
                 **padded.get(i, {}),
             )
         )
+    return rows
+
+
+def _totals(
+    rows: list[ReportRow],
+    names: list[str],
+    times: dict[str, np.ndarray],
+    eligible: np.ndarray,
+    pays: dict[str, np.ndarray],
+    counts: np.ndarray,
+) -> ReportTotals:
+    """Step seconds (every Linear, times its count) of bf16, the decisions, and each recipe everywhere it runs or
+    only where it pays."""
 
     def step(choice: np.ndarray) -> float:
         return float(np.sum(choice * counts))
 
-    totals = ReportTotals(
+    return ReportTotals(
         bf16_s=step(times["bf16"]),
         best_s=float(sum(r.chosen_s * r.count for r in rows)),
         everywhere_s=MappingProxyType({r: step(np.where(eligible, times[r], times["bf16"])) for r in names}),
         filtered_s=MappingProxyType({r: step(np.where(pays[r], times[r], times["bf16"])) for r in names}),
-    )
-    return Report(
-        title=title,
-        gpu=spec.name,
-        tokens=tokens,
-        time_model=base.model,
-        recipes=tuple(names),
-        min_speedup=min_speedup,
-        rows=tuple(rows),
-        totals=totals,
-        **flags,
-        provenance=base.provenance,
-        speedup_error_bar=bar,
-        no_float8_reason=no_float8,
-        time_model_arg=model if isinstance(model, str) else None,
-        calibration_attached=attached_time_model(spec) is not None,
-        gpu_modified=spec != GPUS.get(spec.name),
-        seq_len=seq_len,
-        batch=batch if seq_len is not None else 1,
-        **(_steps(model_or_shapes, spec, names, seq_len, batch, model, min_speedup) if seq_len is not None else {}),
     )
 
 

@@ -23,8 +23,6 @@ def _names(names: tuple[str, ...], width: int) -> str:
 
 def format_report(rep: Any) -> str:
     """The aligned table of ``str(report)``: µs per Linear, ms per step; then the recommendation."""
-    tot = rep.totals
-    n_linears = sum(r.count for r in rep.rows)
     lines = [
         f"float8 training of the Linear layers of {rep.title} on {rep.gpu}: {rep.tokens} tokens per step, "
         f"{provenance_heading(rep.provenance) if rep.provenance is not None else rep.time_model + ' model'}, "
@@ -32,6 +30,38 @@ def format_report(rep: Any) -> str:
         "Per Linear: fwd+bwd time in µs (speedup over bf16). Per step: saved = (bf16 - chosen) x count, ms.",
         "",
     ]
+    table, name_w = _table_lines(rep)
+    lines += table
+    bar = rep.speedup_error_bar
+    if any(row.close_call for row in rep.rows) and bar is not None:
+        lines.append(
+            f"~ close call: the measured spread of this model's speedups ({bar.short()}, p10-p90) "
+            f"straddles {rep.min_speedup:g}x; measure these Linears before relying on the decision."
+        )
+    if any(row.float8_padded_to is not None for row in rep.rows):
+        lines.append(
+            "padded to: K, N of that row are not multiples of 16, so float8 cannot run it; its float8 prices are of "
+            "the padded shape (a change to the model), its bf16 price of the shape as it is."
+        )
+    lines += _padding_lines(rep, name_w)
+    lines += _policy_lines(rep)
+    lines += ["", *_recommendation_lines(rep)]
+    if rep.step is not None or rep.step_note:
+        lines += ["", *_step_lines(rep)]
+    from ..float8.published import known_wrong_lines
+
+    lines += known_wrong_lines(rep.gpu, rep.recipes)
+    if rep.alignment_note:
+        lines.append(rep.alignment_note)
+    if rep.provenance is not None:
+        lines.append(f"provenance: {rep.provenance.line()}")
+    if rep.recipes:
+        lines.append(f"error bar: {bar}" if bar is not None else "error bar: not measured for this class of model")
+    return "\n".join(lines)
+
+
+def _table_lines(rep: Any) -> tuple[list[str], int]:
+    """The per-Linear table (header, rule, one line per shape) and the width of its name column."""
     cells = [
         [f"{row.times_s[r] * 1e6:.1f} ({row.speedups[r]:.2f}x{_padded_mark(row)})" for r in rep.recipes]
         for row in rep.rows
@@ -46,43 +76,45 @@ def format_report(rep: Any) -> str:
         + "".join(f"{r:>{rec_w[r]}} " for r in rep.recipes)
         + f" {'decision':<18} {'saved ms':>9}"
     )
-    lines += [head, "-" * len(head)]
+    lines = [head, "-" * len(head)]
     for row, row_cells in zip(rep.rows, cells, strict=True):
-        if not row.reason:
-            decision = row.decision
-        elif not rep.recipes:
-            decision = "bf16 (no float8)"
-        elif not row.eligible:
-            decision = "bf16 (not /16)"
-        else:
-            decision = "bf16 (slower)" if max(row.speedups.values()) < 1 else f"bf16 (<{rep.min_speedup:g}x)"
-        if row.close_call:
-            decision += " ~"
+        decision = _decision_cell(rep, row)
         lines.append(
             f"{_names(row.names, name_w):<{name_w}} {row.K:>{dim_w}} {row.N:>{dim_w}} {row.M:>{dim_w}} "
             f"{row.count:>{count_w}} {row.bf16_s * 1e6:>{bf16_w}.1f} "
             + "".join(f"{c:>{rec_w[r]}} " for r, c in zip(rep.recipes, row_cells, strict=True))
             + f" {decision:<18} {row.saved_s * 1e3:>9.2f}"
         )
-    bar = rep.speedup_error_bar
-    if any(row.close_call for row in rep.rows) and bar is not None:
-        lines.append(
-            f"~ close call: the measured spread of this model's speedups ({bar.short()}, p10-p90) "
-            f"straddles {rep.min_speedup:g}x; measure these Linears before relying on the decision."
-        )
-    if any(row.float8_padded_to is not None for row in rep.rows):
-        lines.append(
-            "padded to: K, N of that row are not multiples of 16, so float8 cannot run it; its float8 prices are of "
-            "the padded shape (a change to the model), its bf16 price of the shape as it is."
-        )
-    lines += _padding_lines(rep, name_w)
+    return lines, name_w
+
+
+def _decision_cell(rep: Any, row: Any) -> str:
+    """A row's decision column: the recipe, or ``bf16`` with why in short, ``" ~"`` on a close call."""
+    if not row.reason:
+        decision = row.decision
+    elif not rep.recipes:
+        decision = "bf16 (no float8)"
+    elif not row.eligible:
+        decision = "bf16 (not /16)"
+    else:
+        decision = "bf16 (slower)" if max(row.speedups.values()) < 1 else f"bf16 (<{rep.min_speedup:g}x)"
+    if row.close_call:
+        decision += " ~"
+    return decision
+
+
+def _policy_lines(rep: Any) -> list[str]:
+    """The step time of the Linears under each policy (bf16, the decisions, each recipe everywhere or where it
+    pays), ms, with its speedup and saving."""
+    tot = rep.totals
+    n_linears = sum(r.count for r in rep.rows)
     policies = [("bf16 everywhere", tot.bf16_s), ("best recipe per shape (the decisions)", tot.best_s)]
     for r in rep.recipes:
         policies.append((f"{r} on every Linear it can run", tot.everywhere_s[r]))
         policies.append((f"{r} only where it pays", tot.filtered_s[r]))
     label_w = max(len(label) for label, _ in policies)
     what = "this Linear" if n_linears == 1 else f"these {n_linears} Linears"
-    lines += [
+    lines = [
         "",
         f"Step time of {what} (fwd+bwd):",
         f"  {'policy':<{label_w}} {'ms':>10} {'speedup':>8} {'saved ms':>10}",
@@ -92,19 +124,7 @@ def format_report(rep: Any) -> str:
             f"  {label:<{label_w}} {seconds * 1e3:>10.2f} {tot.bf16_s / seconds:>7.2f}x "
             f"{(tot.bf16_s - seconds) * 1e3:>10.2f}"
         )
-    lines += ["", *_recommendation_lines(rep)]
-    if rep.step is not None or rep.step_note:
-        lines += ["", *_step_lines(rep)]
-    from ..float8.published import known_wrong_lines
-
-    lines += known_wrong_lines(rep.gpu, rep.recipes)
-    if rep.alignment_note:
-        lines.append(rep.alignment_note)
-    if rep.provenance is not None:
-        lines.append(f"provenance: {rep.provenance.line()}")
-    if rep.recipes:
-        lines.append(f"error bar: {bar}" if bar is not None else "error bar: not measured for this class of model")
-    return "\n".join(lines)
+    return lines
 
 
 def _padded_mark(row: Any) -> str:

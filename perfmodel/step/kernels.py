@@ -310,89 +310,114 @@ def _casts(
     out: list[RawKernel] = []
     if not converted or recipe.name == "bf16":
         return out
-    gpu = spec
     for group, names in layer.groups.items():
         conv = [n for n in names if n in converted]
         for i, name in enumerate(conv):
-            lin = next(lin for lin in layer.linears() if lin.name == name)
-            K, N = lin.in_features, lin.out_features
-            fuse_in = FUSED_INPUT.get(group, False)
-            fuse_go = FUSED_GRAD_OUTPUT.get(name, False) and (layer.rope or name not in ("wq", "wk"))
-            fused = recipe.cast_kernels(
-                T, K, N, CastOptions(fuse_input_with_prev=fuse_in, fuse_grad_output_with_prev=fuse_go)
-            )
-            alone = recipe.cast_kernels(T, K, N, CastOptions())
-            shared = i > 0  # the group's input was cast for its first converted Linear
-            for k in fused:
-                if shared and k.tensor == "input":
-                    continue
-                if k.launch_only:
-                    out.append(
-                        RawKernel(
-                            name=f"{name}.{k.name}",
-                            part="cast",
-                            phase=_cast_phase(k.tensor, k.name),
-                            kind="launch",
-                            group=group,
-                            base_s=time_model.launch_time_s(gpu=gpu),
-                        )
-                    )
-                    continue
-                out.append(
-                    RawKernel(
-                        name=f"{name}.{k.name}",
-                        part="cast",
-                        phase=_cast_phase(k.tensor, k.name),
-                        kind="cast",
-                        group=group,
-                        key=cast_key(recipe.name, group),
-                        base_s=time_model.memory_kernel_time_s(k.bytes, gpu=gpu, recipe=recipe.name, tensor=k.tensor),
-                        bytes=k.bytes,
-                    )
-                )
-            for tensor, on in (("input", fuse_in and not shared), ("grad_output", fuse_go)):
-                if not on:
-                    continue
-                saved = sum((k.bytes for k in alone if k.tensor == tensor and not k.launch_only), 0) - sum(
-                    (k.bytes for k in fused if k.tensor == tensor and not k.launch_only), 0
-                )
-                out.append(
-                    RawKernel(
-                        name=f"{name}.{tensor}.amax_fused_into_producer",
-                        part="cast",
-                        phase="fwd" if tensor == "input" else "bwd",
-                        kind="fused_amax",
-                        group=group,
-                        bytes=saved,
-                    )
-                )
+            # i > 0: the group's input was cast for its first converted Linear
+            out += _linear_casts(layer, group, name, T, recipe, spec, time_model, shared=i > 0)
         if conv and group == "qkv" and recipe.scaling == "tensorwise":
-            nbytes = 3 * T * layer.hidden
-            fires: Any = False
-            if mix_order and set(names) <= set(conv):
-                fires = mix_order_cast(layer.hidden, batch, seq_len)
-            xp = namespace(nbytes, fires)
+            out += _qkv_transposed_cast(layer, batch, seq_len, all_three=mix_order and set(names) <= set(conv))
+    return out
+
+
+def _linear_casts(
+    layer: LayerShape,
+    group: str,
+    name: str,
+    T: Any,
+    recipe: Recipe,
+    spec: GPUSpec,
+    time_model: Any,
+    *,
+    shared: bool,
+) -> list[RawKernel]:
+    """One converted Linear's cast kernels (``shared``: without the input's, cast already for the group) and, where
+    an amax fuses into its producer (:data:`FUSED_INPUT`, :data:`FUSED_GRAD_OUTPUT`), the bytes that producer
+    reads more (``fused_amax``)."""
+    out: list[RawKernel] = []
+    lin = next(lin for lin in layer.linears() if lin.name == name)
+    K, N = lin.in_features, lin.out_features
+    fuse_in = FUSED_INPUT.get(group, False)
+    fuse_go = FUSED_GRAD_OUTPUT.get(name, False) and (layer.rope or name not in ("wq", "wk"))
+    fused = recipe.cast_kernels(T, K, N, CastOptions(fuse_input_with_prev=fuse_in, fuse_grad_output_with_prev=fuse_go))
+    alone = recipe.cast_kernels(T, K, N, CastOptions())
+    for k in fused:
+        if shared and k.tensor == "input":
+            continue
+        if k.launch_only:
             out.append(
                 RawKernel(
-                    name="qkv.input.transposed_cast_in_attention_norm_bwd",
+                    name=f"{name}.{k.name}",
                     part="cast",
-                    phase="bwd",
-                    kind="norm_bwd_cast",
+                    phase=_cast_phase(k.tensor, k.name),
+                    kind="launch",
                     group=group,
-                    bytes=xp.where(fires, 0 * nbytes, nbytes),
+                    base_s=time_model.launch_time_s(gpu=spec),
                 )
             )
-            if fires is not False:
-                out.append(
-                    RawKernel(
-                        name="qkv.input.transposed_cast_in_mix_order_norm_bwd",
-                        part="cast",
-                        phase="bwd",
-                        kind="mix_order_cast",
-                        group=group,
-                        bytes=xp.where(fires, nbytes, 0 * nbytes),
-                    )
-                )
+            continue
+        out.append(
+            RawKernel(
+                name=f"{name}.{k.name}",
+                part="cast",
+                phase=_cast_phase(k.tensor, k.name),
+                kind="cast",
+                group=group,
+                key=cast_key(recipe.name, group),
+                base_s=time_model.memory_kernel_time_s(k.bytes, gpu=spec, recipe=recipe.name, tensor=k.tensor),
+                bytes=k.bytes,
+            )
+        )
+    for tensor, on in (("input", fuse_in and not shared), ("grad_output", fuse_go)):
+        if not on:
+            continue
+        saved = sum((k.bytes for k in alone if k.tensor == tensor and not k.launch_only), 0) - sum(
+            (k.bytes for k in fused if k.tensor == tensor and not k.launch_only), 0
+        )
+        out.append(
+            RawKernel(
+                name=f"{name}.{tensor}.amax_fused_into_producer",
+                part="cast",
+                phase="fwd" if tensor == "input" else "bwd",
+                kind="fused_amax",
+                group=group,
+                bytes=saved,
+            )
+        )
+    return out
+
+
+def _qkv_transposed_cast(layer: LayerShape, batch: Any, seq_len: Any, *, all_three: bool) -> list[RawKernel]:
+    """Tensorwise q/k/v's transposed cast of the attention-norm output, fused into the attention-norm backward
+    (``norm_bwd_cast``) or, where ``all_three`` (wq, wk, wv converted, the mix-order reduction on) and
+    :func:`mix_order_cast` holds, into inductor's persistent mix-order kernel (``mix_order_cast``)."""
+    T = batch * seq_len
+    nbytes = 3 * T * layer.hidden
+    fires: Any = False
+    if all_three:
+        fires = mix_order_cast(layer.hidden, batch, seq_len)
+    xp = namespace(nbytes, fires)
+    out = [
+        RawKernel(
+            name="qkv.input.transposed_cast_in_attention_norm_bwd",
+            part="cast",
+            phase="bwd",
+            kind="norm_bwd_cast",
+            group="qkv",
+            bytes=xp.where(fires, 0 * nbytes, nbytes),
+        )
+    ]
+    if fires is not False:
+        out.append(
+            RawKernel(
+                name="qkv.input.transposed_cast_in_mix_order_norm_bwd",
+                part="cast",
+                phase="bwd",
+                kind="mix_order_cast",
+                group="qkv",
+                bytes=xp.where(fires, nbytes, 0 * nbytes),
+            )
+        )
     return out
 
 

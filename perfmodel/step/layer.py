@@ -329,19 +329,9 @@ def layer_time(
     check_compatible(seq_len=seq_len, batch=batch)
     check_size("tokens per step (batch x seq_len)", batch * seq_len)
     spec, rec, ac = get_gpu(gpu), get_recipe(recipe), _check_ac(ac)
-    for d in rec.gemm_dtypes():
-        if not spec.supports(d):
-            raise UnsupportedFormatError(f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for")
-    converted = frozenset() if rec.name == "bf16" else frozenset(converted_linears(lay, convert))
-    if not mlp:
-        converted = converted - {n for g in MLP_GROUPS for n in lay.groups.get(g, ())}
+    converted = _converted_set(lay, spec, rec, convert, mlp)
     tm, prov = resolve(spec, time_model)
-    params = layer_params if layer_params is not None else shipped()
-    if not isinstance(params, LayerParams):
-        raise PerfModelError(
-            f"layer_params must be a LayerParams (perfmodel.calibrate.layer.fit, or LayerParams.from_dict of a fitted "
-            f"file), got {type(params).__name__}"
-        )
+    params = _layer_params(layer_params)
     calibrated = getattr(tm, "reference", None) is not None
     # the tile model prices GEMMs itself and casts with the calibrated model (its base): cast factors, no GEMM one
     tiles = isinstance(tm, TileModel)
@@ -361,6 +351,68 @@ def layer_time(
     if not mlp:
         raw = [k for k in raw if k.group not in MLP_GROUPS and k.name not in MLP_KERNELS]
     again = _recomputed(raw, lay, ac)
+    kernels, kernel_s, factors = _step_kernels(
+        raw, again, params, spec, calibrated=calibrated, calibrated_casts=calibrated_casts
+    )
+    return _layer_result(
+        lay,
+        spec,
+        seq_len=seq_len,
+        batch=batch,
+        recipe=rec,
+        converted=converted,
+        ac=ac,
+        kernels=kernels,
+        kernel_s=kernel_s,
+        factors=factors,
+        time_model=str(getattr(tm, "name", type(tm).__name__)),
+        provenance=_provenance(prov, params, spec, tiles=tiles),
+    )
+
+
+def _converted_set(
+    lay: LayerShape, spec: GPUSpec, rec: Recipe, convert: str | Iterable[str] | None, mlp: bool
+) -> frozenset[str]:
+    """The Linears :func:`layer_time` runs in ``rec`` (none for bf16; without the MLP's when ``mlp`` is off), after
+    checking that ``spec`` has the recipe's GEMMs.
+
+    Raises:
+        UnsupportedFormatError: ``spec`` has no peak for a GEMM dtype of ``rec``; UnknownLinearError,
+            IneligibleLinearError: as :func:`converted_linears`."""
+    for d in rec.gemm_dtypes():
+        if not spec.supports(d):
+            raise UnsupportedFormatError(f"recipe {rec.name!r} needs {d} GEMMs, which {spec.name} has no peak for")
+    converted = frozenset() if rec.name == "bf16" else frozenset(converted_linears(lay, convert))
+    if not mlp:
+        converted = converted - {n for g in MLP_GROUPS for n in lay.groups.get(g, ())}
+    return converted
+
+
+def _layer_params(layer_params: LayerParams | None) -> LayerParams:
+    """``layer_params``, or the shipped ones for ``None``.
+
+    Raises:
+        PerfModelError: not a :class:`LayerParams`."""
+    params = layer_params if layer_params is not None else shipped()
+    if not isinstance(params, LayerParams):
+        raise PerfModelError(
+            f"layer_params must be a LayerParams (perfmodel.calibrate.layer.fit, or LayerParams.from_dict of a fitted "
+            f"file), got {type(params).__name__}"
+        )
+    return params
+
+
+def _step_kernels(
+    raw: list[RawKernel],
+    again: list[RawKernel],
+    params: LayerParams,
+    spec: GPUSpec,
+    *,
+    calibrated: bool,
+    calibrated_casts: bool,
+) -> tuple[list[StepKernel], Any, dict[str, Any]]:
+    """The step's kernels priced (``raw`` as they are, ``again`` as ``"recompute"``), their summed kernel seconds,
+    and each step-factor kind's factor (``1 + (f − 1) · min(1, boost_window / kernel_s)``)."""
     priced = [
         (tag, k, price(k, params, spec, calibrated=calibrated, calibrated_casts=calibrated_casts))
         for tag, ks in (("", raw), ("recompute", again))
@@ -385,6 +437,26 @@ def layer_time(
         )
         for tag, k, t in priced
     ]
+    return kernels, kernel_s, factors
+
+
+def _layer_result(
+    lay: LayerShape,
+    spec: GPUSpec,
+    *,
+    seq_len: Any,
+    batch: Any,
+    recipe: Recipe,
+    converted: frozenset[str],
+    ac: str,
+    kernels: list[StepKernel],
+    kernel_s: Any,
+    factors: dict[str, Any],
+    time_model: str,
+    provenance: Provenance,
+) -> LayerTime:
+    """The :class:`LayerTime` of priced ``kernels``: step seconds by part, the recomputed share, the converted
+    Linears and whole groups in layer order."""
     sums = {p: sum((k.step_s for k in kernels if k.part == p), 0) for p in ("gemm", "cast", "attention", "other")}
     step_s = sums["gemm"] + sums["cast"] + sums["attention"] + sums["other"]
     recompute = sum((k.step_s for k in kernels if k.phase == "recompute"), 0)
@@ -395,7 +467,7 @@ def layer_time(
         seq_len=seq_len,
         batch=batch,
         tokens=batch * seq_len,
-        recipe=rec,
+        recipe=recipe,
         converted=tuple(lin.name for lin in lay.linears() if lin.name in converted),
         groups=groups,
         ac=ac,
@@ -409,8 +481,8 @@ def layer_time(
         step_s=step_s,
         in_step_factor=step_s / kernel_s,
         step_factors=factors,
-        time_model=str(getattr(tm, "name", type(tm).__name__)),
-        provenance=_provenance(prov, params, spec, tiles=tiles),
+        time_model=time_model,
+        provenance=provenance,
     )
 
 

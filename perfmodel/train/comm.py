@@ -128,10 +128,28 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
         t = collective_time_s(op, nbytes, group_size=g.size, gpus_per_node=g.per_node, gpu=cfg.gpu, network=network)
         return CommCall(name=name, op=op, group=group, group_size=g.size, nbytes=nbytes, calls=calls, time_s=t)
 
+    L = cfg.sizes.layers
+    calls, ag, rs = _fsdp_calls(cfg, call)
+    hsdp, ar = _hsdp_calls(cfg, call)
+    tp_calls, tp_fwd, tp_bwd = _tp_calls(cfg, layer, call)
+    calls += hsdp + tp_calls
+    fwd_w = layer.fwd_s + tp_fwd
+    bwd_w = layer.bwd_s + tp_bwd
+    exposed_fsdp: Any = 0
+    if cfg.dp_shard > 1 or cfg.dp_replicate > 1:
+        exposed_fsdp = ag + (L - 1) * _relu(ag - fwd_w) + (L - 1) * _relu(ag + rs + ar - bwd_w) + rs + ar
+        exposed_fsdp = exposed_fsdp + sum((c.total_s for c in calls if c.name.startswith("embedding")), 0)
+    exposed_tp = L * (tp_fwd + tp_bwd) + sum((c.total_s for c in calls if c.name.startswith("output-layer")), 0)
+    return CommPlan(calls=tuple(calls), exposed_fsdp_s=exposed_fsdp, exposed_tp_s=exposed_tp)
+
+
+def _fsdp_calls(cfg: TrainConfig, call: Any) -> tuple[list[CommCall], Any, Any]:
+    """FSDP2's collectives across the ``dp_shard`` ranks (none for one rank): each layer's weights and gradients
+    (MoE models: :func:`_moe_fsdp_calls`), then the embedding and output layer's. Returns the calls and one layer's
+    all-gather and reduce-scatter seconds (0 without FSDP)."""
     s, tp, L = cfg.sizes, cfg.tp, cfg.sizes.layers
     calls: list[CommCall] = []
-    ag = rs = ar = 0
-    layer_params = s.layer_params if not s.is_moe else (s.non_embedding_params - s.output_params) / L
+    ag = rs = 0
     if cfg.dp_shard > 1 and s.is_moe:
         ex_calls, ag, rs = _moe_fsdp_calls(cfg, call)
         calls += ex_calls
@@ -155,7 +173,17 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
                 call("embedding + output weights", "all_gather", "fsdp", cfg.fsdp, root * 2, 1),
                 call("embedding + output gradients", "reduce_scatter", "fsdp", cfg.fsdp, root * 4, 1),
             ]
+    return calls, ag, rs
+
+
+def _hsdp_calls(cfg: TrainConfig, call: Any) -> tuple[list[CommCall], Any]:
+    """HSDP's gradient all-reduces across the replicas (none for one replica): each layer's shard (MoE models: the
+    mean layer's), then the embedding and output layer's. Returns the calls and one layer's all-reduce seconds."""
+    s, tp, L = cfg.sizes, cfg.tp, cfg.sizes.layers
+    calls: list[CommCall] = []
+    ar: Any = 0
     if cfg.dp_replicate > 1:
+        layer_params = s.layer_params if not s.is_moe else (s.non_embedding_params - s.output_params) / L
         ar_c = call(
             "layer gradients (HSDP)",
             "all_reduce",
@@ -171,6 +199,14 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
             calls.append(
                 call("embedding + output gradients (HSDP)", "all_reduce", "replicate", cfg.replicate, root * 4, 1)
             )
+    return calls, ar
+
+
+def _tp_calls(cfg: TrainConfig, layer: LayerCompute, call: Any) -> tuple[list[CommCall], Any, Any]:
+    """Sequence-parallel TP's collectives (none for ``tp = 1``; module doc) and the seconds of them one layer's forward
+    and backward expose (all of them with vanilla TP, what its GEMMs do not hide with async TP)."""
+    s, tp, L = cfg.sizes, cfg.tp, cfg.sizes.layers
+    calls: list[CommCall] = []
     tp_fwd: Any = 0
     tp_bwd: Any = 0
     if tp > 1:
@@ -206,11 +242,4 @@ def comm_plan(cfg: TrainConfig, layer: LayerCompute, *, network: Any) -> CommPla
             tp_bwd = _relu(per_layer_bwd - layer.gemm_bwd_s)
         else:
             tp_fwd, tp_bwd = per_layer_fwd, per_layer_bwd
-    fwd_w = layer.fwd_s + tp_fwd
-    bwd_w = layer.bwd_s + tp_bwd
-    exposed_fsdp: Any = 0
-    if cfg.dp_shard > 1 or cfg.dp_replicate > 1:
-        exposed_fsdp = ag + (L - 1) * _relu(ag - fwd_w) + (L - 1) * _relu(ag + rs + ar - bwd_w) + rs + ar
-        exposed_fsdp = exposed_fsdp + sum((c.total_s for c in calls if c.name.startswith("embedding")), 0)
-    exposed_tp = L * (tp_fwd + tp_bwd) + sum((c.total_s for c in calls if c.name.startswith("output-layer")), 0)
-    return CommPlan(calls=tuple(calls), exposed_fsdp_s=exposed_fsdp, exposed_tp_s=exposed_tp)
+    return calls, tp_fwd, tp_bwd

@@ -359,8 +359,53 @@ def check_config(
     ``convert``: the layer's Linears in float8 (names as :func:`perfmodel.step.layer_time` takes them);
     ``None``: every one eligible as a TP rank holds it (K and N multiples of 16 after ``tp`` sharding; the
     others stay bf16 and are absent from :attr:`TrainConfig.converted`)."""
-    from ..step.layer import AC_MODES
+    n, t, r = _check_layout(sizes, n_gpus=n_gpus, tp=tp, dp_replicate=dp_replicate, pp=pp, cp=cp)
+    seq = check_size("seq_len", seq_len)
+    batch = check_size("batch_per_gpu", batch_per_gpu)
+    _check_sequence_parallel(seq, batch, t)
+    rec = get_recipe(recipe)
+    _check_options(rec, t, float8_all_gather, async_tp, compile, mix_order_norm_bwd, ac)
+    converted = _job_converted(sizes, gpu, rec, t, convert, seq, batch, ac)
+    _check_fp8_all_gather(float8_all_gather, rec, converted)
+    from .moe import check_ep, dense_converted
 
+    dp = n // (t * r)
+    e = check_ep(sizes, _int("ep", ep, "a positive integer (expert-parallel degree)"), tp=t, dp_shard=dp)
+    fsdp, tpg, rep, ep_group, efsdp = _groups(sizes, gpu, n=n, tp=t, dp_replicate=r, dp_shard=dp, ep=e)
+    return TrainConfig(
+        sizes=sizes,
+        gpu=gpu,
+        n_gpus=n,
+        tp=t,
+        dp_shard=dp,
+        dp_replicate=r,
+        seq_len=seq,
+        batch_per_gpu=batch,
+        recipe=rec,
+        float8_all_gather=float8_all_gather,
+        async_tp=async_tp,
+        ac=ac,
+        converted=converted,
+        fsdp=fsdp,
+        tp_group=tpg,
+        replicate=rep,
+        mix_order_norm_bwd=mix_order_norm_bwd,
+        compile=compile,
+        ep=e,
+        ep_group=ep_group,
+        expert_fsdp=efsdp,
+        dense_converted=dense_converted(sizes, rec, convert, converted),
+    )
+
+
+def _check_layout(
+    sizes: ModelSizes, *, n_gpus: Any, tp: Any, dp_replicate: Any, pp: Any, cp: Any
+) -> tuple[int, int, int]:
+    """``(n_gpus, tp, dp_replicate)`` as ints: the degrees checked, no pipeline or context parallelism, whole TP groups
+    and replicas, and ``tp`` dividing the heads, KV heads, ffn and vocabulary it shards.
+
+    Raises:
+        InvalidParallelismError: any of these; the message says what is valid."""
     n = _int("n_gpus", n_gpus, "a positive integer (GPUs in the job)")
     if n > MAX_GPUS:
         raise InvalidParallelismError(f"n_gpus must be at most {MAX_GPUS:,} (GPUs in the job), got {n:,}")
@@ -386,36 +431,67 @@ def check_config(
                 f"{sizes.name}: {what}={count} is not divisible by tp={t}; TP shards them across the TP ranks "
                 f"(valid tp: divisors of {count})"
             )
-    seq = check_size("seq_len", seq_len)
-    batch = check_size("batch_per_gpu", batch_per_gpu)
-    _check_sequence_parallel(seq, batch, t)
-    rec = get_recipe(recipe)
+    return n, t, r
+
+
+def _check_options(
+    rec: Recipe,
+    tp: int,
+    float8_all_gather: Any,
+    async_tp: Any,
+    compile: Any,
+    mix_order_norm_bwd: Any,
+    ac: str,
+) -> None:
+    """The job's switches: bools (``mix_order_norm_bwd`` also ``None``), float8 all-gather only with the tensorwise
+    recipe, async TP only with ``tp > 1``, ``ac`` one of :data:`perfmodel.step.layer.AC_MODES`.
+
+    Raises:
+        PerfModelError, InvalidParallelismError: one of them is wrong; the message says what is valid."""
+    from ..step.layer import AC_MODES
+
     for flag, value in (("float8_all_gather", float8_all_gather), ("async_tp", async_tp), ("compile", compile)):
         if not isinstance(value, bool):
             raise PerfModelError(f"{flag} must be True or False, got {value!r}")
     if mix_order_norm_bwd is not None and not isinstance(mix_order_norm_bwd, bool):
         raise PerfModelError(f"mix_order_norm_bwd must be True, False or None, got {mix_order_norm_bwd!r}")
     _check_fp8_all_gather(float8_all_gather, rec, None)
-    if async_tp and t == 1:
+    if async_tp and tp == 1:
         raise InvalidParallelismError("async_tp=True needs tp > 1 (it overlaps TP's collectives with its GEMMs)")
     if ac not in AC_MODES:
         raise PerfModelError(choices_message("ac", ac, AC_MODES))
-    if sizes.is_moe:
-        from .moe import check_moe_job
 
+
+def _job_converted(
+    sizes: ModelSizes, gpu: GPUSpec, rec: Recipe, tp: int, convert: Any, seq: Any, batch: Any, ac: str
+) -> tuple[str, ...]:
+    """The decoder layer's Linears in float8 (:attr:`TrainConfig.converted`), after the MoE job's checks and the
+    check that ``gpu`` runs the recipe's GEMMs.
+
+    Raises:
+        PerfModelError: ``gpu`` has no peak for a GEMM dtype of ``rec``; the errors of
+            :func:`perfmodel.train.moe.check_moe_job` and of :func:`_converted` / ``moe_converted``."""
+    from .moe import check_moe_job, moe_converted
+
+    if sizes.is_moe:
         check_moe_job(sizes, seq, batch, ac)
     for d in rec.gemm_dtypes():
         if not gpu.supports(d):
             raise PerfModelError(f"recipe {rec.name!r} needs {d} GEMMs, which {gpu.name} has no peak for")
-    from .moe import check_ep, dense_converted, moe_converted
-
     if sizes.is_moe:
-        converted = moe_converted(sizes, rec, convert)
-    else:
-        converted = () if rec.name == "bf16" else _converted(lay, t, convert)
-    _check_fp8_all_gather(float8_all_gather, rec, converted)
-    dp = n // (t * r)
-    e = check_ep(sizes, _int("ep", ep, "a positive integer (expert-parallel degree)"), tp=t, dp_shard=dp)
+        return moe_converted(sizes, rec, convert)
+    return () if rec.name == "bf16" else _converted(sizes.layer, tp, convert)
+
+
+def _groups(
+    sizes: ModelSizes, gpu: GPUSpec, *, n: int, tp: int, dp_replicate: int, dp_shard: int, ep: int
+) -> tuple[Groups, Groups, Groups, Groups | None, Groups | None]:
+    """The FSDP, TP, replicate, EP and expert-FSDP groups (the last two ``None`` for a dense model) with their GPUs
+    per node (module doc), after checking that the job fills whole nodes.
+
+    Raises:
+        InvalidParallelismError: ``n`` GPUs with this ``tp`` do not fill whole nodes of ``gpu``'s interconnect."""
+    t, r, dp, e = tp, dp_replicate, dp_shard, ep
     per_node = gpu.interconnect.gpus_per_node if gpu.interconnect is not None else 1
     fsdp = Groups(size=dp, per_node=max(1, min(dp, per_node // t)))
     tpg = Groups(size=t, per_node=min(t, per_node))
@@ -430,30 +506,7 @@ def check_config(
             f"node to hold the same share of each process group (use a multiple of {per_node} GPUs and a tp that "
             f"divides {per_node} or is a multiple of it)"
         )
-    return TrainConfig(
-        sizes=sizes,
-        gpu=gpu,
-        n_gpus=n,
-        tp=t,
-        dp_shard=dp,
-        dp_replicate=r,
-        seq_len=seq,
-        batch_per_gpu=batch,
-        recipe=rec,
-        float8_all_gather=float8_all_gather,
-        async_tp=async_tp,
-        ac=ac,
-        converted=converted,
-        fsdp=fsdp,
-        tp_group=tpg,
-        replicate=rep,
-        mix_order_norm_bwd=mix_order_norm_bwd,
-        compile=compile,
-        ep=e,
-        ep_group=ep_group,
-        expert_fsdp=efsdp,
-        dense_converted=dense_converted(sizes, rec, convert, converted),
-    )
+    return fsdp, tpg, rep, ep_group, efsdp
 
 
 def _check_fp8_all_gather(float8_all_gather: bool, rec: Recipe, converted: tuple[str, ...] | None) -> None:
