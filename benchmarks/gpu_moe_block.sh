@@ -6,12 +6,13 @@
 #
 # Phases (each its own process, each under `timeout`, budgets cut so that the script ends before DEADLINE_S):
 #   selftest  tiny shapes vs a float64 loop reference; fp8 conversion check            (~15 s)
-#   time      do_bench fwd and fwd+bwd, bf16 and fp8 rowwise, 8 model configs x tokens x routing (the rest)
+#   time      do_bench fwd and fwd+bwd, bf16 and fp8 rowwise, every MODELS row x tokens x routing (the rest)
 #   kernels   torch.profiler kernel list per iteration, tokens 8192                    (KERNELS_BUDGET_S, 40)
 #   seed      triton_kernels bench_mlp, Proton profiles (benchmarks/gpu_moe_seed.sh)  (SEED_BUDGET_S, 50)
 #   pieces    bf16 pieces alone (router, permute, GEMM fwd/dgrad/wgrad, unpermute)     (PIECES_BUDGET_S, 30)
 # Output: $OUT/moe_block_results.tar.gz (all JSON, log, nvidia-smi clock log) and $OUT/moe_seed_profiles.tar.gz,
 # re-packed after every phase, so a kill leaves the phases already finished. Work files in $WORK (not $OUT).
+# Set-up shared with gpu_fresh_moe.sh (torchao wheel, versions header, clock log, pack/finish): _gpu_env.sh.
 set -u -o pipefail
 OUT=${OUT:-out}
 WORK=${WORK:-/tmp/moe_block_work}
@@ -21,40 +22,9 @@ KERNELS_BUDGET_S=${KERNELS_BUDGET_S:-40}
 SEED_BUDGET_S=${SEED_BUDGET_S:-50}
 PIECES_BUDGET_S=${PIECES_BUDGET_S:-30}
 RESERVE_S=${RESERVE_S:-12}              # packing and process start-up at the end
-PYTHON=${PYTHON:-python3}
-mkdir -p "$OUT" "$WORK"
-export PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton_cache}
-LOG="$WORK/log.txt"
-: > "$LOG"
-log() { echo "$*" | tee -a "$LOG"; }
-left() { echo $(( DEADLINE_S - SECONDS )); }
-min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
-
-# torchao 0.17.0 (built for torch 2.11, stable ABI): the only wheel this script installs
-WHL=$(ls .whl/torchao-0.17.0-*.whl 2>/dev/null | head -1)
-if [ -n "$WHL" ]; then
-  $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_moe "$WHL" \
-    && export PYTHONPATH=/tmp/site_moe${PYTHONPATH:+:$PYTHONPATH} || log "torchao wheel install failed"
-else
-  log "no .whl/torchao-0.17.0-*.whl: fp8 items will record the import error"
-fi
-{
-  nvidia-smi -L
-  nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
-  $PYTHON -c 'import torch, triton; print("torch", torch.__version__, "cuda", torch.version.cuda, "triton",
-    triton.__version__, torch.cuda.get_device_name())'
-  $PYTHON -c 'import torchao; print("torchao", torchao.__version__, torchao.__file__)'
-} 2>&1 | tee -a "$LOG"
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-  --format=csv -lms 200 > "$WORK/gpu_clocks.csv" 2>/dev/null &
-SMI_PID=$!
-
-pack() {  # idempotent: everything so far into one tarball
-  tar -C "$WORK" -czf "$OUT/moe_block_results.tar.gz.tmp" --exclude='*.tmp' $(cd "$WORK" && ls *.json *.txt *.csv 2>/dev/null) \
-    && mv "$OUT/moe_block_results.tar.gz.tmp" "$OUT/moe_block_results.tar.gz"
-}
-finish() { kill "$SMI_PID" 2>/dev/null; log "total ${SECONDS} s"; pack; }
-trap finish EXIT
+TARBALL=moe_block_results.tar.gz
+source "$(dirname "$0")/_gpu_env.sh"  # PYTHON, log, left, min, pack, finish; torchao wheel, header, clock log
+gpu_env_setup
 
 mb() { $PYTHON -m perfmodel.bench.moe_block "$@" --out "$WORK"; }
 phase() {  # phase NAME BUDGET ARGS...: one process under timeout; a crashed time/kernels phase resumes once

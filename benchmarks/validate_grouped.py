@@ -8,7 +8,10 @@ distribution (balanced; skewed = Dirichlet-skewed and empty-group vectors), the 
 compute-only roofline as torchao's MoE roofline prices it (perfmodel.moe.roofline_grouped_gemm_time_s) beside it.
 Splits (by model family, chosen before any score was seen; see docs/moe.md): ``fit``, ``validation`` (looked at
 while the model form was chosen), ``test`` (looked at once), ``held_out`` (validation + test), ``shape_disjoint``
-(held-out families whose (K, N) no fit family has: all but llama4_scout). Output is deterministic.
+(held-out families whose (K, N) no fit family has: all but llama4_scout). ``fresh`` (round 1) and ``fresh2``
+(round 2, added 2026-12-04): families in no fit and with no (K, N) of any earlier family, measured in their own
+sweep folder after the model that scores them was committed (pre-registered; each scored once; ``--data``, when
+given, replaces the round's folder). Output is deterministic.
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ SPLITS = {
 #: was committed (66d1844): pre-registered, scored once, in no fit, no (K, N) shared with any earlier family
 FRESH_FAMILIES = ("qwen3_235b_a22b", "olmoe_1b_7b", "dbrx", "phi35_moe")
 FRESH_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03f"
+#: fresh round 2 (added 2026-12-04, pre-registered: model committed before measurement): small to large experts
+#: (1536x512 to 6144x9216), no (K, N) shared with any family above or with each other; the lead puts the sweep of
+#: ``FAMILIES=<these> MX_S=0 bash benchmarks/gpu_fresh_moe.sh`` in FRESH2_DATA
+FRESH2_FAMILIES = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
+FRESH2_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-04f"
+#: split name -> (families, default sweep folder, round)
+FRESH_SPLITS = {"fresh": (FRESH_FAMILIES, FRESH_DATA, 1), "fresh2": (FRESH2_FAMILIES, FRESH2_DATA, 2)}
 
 
 def shape_overlap(records: list[dict]) -> dict[str, list[tuple[int, int]]]:
@@ -73,24 +83,32 @@ def table(records: list[dict], params: dict) -> str:
     return "\n".join(lines)
 
 
-def fresh(folder: Path) -> int:
-    """The pre-registered score on the fresh families (their own sweep folder), all four together."""
-    records = [r for r in cg.load_records(folder) if r["family"] in FRESH_FAMILIES]
+def fresh(folder: Path, families: tuple[str, ...] = FRESH_FAMILIES, name: str = "fresh", round_: int = 1) -> int:
+    """The pre-registered score on one round of fresh families (their own sweep folder), all together."""
+    records = [r for r in cg.load_records(folder) if r["family"] in families]
+    if not records:
+        print(f"{folder}: no records of the {name} families {', '.join(families)}", file=sys.stderr)
+        return 2
     fams = sorted({r["family"] for r in records})
-    print("# Grouped-GEMM model on the fresh families (pre-registered: model committed before the measurement)\n")
-    print(f"## fresh: {', '.join(fams)} ({len(records)} records, {folder.relative_to(ROOT)})\n")
+    where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+    print(
+        f"# Grouped-GEMM model on the fresh families, round {round_} "
+        "(pre-registered: model committed before the measurement)\n"
+    )
+    print(f"## {name}: {', '.join(fams)} ({len(records)} records, {where})\n")
     print(table(records, gm.load_params()["params"]))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=str(ROOT / "benchmarks" / "data" / "h200_2026-12-03"))
-    ap.add_argument("--split", default="all", choices=[*SPLITS, "shape_disjoint", "fresh", "all"])
+    ap.add_argument("--data", default=None, help="sweep folder (default: h200_2026-12-03; a fresh split's own)")
+    ap.add_argument("--split", default="all", choices=[*SPLITS, "shape_disjoint", *FRESH_SPLITS, "all"])
     args = ap.parse_args(argv)
-    if args.split == "fresh":
-        return fresh(FRESH_DATA)
-    records = cg.load_records(args.data)
+    if args.split in FRESH_SPLITS:
+        fams, folder, round_ = FRESH_SPLITS[args.split]
+        return fresh(Path(args.data).resolve() if args.data else folder, fams, args.split, round_)
+    records = cg.load_records(args.data or ROOT / "benchmarks" / "data" / "h200_2026-12-03")
     params = gm.load_params()["params"]
     overlap = shape_overlap(records)
     splits = dict(SPLITS)

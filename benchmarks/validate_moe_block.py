@@ -42,6 +42,9 @@ TEST = {"gpt_oss_120b", "mixtral_8x7b"}
 #: measured 2026-12-03 (benchmarks/data/h200_2026-12-03f) after the model that scores them was committed (66d1844;
 #: the bench's import fix 150bf96 changed no model code): pre-registered, scored once
 FRESH = {"qwen3_235b_a22b", "olmoe_1b_7b", "dbrx", "phi35_moe"}
+#: round 2, measured 2026-12-04 (benchmarks/data/h200_2026-12-04f) after the block model that scores them (the
+#: colwise-dual and backward-power terms) was committed: pre-registered, scored once
+FRESH2 = {"granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1"}
 RECIPE = {"bf16": "bf16", "fp8_rowwise": "rowwise"}
 
 # measured kernel name -> class (first match wins); the model's kernels map to the same classes (MODEL_CLASS)
@@ -143,6 +146,8 @@ def load_kernels(folder: Path) -> list[dict[str, Any]]:
 def split_of(model: str) -> str:
     if model in FRESH:
         return "fresh"
+    if model in FRESH2:
+        return "fresh2"
     return "fit" if model in FIT else "validation" if model in VALIDATION else "test" if model in TEST else "other"
 
 
@@ -267,6 +272,7 @@ def derive(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> dict[str
     for c, v in ratios.items():
         out[f"slowdown_{c}"] = float(np.median(v))
         out[f"slowdown_{c}_min"], out[f"slowdown_{c}_max"] = float(min(v)), float(max(v))
+    out.update(_derive_colwise(fit))
     wall = {(r["id"], r["recipe"]): r for r in trecs}
     gf, gb = [], []
     for r in fit:
@@ -279,7 +285,55 @@ def derive(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> dict[str
     out["host_gap_fwd_s"] = float(np.median(gf))
     out["host_gap_bwd_s"] = float(np.median(gb))
     out["n_fit_profiles"] = float(len(fit))
+    out.update(_derive_power([r for r in trecs if r["model"] in FIT]))
     return out
+
+
+def _derive_colwise(fit: list[dict[str, Any]]) -> dict[str, float]:
+    """torchao's dual colwise cast: measured time = rate x (its bytes at copy bandwidth) + programs x seconds, a
+    least-squares fit through the origin over the fit families' fp8 profiles (``EAGER_SLOWDOWN["colwise_dual"]``,
+    ``COLWISE_DUAL_PROGRAM_S``); ``_resid_*``: the pair's per-config pred / meas - 1 on those profiles."""
+    from perfmodel.moe.block_constants import colwise_dual_programs
+
+    rows, y = [], []
+    for r in fit:
+        if r["recipe"] != "fp8_rowwise":
+            continue
+        copy = sum(k.seconds for k in predict(r, False, "kernel").kernels if "colwise_dual" in k.name)
+        d, f, E = r["dim"], r["inter"], r["experts"]
+        progs = 2 * colwise_dual_programs(E, d, f) + colwise_dual_programs(E, f, d)  # w1, w3: K = d; w2: K = f
+        rows.append([copy, progs])
+        y.append(measured_by_class(r)["q_colwise_dual"][1])
+    if not rows:
+        return {}
+    A, b = np.array(rows, float), np.array(y, float)
+    (rate, prog), *_ = np.linalg.lstsq(A, b, rcond=None)
+    res = A @ np.array([rate, prog]) / b - 1
+    return {"colwise_dual_rate": float(rate), "colwise_dual_program_s": float(prog),
+            "colwise_dual_resid_min": float(res.min()), "colwise_dual_resid_max": float(res.max())}  # fmt: skip
+
+
+def _derive_power(fit_times: list[dict[str, Any]]) -> dict[str, float]:
+    """The backward's sustained-power derate: per fit-family do_bench row, need = (measured backward - the host
+    gap HOST_GAP_BWD_S) / the model's backward kernel sum (timing="kernel", no derate), against the block's
+    tensor-core duty (GEMM seconds / (kernel + host seconds)); a least-squares line need = 1 + slope (duty - duty0).
+    ``_resid_*``: the line's residual range; ``n_power_rows``: rows used (both recipes, every token count)."""
+    from perfmodel.moe import block as bm
+
+    duty, need = [], []
+    host = bm.HOST_SYNCS_FWD * bm.HOST_SYNC_S + bm.HOST_GAP_BWD_S
+    for r in fit_times:
+        k = predict(r, True, "kernel")
+        kb = sum(x.seconds for x in k.kernels if x.phase == "bwd")
+        duty.append(sum(x.seconds for x in k.kernels if x.flops > 0) / (k.total_s + host))
+        need.append((r["fwd_bwd_s"] - r["fwd_s"] - bm.HOST_GAP_BWD_S) / kb)
+    if len(duty) < 2:
+        return {}
+    slope, icpt = np.polyfit(duty, need, 1)
+    res = np.array(need) - np.polyval([slope, icpt], duty)
+    return {"power_derate_slope": float(slope), "power_derate_duty0": float((1 - icpt) / slope),
+            "power_derate_resid_min": float(res.min()), "power_derate_resid_max": float(res.max()),
+            "n_power_rows": float(len(duty))}  # fmt: skip
 
 
 # -------------------------------------------------------------------------------------------------
@@ -340,6 +394,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--final", action="store_true", help="also score the test families (look once, at the end)")
     ap.add_argument("--fresh", action="store_true", help="score the fresh families (their own folder), once")
+    ap.add_argument("--fresh2", action="store_true", help="score the round-2 fresh families (their folder), once")
     ap.add_argument("--kernels", action="store_true", help="measured kernels vs the model's, class by class")
     ap.add_argument("--derive", action="store_true", help="the block constants from the fit families' profiles")
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
@@ -367,8 +422,8 @@ def main(argv: list[str]) -> int:
             text = head + sep + body + "\n" + rest[rest.index(f"<!-- {tag}:end -->") :]
         a.docs.write_text(text)
         return 0
-    if a.fresh:
-        print(score(recs, ["fresh"]))
+    if a.fresh or a.fresh2:
+        print(score(recs, ["fresh"] if a.fresh else ["fresh2"]))
         return 0
     if a.derive:
         for k, v in derive(load_kernels(a.folder), recs).items():

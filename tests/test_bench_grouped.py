@@ -216,6 +216,59 @@ def test_model_shapes_and_roles():
     assert all(s.K % 16 == 0 and s.N % 16 == 0 and 512 <= s.K <= 8192 and 512 <= s.N <= 8192 for s in rnd)
 
 
+# ---- the fresh families: cited values, and no (K, N) shared with an earlier family ----------------------------
+
+BEFORE_FRESH = ("deepseek_v3", "deepseek_v3_16b", "qwen3_30b_a3b", "llama4_scout", "llama4_maverick", "mixtral_8x7b")
+BEFORE_FRESH += ("gpt_oss_120b",)  # fit / validation / test families (deepseek_v3_ep8 is deepseek_v3's block only)
+FRESH1 = ("qwen3_235b_a22b", "olmoe_1b_7b", "dbrx", "phi35_moe")  # round 1, 2026-12-03
+FRESH2 = {  # round 2, 2026-12-04: (hidden, expert inter, experts, top_k) from the config.json each source names
+    "granite_3b_a800m": (1536, 512, 40, 8),  # hidden_size, intermediate_size, num_local_experts, num_experts_per_tok
+    "ernie45_21b_a3b": (2560, 1536, 64, 6),  # hidden_size, moe_intermediate_size, moe_num_experts, moe_k
+    "qwen2_57b_a14b": (3584, 2560, 64, 8),  # hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok
+    "minimax_m1": (6144, 9216, 32, 2),  # hidden_size, intermediate_size, num_local_experts, num_experts_per_tok
+}
+
+
+def _model(name: str) -> GG.MoEModel:
+    return next(m for m in GG.MOE_MODELS if m.name == name)
+
+
+def _kn(name: str) -> set[tuple[int, int]]:
+    return {(s.K, s.N) for s in GG._model_shapes(_model(name))}
+
+
+def test_fresh_round2_models_match_cited_values():
+    for name, exp in FRESH2.items():
+        m = _model(name)
+        assert (m.hidden, m.inter, m.experts, m.top_k) == exp, name
+        assert "config.json" in m.source and m.hidden % 16 == 0 and m.inter % 16 == 0
+    assert set(GG.FAMILIES) == {*BEFORE_FRESH, *FRESH1, *FRESH2, GG.RANDOM_FAMILY}
+    # by hand: gate/up fused (h, 2i), its dgrad (2i, h), w1/w3 (h, i), w2 (i, h)
+    assert _kn("minimax_m1") == {(6144, 18432), (18432, 6144), (6144, 9216), (9216, 6144)}
+    assert _kn("granite_3b_a800m") == {(1536, 1024), (1024, 1536), (1536, 512), (512, 1536)}
+
+
+def test_fresh_families_share_no_kn_with_earlier_families():
+    earlier = set().union(*(_kn(f) for f in BEFORE_FRESH))
+    for fam in FRESH1:
+        assert not _kn(fam) & earlier, fam
+    earlier |= set().union(*(_kn(f) for f in FRESH1))
+    seen: set[tuple[int, int]] = set()
+    for fam in FRESH2:
+        assert not _kn(fam) & earlier, fam
+        assert not _kn(fam) & seen, fam  # nor with another round-2 family
+        seen |= _kn(fam)
+
+
+def test_plan_picks_up_the_round2_families():
+    items, _, info = GG.plan_items(seed=0, families=[*FRESH2], budget_s=170)
+    assert set(info.kept) == set(FRESH2) and all(info.kept[f] > 0 for f in FRESH2)
+    assert {i.family for i in items} == set(FRESH2)
+    assert max(i.G for i in items if i.family == "granite_3b_a800m") == 32  # 40 experts: G up to 32
+    assert max(i.G for i in items if i.family == "minimax_m1") <= 32
+    assert {(i.K, i.N) for i in items} <= set().union(*(_kn(f) for f in FRESH2))
+
+
 def test_quick_plan_has_one_cheap_shape_per_family():
     items, nb, info = GG.plan_items(seed=0, quick=True)
     assert info.kept == dict.fromkeys(GG.FAMILIES, 1) and len(nb) == GG.QUICK_NEIGHBOURS

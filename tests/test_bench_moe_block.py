@@ -40,7 +40,12 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "olmoe_1b_7b": (2048, 1024, 64, 8, 0, "softmax", 64),
     "dbrx": (6144, 10752, 16, 4, 0, "softmax", 16),
     "phi35_moe": (4096, 6400, 16, 2, 0, "softmax", 16),
+    "granite_3b_a800m": (1536, 512, 40, 8, 0, "softmax", 40),  # fresh round 2 (2026-12-04)
+    "ernie45_21b_a3b": (2560, 1536, 64, 6, 3072, "softmax", 64),  # moe_num_shared_experts 2 x 1536
+    "qwen2_57b_a14b": (3584, 2560, 64, 8, 20480, "softmax", 64),  # shared_expert_intermediate_size
+    "minimax_m1": (6144, 9216, 32, 2, 0, "softmax", 32),
 }
+FRESH2 = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 
 
 def test_config_table_matches_cited_values():
@@ -127,6 +132,18 @@ def test_memory_estimate_skips_only_the_largest():
     assert not MB.fits_memory(it, "fp8_rowwise")  # 128 x 5120 x 8192 experts: fp32 cast temporaries
     for name in ("deepseek_v3_16b", "qwen3_30b_a3b", "mixtral_8x7b", "deepseek_v3_ep8"):
         assert MB.fits_memory(MB.BlockItem(name, 32768, "skewed"), "fp8_rowwise")
+
+
+def test_fresh_round2_fits_one_gpu_with_every_expert():
+    """Round 2 keeps every routed expert of a layer on the GPU (no EP variant): each fits at the largest item."""
+    for name in FRESH2:
+        c = MB.MODEL_BY_NAME[name]
+        assert c.experts == c.router_experts, name
+        assert MB.fits_memory(MB.BlockItem(name, 32768, "skewed"), "fp8_rowwise"), name
+    # minimax_m1, the largest: 32 x 3 x 6144 x 9216 routed parameters
+    assert MB.MODEL_BY_NAME["minimax_m1"].expert_params == 3 * 32 * 6144 * 9216
+    items = MB.plan_items(list(FRESH2))
+    assert len(items) == 4 * len(MB.TOKENS) * len(MB.ROUTINGS) and {it.model for it in items[:4]} == set(FRESH2)
 
 
 def test_expert_flops_by_hand():
@@ -342,8 +359,46 @@ def test_run_seed_writes_the_seed_layout(tmp_path, monkeypatch):
 
 
 def test_shell_scripts_parse():
-    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh"):
+    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh", "gpu_fresh_moe.sh", "_gpu_env.sh"):
         subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / name)], check=True)
+
+
+def _stub_bin(tmp_path: Path) -> Path:
+    """A bin folder whose nvidia-smi and python echo their arguments (no GPU, no torch)."""
+    b = tmp_path / "bin"
+    b.mkdir()
+    for name in ("nvidia-smi", "py"):
+        (b / name).write_text('#!/bin/sh\necho "' + name + ' $*"\n')
+        (b / name).chmod(0o755)
+    return b
+
+
+def test_fresh_script_families_and_mx_switch(tmp_path):
+    """gpu_fresh_moe.sh through _gpu_env.sh with stub commands: FAMILIES reaches every bench, MX_S=0 drops the
+    mxfp8 phases, the default keeps them, and the tarball is packed."""
+    b = _stub_bin(tmp_path)
+    fams = ",".join(FRESH2)
+    env = {"PATH": f"{b}:/usr/bin:/bin", "PYTHON": str(b / "py"), "HOME": str(tmp_path)}
+    runs = {}
+    for mx in ("0", "45"):
+        out, work = tmp_path / f"out{mx}", tmp_path / f"work{mx}"
+        e = {**env, "OUT": str(out), "WORK": str(work), "FAMILIES": fams, "MX_S": mx}
+        r = subprocess.run(
+            ["bash", "benchmarks/gpu_fresh_moe.sh"], cwd=ROOT, env=e, capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 0, r.stderr
+        runs[mx] = r.stdout
+        assert (out / "fresh_moe.tar.gz").is_file()
+    calls = [ln for ln in runs["0"].splitlines() if ln.startswith("py -m perfmodel.bench.")]
+    assert [c.split()[2:4] for c in calls] == [
+        ["perfmodel.bench.grouped_gemm", "plan"],
+        ["perfmodel.bench.grouped_gemm", "time"],
+        ["perfmodel.bench.grouped_gemm", "kernels"],
+        ["perfmodel.bench.moe_block", "time"],
+    ]
+    assert all(fams in c for c in calls)
+    assert "mxfp8 phases skipped (MX_S=0)" in runs["0"]
+    assert runs["45"].count("py -m perfmodel.bench.mxfp8_kernels") == 2
 
 
 def test_counts_helper_on_skewed_vector():

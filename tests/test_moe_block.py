@@ -125,7 +125,7 @@ def test_eager_rates_by_hand():
         "permute.bwd_index_add": (R * d * 6 + R * 8, 4.91),
         "unpermute.mul_score": (R * d * 4 + R * 2, 2.23),  # read y, write y * s (bf16); the [R, 1] scores
         "unpermute.bwd_mul_score": (R * d * 4 + R * 2, 2.23),
-        "experts.w1.colwise_dual": (R * (f + d) * 3 + E * (f + d) * 4, 14.9),  # grad_out [R, f], A [R, d]
+        "experts.w1.colwise_dual": (R * (f + d) * 3 + E * (f + d) * 4, 12.10),  # grad_out [R, f], A [R, d]
         "experts.w2.A_rowwise_cast": (R * f * 3 + R * 4, 3.65),  # h [R, f]: read 2 B, write 1 B; a scale per row
         "experts.w2.gO_rowwise_cast": (R * d * 3 + R * 4, 3.65),
         "experts.w1.w_to_fp32": (w * 6, 1.76),
@@ -136,11 +136,15 @@ def test_eager_rates_by_hand():
         "experts.w1.w_to_fp8": (w * 5, 0.855),
         "experts.w2.w_t_cast": (w * 3 + E * f * 4, 0.935),  # w2 [E, f, d]: K = f
     }
+    # the dual colwise cast also pays 25 ns per Triton program: E groups x (ceil(f/32) + ceil(d/32)) = 4 x (4 + 8)
+    extra = {"experts.w1.colwise_dual": 4 * (128 // 32 + 256 // 32) * 25.0e-9}
     for name, (nbytes, factor) in want.items():
         k = _kernel(r, name)
         assert k.bytes == nbytes, name
-        assert k.seconds == pytest.approx(tm.memory_kernel_time_s(nbytes * factor, gpu=H200), rel=1e-12), name
+        want_s = tm.memory_kernel_time_s(nbytes * factor, gpu=H200) + extra.get(name, 0.0)
+        assert k.seconds == pytest.approx(want_s, rel=1e-12), name
         assert bm.EAGER_SLOWDOWN[k.note.split("(")[-1].rstrip(")")] == factor
+    assert bm.colwise_dual_programs(4, 256, 128) == 48 and bm.colwise_dual_programs(3, 33, 64) == 3 * (2 + 2)
     o = bm.expert_block_time(TINY, tokens=T, recipe="rowwise", timing="kernel", measured_eager=False)
     k = _kernel(o, "unpermute.index_add")
     assert k.seconds == pytest.approx(tm.memory_kernel_time_s(R * d * 6 + R * 8, gpu=H200), rel=1e-12)
@@ -170,6 +174,10 @@ def test_validator_kernel_classes():
     }
     for n, c in names.items():
         assert v.measured_class(n) == c, n
+    # each family has one split; the two fresh rounds are scored apart (each once, pre-registered)
+    assert [v.split_of(m) for m in ("deepseek_v3", "llama4_scout", "dbrx", "minimax_m1", "nope")] == [
+        "fit", "validation", "fresh", "fresh2", "other"]  # fmt: skip
+    assert not (v.FRESH2 & (v.FIT | v.VALIDATION | v.TEST | v.FRESH))
     r = bm.expert_block_time(TINY, tokens=10, recipe="rowwise", timing="kernel")
     cls = {k.name: v.model_class(k) for k in r.kernels}
     assert cls["unpermute.index_add"] == "index_add" and cls["experts.w1.colwise_dual"] == "q_colwise_dual"
@@ -187,9 +195,17 @@ def test_totals_and_timing():
     fwd = sum(k.seconds for k in r.kernels if k.phase == "fwd")
     assert r.fwd_s == pytest.approx(fwd, rel=1e-12) and r.total_s == pytest.approx(r.fwd_s + r.bwd_s, rel=1e-12)
     e = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event")
-    # event timing adds one event overhead and the eager host gaps (2 bincount syncs + the backward's launch gap)
+    # event timing adds one event overhead, the eager host gaps (2 bincount syncs + the backward's launch gap) and
+    # the backward's sustained-power derate (its kernels x the factor at the block's tensor-core duty)
     host = bm.HOST_SYNCS_FWD * bm.HOST_SYNC_S + bm.HOST_GAP_BWD_S
-    assert e.total_s - r.total_s == pytest.approx(EVENT_OVERHEAD_S + host, rel=1e-9)
+    gemm = sum(k.seconds for k in r.kernels if k.flops > 0)
+    duty = gemm / (r.total_s + host)
+    assert e.tensor_duty == pytest.approx(duty, rel=1e-12) and r.power_derate == 1.0
+    f = 1 + 0.1696 * (duty - 0.3418)
+    assert e.power_derate == pytest.approx(f, rel=1e-12)
+    derate = (f - 1) * r.bwd_s
+    assert e.total_s - r.total_s == pytest.approx(EVENT_OVERHEAD_S + host + derate, rel=1e-9)
+    assert e.fwd_s - r.fwd_s == pytest.approx(EVENT_OVERHEAD_S + 2 * 0.583e-3, rel=1e-9)
     assert e.host_fwd_s == pytest.approx(2 * 0.583e-3, rel=1e-12) and e.host_bwd_s == pytest.approx(0.401e-3)
     i = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event", measured_eager=False)
     ik = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="kernel", measured_eager=False)
@@ -349,6 +365,27 @@ def test_roofline_cli_predict(tmp_path):
     assert out.read_bytes()[:4] == b"\x89PNG" and "[predicted (perfmodel.moe)] batch 1024" in buf.getvalue()
 
 
+def test_power_derate_by_hand():
+    # 1 + 0.1696 (duty - 0.3418): duty 0.3418 -> 1; 0.9 -> 1.09467; 0.1 -> 0.95899; constants of --derive (fit only)
+    assert bm.power_derate(0.3418) == pytest.approx(1.0, rel=1e-12)
+    assert bm.power_derate(0.9) == pytest.approx(1 + 0.1696 * 0.5582, rel=1e-12)
+    assert bm.power_derate(0.1) == pytest.approx(1 - 0.1696 * 0.2418, rel=1e-12)
+    for bad in (-0.1, 1.5, float("nan"), "0.5"):
+        with pytest.raises(InvalidShapeError, match="duty"):
+            bm.power_derate(bad)
+    # a GEMM-heavy bf16 block's backward runs slower than an fp8 one's (duty 0.1-0.3 there): factor above / below 1
+    hot = bm.expert_block_time("llama4-maverick", tokens=8192)
+    cold = bm.expert_block_time("qwen3-30b-a3b", tokens=8192, recipe="rowwise")
+    assert hot.power_derate > 1.05 and cold.power_derate < 0.98
+    k = bm.expert_block_time("llama4-maverick", tokens=8192, timing="kernel")
+    bwd = {x.name: x.seconds for x in k.kernels if x.phase == "bwd"}
+    for x in hot.kernels:
+        if x.phase == "bwd":
+            assert x.seconds == pytest.approx(bwd[x.name] * hot.power_derate, rel=1e-12) and "derate" in x.note
+    assert bm.expert_block_time("llama4-maverick", tokens=8192, measured_eager=False).power_derate == 1.0
+    assert bm.expert_block_time("llama4-maverick", tokens=8192, gpu="H100").power_derate == 1.0  # H200 only
+
+
 def test_block_constants_are_the_fit_families_medians():
     """EAGER_SLOWDOWN and the host gaps are what --derive computes from the committed fit-family profiles."""
     import importlib.util
@@ -361,7 +398,7 @@ def test_block_constants_are_the_fit_families_medians():
     d = v.derive(v.load_kernels(data), v.load(data))
     assert d["n_fit_profiles"] == 14
     names = {
-        "index_add": "index_add", "bcast_mul": "bcast_mul", "colwise_dual": "q_colwise_dual",
+        "index_add": "index_add", "bcast_mul": "bcast_mul",
         "rowwise_2d": "q_rowwise_2d", "w_to_fp32": "q_w_to_fp32", "w_mul_scale": "q_w_mul", "w_amax": "q_w_amax",
         "w_stream": "q_w_stream", "w_t": "q_w_transpose",
     }  # fmt: skip
@@ -369,6 +406,13 @@ def test_block_constants_are_the_fit_families_medians():
         assert bm.EAGER_SLOWDOWN[rate] == pytest.approx(d[f"slowdown_{cls}"], rel=5e-3), rate
     assert bm.HOST_SYNCS_FWD * bm.HOST_SYNC_S == pytest.approx(d["host_gap_fwd_s"], rel=2e-3)
     assert bm.HOST_GAP_BWD_S == pytest.approx(d["host_gap_bwd_s"], rel=2e-3)
+    # the dual colwise cast: rate + per-program cost, least squares on the fit families' fp8 profiles
+    assert bm.EAGER_SLOWDOWN["colwise_dual"] == pytest.approx(d["colwise_dual_rate"], rel=5e-3)
+    assert bm.COLWISE_DUAL_PROGRAM_S == pytest.approx(d["colwise_dual_program_s"], rel=5e-3)
+    # the backward's sustained-power derate: least-squares line on the fit families' 53 do_bench rows
+    assert d["n_power_rows"] == 53
+    assert bm.POWER_DERATE_SLOPE == pytest.approx(d["power_derate_slope"], rel=5e-3)
+    assert bm.POWER_DERATE_DUTY0 == pytest.approx(d["power_derate_duty0"], rel=5e-3)
 
 
 def test_block_error_bar_only_where_validated():

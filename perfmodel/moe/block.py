@@ -43,9 +43,12 @@ Memory kernels are priced by the GPU's time model (``memory_kernel_time_s``: fix
 bandwidth; :func:`perfmodel.models.registry.resolve`), tiny ones by ``launch_time_s``. Byte counts of the eager
 bookkeeping (argsort passes, the permutation plan) are estimates written next to each kernel. With
 ``measured_eager=True`` (default) the kernels eager torch / torchao run below copy speed take a measured factor on that
-time (:data:`EAGER_SLOWDOWN`) and event timing adds the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`);
-both derived from the fit families' H200 kernel profiles (``benchmarks/validate_moe_block.py --derive``,
-docs/moe.md "Block validation").
+time (:data:`EAGER_SLOWDOWN`; torchao's dual colwise cast also :data:`COLWISE_DUAL_PROGRAM_S` per program), and
+event timing adds the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`) and the sustained-power derate
+of the backward (:func:`power_derate`: its kernels x ``1 + POWER_DERATE_SLOPE * (duty - POWER_DERATE_DUTY0)``, duty
+the block's tensor-core fraction); all derived on the fit families' H200 measurements only
+(:mod:`perfmodel.moe.block_constants`, ``benchmarks/validate_moe_block.py --derive``, docs/moe.md "Block
+validation").
 """
 
 from __future__ import annotations
@@ -67,18 +70,32 @@ from ..models.base import EVENT_OVERHEAD_S
 from ..models.registry import resolve
 from ..presets import MoEShape
 from ..specs.gpu import get_gpu
+from .block_constants import (
+    COLWISE_DUAL_PROGRAM_S,
+    EAGER_SLOWDOWN,
+    HOST_GAP_BWD_S,
+    HOST_SYNC_S,
+    HOST_SYNCS_FWD,
+    POWER_DERATE_DUTY0,
+    POWER_DERATE_SLOPE,
+    colwise_dual_programs,
+    power_derate,
+)
 from .grouped import check_timing, grouped_gemm
 from .mx_relayout import relayout_time_s
 from .routing import as_moe_shape, block_group_sizes, check_tokens, expert_counts, skewed_counts
 
 __all__ = [
     "ALIGN",
+    "COLWISE_DUAL_PROGRAM_S",
     "EAGER_SLOWDOWN",
     "HOST_GAP_BWD_S",
     "HOST_SYNCS_FWD",
     "HOST_SYNC_S",
     "KINDS",
     "PHASES",
+    "POWER_DERATE_DUTY0",
+    "POWER_DERATE_SLOPE",
     "RECIPES",
     "BlockKernel",
     "ExpertBlockTime",
@@ -86,6 +103,7 @@ __all__ = [
     "block_group_sizes",
     "expert_block_time",
     "expert_block_time_s",
+    "power_derate",
     "skewed_counts",
 ]
 
@@ -116,48 +134,6 @@ _SORT_PASSES = 4
 #: small int64 kernels of the permutation plan over the R padded rows (bincount, clamp, cumsum, searchsorted,
 #: gathers, where; :func:`perfmodel.bench.moe_block.permute_plan`), each ~24 B per row: estimate
 _PLAN_KERNELS = 14
-#: Measured eager rates (``measured_eager=True``): per kernel class, its measured time over the time this model
-#: gives its bytes at the GPU's copy bandwidth (``memory_kernel_time_s``; on the H200 the calibrated 3.7 TB/s), i.e.
-#: the factor on the bytes it is priced at. Medians over the fit families' torch.profiler kernels only (deepseek_v3,
-#: deepseek_v3_ep8, qwen3_30b_a3b, llama4_maverick: 14 profiles at 8192 tokens, both recipes,
-#: benchmarks/data/h200_2026-12-03b; ``python benchmarks/validate_moe_block.py DIR --derive``), their fit-family
-#: range in the comments. The mechanism is the kernel torch or torchao launches; on other GPUs the factor is assumed
-#: to hold against their copy bandwidth (transferred, not measured).
-EAGER_SLOWDOWN: Mapping[str, float] = {
-    # index_add_ of bf16 rows (at::native::indexFuncLargeIndex<BFloat16, ..., ReduceAdd>, one atomic add per
-    # element: aten/src/ATen/native/cuda/Indexing.cu): ~120 G elements/s on the H200; range 4.73-5.52
-    "index_add": 4.91,
-    # y * score with score [R, 1] broadcast: TensorIterator's non-vectorized path (elementwise_kernel<128, 4>,
-    # gpu_kernel_impl_nocast with an offset calculator: aten/src/ATen/native/cuda/Loops.cuh); range 2.20-2.46
-    "bcast_mul": 2.23,
-    # torchao 0.17 triton_fp8_per_group_colwise_scales_dual (jagged_float8_scales.py:457-627 at v0.17.0): a program
-    # per (32 columns, group) with BLOCK_SIZE 32 x BLOCK_SIZE_ITER 128 (lines 59-66), two serial passes over the
-    # group's rows, column-major fp8 stores (lines 666-671); range 12.5-15.8
-    "colwise_dual": 14.9,
-    # torchao 0.17 triton_fp8_rowwise_2d_scale_and_cast (two passes per row); range 3.41-3.65
-    "rowwise_2d": 3.65,
-    # B.to(float32): a dtype-converting copy (unrolled_elementwise_kernel<direct_copy, LoadWithCast>); 1.75-1.76
-    "w_to_fp32": 1.76,
-    # B_fp32 * scales[E, 1, N] broadcast (elementwise_kernel<128, 2>, nocast, float); range 1.39-1.40
-    "w_mul_scale": 1.40,
-    # amax over K of |B| (reduce_kernel<512, 1> MaxNanFunctor<BFloat16>, a strided reduction); range 1.08-1.36
-    "w_amax": 1.11,
-    # abs, clamp, .to(e4m3) of the weight chain: vectorized streaming at 4.3 TB/s; range 0.85-0.86
-    "w_stream": 0.855,
-    # triton_fp8_rowwise_3d_transpose_rhs (scales, cast); range 0.93-0.95
-    "w_t": 0.935,
-}
-#: Host time of the eager block the GPU waits for (``measured_eager=True``, ``timing="event"``). torch.bincount
-#: on CUDA reads ``self.min().item()`` and ``self.max().item()`` (aten/src/ATen/native/cuda/SummaryOps.cu,
-#: ``_bincount_cuda_template``; the two ``Memcpy DtoH`` of every profile): the stream drains twice in the forward
-#: and the GPU idles while Python re-issues the kernels after each. Derived as the median over the fit families'
-#: 14 profiles (both recipes) of measured wall (do_bench) minus profiled kernel sum: 1.165 ms in the forward (two
-#: syncs: 0.583 ms each) and 0.401 ms more in the backward (its launch after the forward returns). Spread over
-#: those rows: forward -0.64..1.68 ms, backward -0.80..5.95 ms (the largest bf16 blocks run slower under do_bench's
-#: sustained load than in the profiler's three iterations; the host gap is the median, not a bound).
-HOST_SYNC_S = 0.583e-3
-HOST_SYNCS_FWD = 2
-HOST_GAP_BWD_S = 0.401e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +160,9 @@ class ExpertBlockTime:
             overhead to ``fwd_s`` and to ``total_s``, as one ``do_bench`` call of each sees it, and the host gaps).
         host_fwd_s, host_bwd_s: seconds the GPU waits for the host in each phase (``timing="event"`` with
             ``measured_eager``: :data:`HOST_SYNC_S` per bincount sync, :data:`HOST_GAP_BWD_S`); included above.
+        tensor_duty: GEMM seconds over kernel + host seconds of the block as priced before the derate (0..1).
+        power_derate: the factor the backward's kernels carry (:func:`power_derate` of ``tensor_duty`` with
+            ``timing="event"`` and ``measured_eager`` on the H200, where it was measured; else 1.0); in ``seconds``.
         kernels: every kernel priced (:class:`BlockKernel`), in launch order.
         recipe, shared_recipe, gpu, tokens, counts (routed rows per expert, before padding), group_sizes (rows
         per group the GEMMs run), config (the :class:`~perfmodel.presets.MoEShape`), timing.
@@ -207,6 +186,8 @@ class ExpertBlockTime:
     error_bar: dict[str, Any]
     host_fwd_s: float = 0.0
     host_bwd_s: float = 0.0
+    tensor_duty: float = 0.0
+    power_derate: float = 1.0
 
     def by_kind(self) -> dict[str, float]:
         """Seconds per kind (:data:`KINDS`), fwd + bwd."""
@@ -247,10 +228,16 @@ class _Pricer:
         self.gemm_notes: set[str] = set()
         self.bars: list[dict[str, Any]] = []
 
-    def mem(self, name: str, phase: str, kind: str, nbytes: float, note: str = "", rate: str = "") -> None:
-        """A memory kernel of ``nbytes``; ``rate`` names its :data:`EAGER_SLOWDOWN` class (used when measured)."""
+    def mem(
+        self, name: str, phase: str, kind: str, nbytes: float, note: str = "", rate: str = "", programs: int = 0
+    ) -> None:
+        """A memory kernel of ``nbytes``; ``rate`` names its :data:`EAGER_SLOWDOWN` class (used when measured);
+        ``programs``: Triton programs that each cost :data:`COLWISE_DUAL_PROGRAM_S` more (measured, colwise dual)."""
         slow = EAGER_SLOWDOWN[rate] if (rate and self.eager) else 1.0
         t = float(self.tm.memory_kernel_time_s(float(nbytes) * slow, gpu=self.spec))
+        if programs and self.eager:
+            t += programs * COLWISE_DUAL_PROGRAM_S
+            note = f"{note}; + {programs} programs x {COLWISE_DUAL_PROGRAM_S * 1e9:g} ns (measured)"
         if slow != 1.0:
             note = f"{note + '; ' if note else ''}measured eager rate: {slow:g}x the copy-bandwidth time ({rate})"
         self.kernels.append(BlockKernel(name, phase, t, float(nbytes), 0.0, kind, note))
@@ -352,7 +339,7 @@ def _quant_rowwise(p: _Pricer, tag: str, R: int, g: np.ndarray, E: int, K: int, 
     p.tiny(f"{tag}.w_t_scale_fill", "bwd", "quant", 1)
     p.mem(
         f"{tag}.colwise_dual", "bwd", "quant", R * (N + K) * 3 + g.size * (N + K) * 4,
-        "triton_fp8_per_group_colwise_scales_dual", rate="colwise_dual",
+        "triton_fp8_per_group_colwise_scales_dual", rate="colwise_dual", programs=colwise_dual_programs(g.size, K, N),
     )  # fmt: skip
     p.tiny(f"{tag}.reciprocals_bwd", "bwd", "quant", 4)
 
@@ -507,12 +494,13 @@ def expert_block_time(
     _unpermute(p, T, m, int(g.sum()))
     if m.shared_width:
         _shared(p, T, m, sr)
-    fwd = sum(k.seconds for k in p.kernels if k.phase == "fwd")
-    bwd = sum(k.seconds for k in p.kernels if k.phase == "bwd")
     extra = EVENT_OVERHEAD_S if timing == "event" else 0.0
     host = timing == "event" and measured_eager
     hf = HOST_SYNCS_FWD * HOST_SYNC_S if host else 0.0
     hb = HOST_GAP_BWD_S if host else 0.0
+    duty, derate = _derate(p, hf + hb, host and spec.name == "H200")  # measured on the H200 only
+    fwd = sum(k.seconds for k in p.kernels if k.phase == "fwd")
+    bwd = sum(k.seconds for k in p.kernels if k.phase == "bwd")
     return ExpertBlockTime(
         fwd_s=fwd + extra + hf,
         bwd_s=bwd + hb,
@@ -530,7 +518,27 @@ def expert_block_time(
         error_bar=_error_bar(p, recipe, timing),
         host_fwd_s=hf,
         host_bwd_s=hb,
+        tensor_duty=duty,
+        power_derate=derate,
     )
+
+
+def _derate(p: _Pricer, host_s: float, apply: bool) -> tuple[float, float]:
+    """The block's tensor-core duty and, when ``apply``, the sustained-power derate of its backward
+    (:func:`power_derate`), applied in place to the backward kernels (each noted)."""
+    gemm = sum(k.seconds for k in p.kernels if k.flops > 0)
+    busy = sum(k.seconds for k in p.kernels) + host_s
+    duty = min(max(gemm / busy, 0.0), 1.0) if busy > 0 else 0.0
+    if not apply:
+        return duty, 1.0
+    f = power_derate(duty)
+    why = f"sustained-power derate x{f:.4f} (tensor-core duty {duty:.2f}; measured, fit families)"
+    p.kernels = [
+        dataclasses.replace(k, seconds=k.seconds * f, note=f"{k.note}; {why}" if k.note else why)
+        if k.phase == "bwd" else k
+        for k in p.kernels
+    ]  # fmt: skip
+    return duty, f
 
 
 def _provenance(p: _Pricer, recipe: str) -> str:
@@ -541,8 +549,8 @@ def _provenance(p: _Pricer, recipe: str) -> str:
     )
     head = mx if recipe == "mxfp8" else f"grouped GEMMs {', '.join(kinds)}"
     eager = (
-        "eager kernels below streaming rate and the host syncs at rates measured on the fit families' H200 "
-        "profiles (EAGER_SLOWDOWN, HOST_SYNC_S; transferred as fractions elsewhere)"
+        "eager kernels below streaming rate, the host syncs and the backward's sustained-power derate measured on "
+        "the fit families' H200 runs (EAGER_SLOWDOWN, HOST_SYNC_S, POWER_DERATE_SLOPE; transferred elsewhere)"
         if p.eager
         else "every memory kernel at copy bandwidth, no host gaps (measured_eager=False)"
     )

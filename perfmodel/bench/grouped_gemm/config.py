@@ -194,6 +194,41 @@ MOE_MODELS: tuple[MoEModel, ...] = (
         2,
         "Phi-3.5-MoE-instruct config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok",
     ),
+    # fresh round 2 (added 2026-12-04; pre-registered: model committed before measurement; no (K, N) of them is in
+    # any earlier family nor in another round-2 family; experts from 512 to 9216 wide)
+    MoEModel(
+        "granite_3b_a800m",
+        1536,
+        512,
+        40,
+        8,
+        "granite-3.1-3b-a800m-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
+        "num_experts_per_tok",
+    ),
+    MoEModel(
+        "ernie45_21b_a3b",
+        2560,
+        1536,
+        64,
+        6,
+        "ERNIE-4.5-21B-A3B-PT config.json: hidden_size, moe_intermediate_size, moe_num_experts, moe_k",
+    ),
+    MoEModel(
+        "qwen2_57b_a14b",
+        3584,
+        2560,
+        64,
+        8,
+        "Qwen2-57B-A14B config.json: hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok",
+    ),
+    MoEModel(
+        "minimax_m1",
+        6144,
+        9216,
+        32,
+        2,
+        "MiniMax-M1 config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok",
+    ),
 )
 RANDOM_FAMILY = "random"
 NEIGHBOUR_FAMILY = "fp8_neighbours"

@@ -123,6 +123,31 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("phi35_moe", 4096, 6400, 16, 2, 0, "softmax", 16,
                 "Phi-3.5-MoE-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
                 "num_experts_per_tok"),
+    # Fresh round 2 (added 2026-12-04; pre-registered: model committed before measurement). Every layer's experts on
+    # one GPU (no EP variant needed: the largest, minimax_m1, is 32 x 3 x 6144 x 9216 = 5.4e9 parameters, ~63 GB
+    # estimated at 32768 tokens fp8 rowwise, under MAX_MEMORY_BYTES).
+    # ibm-granite/granite-3.1-3b-a800m-instruct config.json: hidden_size 1536, intermediate_size 512 (per expert;
+    # input_linear holds w1 and w3 as [40, 1024, 1536]), num_local_experts 40, num_experts_per_tok 8, no shared
+    # expert, softmax over the top-k logits.
+    BlockConfig("granite_3b_a800m", 1536, 512, 40, 8, 0, "softmax", 40,
+                "granite-3.1-3b-a800m-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
+                "num_experts_per_tok"),
+    # baidu/ERNIE-4.5-21B-A3B-PT config.json: hidden_size 2560, moe_intermediate_size 1536, moe_num_experts 64,
+    # moe_k 6, moe_num_shared_experts 2 (one shared MLP of moe_intermediate_size x 2 = 3072, as transformers'
+    # ernie4_5_moe modelling builds it); softmax router (its e_score_correction_bias is not modelled).
+    BlockConfig("ernie45_21b_a3b", 2560, 1536, 64, 6, 2 * 1536, "softmax", 64,
+                "ERNIE-4.5-21B-A3B-PT config.json: hidden_size, moe_intermediate_size, moe_num_experts, moe_k, "
+                "moe_num_shared_experts=2"),
+    # Qwen/Qwen2-57B-A14B config.json: hidden_size 3584, moe_intermediate_size 2560, num_experts 64,
+    # num_experts_per_tok 8, shared_expert_intermediate_size 20480, softmax router (norm_topk_prob false). The shared
+    # expert's sigmoid gate (one [dim, 1] projection) is not modelled.
+    BlockConfig("qwen2_57b_a14b", 3584, 2560, 64, 8, 20480, "softmax", 64,
+                "Qwen2-57B-A14B config.json: hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok, "
+                "shared_expert_intermediate_size"),
+    # MiniMax-M1 config.json (MiniMaxAI): hidden_size 6144, intermediate_size 9216, num_local_experts 32,
+    # num_experts_per_tok 2, no shared expert, softmax router (Mixtral's).
+    BlockConfig("minimax_m1", 6144, 9216, 32, 2, 0, "softmax", 32,
+                "MiniMax-M1 config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 

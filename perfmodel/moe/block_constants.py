@@ -1,0 +1,115 @@
+"""The measured constants of the routed-expert block model (:mod:`perfmodel.moe.block`), in one home.
+
+Every constant here was derived on the fit families only (deepseek_v3, deepseek_v3_ep8, qwen3_30b_a3b,
+llama4_maverick) from the H200 measurements of benchmarks/data/h200_2026-12-03b (``moe_block_kernels.json``:
+torch.profiler kernels at 8192 tokens; ``moe_block_time.json``: do_bench block times), by
+``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive`` (docs/moe.md, "Block
+validation"). They price what eager torch / torchao 0.17 launch and how the H200 runs it; on other GPUs they are
+assumed to hold as fractions of that GPU's rates (transferred, not measured).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ..errors import InvalidShapeError
+
+__all__ = [
+    "COLWISE_DUAL_PROGRAM_S",
+    "EAGER_SLOWDOWN",
+    "HOST_GAP_BWD_S",
+    "HOST_SYNCS_FWD",
+    "HOST_SYNC_S",
+    "POWER_DERATE_DUTY0",
+    "POWER_DERATE_SLOPE",
+    "colwise_dual_programs",
+    "power_derate",
+]
+
+#: Measured eager rates (``measured_eager=True``): per kernel class, its measured time over the time this model
+#: gives its bytes at the GPU's copy bandwidth (``memory_kernel_time_s``; on the H200 the calibrated 3.7 TB/s), i.e.
+#: the factor on the bytes it is priced at. Medians over the fit families' torch.profiler kernels only (deepseek_v3,
+#: deepseek_v3_ep8, qwen3_30b_a3b, llama4_maverick: 14 profiles at 8192 tokens, both recipes,
+#: benchmarks/data/h200_2026-12-03b; ``python benchmarks/validate_moe_block.py DIR --derive``), their fit-family
+#: range in the comments. The mechanism is the kernel torch or torchao launches; on other GPUs the factor is assumed
+#: to hold against their copy bandwidth (transferred, not measured).
+EAGER_SLOWDOWN: Mapping[str, float] = {
+    # index_add_ of bf16 rows (at::native::indexFuncLargeIndex<BFloat16, ..., ReduceAdd>, one atomic add per
+    # element: aten/src/ATen/native/cuda/Indexing.cu): ~120 G elements/s on the H200; range 4.73-5.52
+    "index_add": 4.91,
+    # y * score with score [R, 1] broadcast: TensorIterator's non-vectorized path (elementwise_kernel<128, 4>,
+    # gpu_kernel_impl_nocast with an offset calculator: aten/src/ATen/native/cuda/Loops.cuh); range 2.20-2.46
+    "bcast_mul": 2.23,
+    # torchao 0.17 triton_fp8_per_group_colwise_scales_dual (jagged_float8_scales.py:457-627 at v0.17.0): a program
+    # per (32 columns, group) with BLOCK_SIZE 32 x BLOCK_SIZE_ITER 128 (lines 59-66), two serial passes over the
+    # group's rows, column-major fp8 stores (lines 666-671). The factor on its bytes together with
+    # COLWISE_DUAL_PROGRAM_S per program: a least-squares fit (through the origin) to the fit families' 6 fp8
+    # profiles; a single median factor (14.9, range 12.5-15.8) left E = 32 blocks 19 % over and E = 256 6 % under
+    "colwise_dual": 12.10,
+    # torchao 0.17 triton_fp8_rowwise_2d_scale_and_cast (two passes per row); range 3.41-3.65
+    "rowwise_2d": 3.65,
+    # B.to(float32): a dtype-converting copy (unrolled_elementwise_kernel<direct_copy, LoadWithCast>); 1.75-1.76
+    "w_to_fp32": 1.76,
+    # B_fp32 * scales[E, 1, N] broadcast (elementwise_kernel<128, 2>, nocast, float); range 1.39-1.40
+    "w_mul_scale": 1.40,
+    # amax over K of |B| (reduce_kernel<512, 1> MaxNanFunctor<BFloat16>, a strided reduction); range 1.08-1.36
+    "w_amax": 1.11,
+    # abs, clamp, .to(e4m3) of the weight chain: vectorized streaming at 4.3 TB/s; range 0.85-0.86
+    "w_stream": 0.855,
+    # triton_fp8_rowwise_3d_transpose_rhs (scales, cast); range 0.93-0.95
+    "w_t": 0.935,
+}
+#: Host time of the eager block the GPU waits for (``measured_eager=True``, ``timing="event"``). torch.bincount
+#: on CUDA reads ``self.min().item()`` and ``self.max().item()`` (aten/src/ATen/native/cuda/SummaryOps.cu,
+#: ``_bincount_cuda_template``; the two ``Memcpy DtoH`` of every profile): the stream drains twice in the forward
+#: and the GPU idles while Python re-issues the kernels after each. Derived as the median over the fit families'
+#: 14 profiles (both recipes) of measured wall (do_bench) minus profiled kernel sum: 1.165 ms in the forward (two
+#: syncs: 0.583 ms each) and 0.401 ms more in the backward (its launch after the forward returns). Spread over
+#: those rows: forward -0.64..1.68 ms, backward -0.80..5.95 ms (the largest bf16 blocks run slower under do_bench's
+#: sustained load than in the profiler's three iterations: :data:`POWER_DERATE_SLOPE`; the host gap is the median,
+#: not a bound).
+HOST_SYNC_S = 0.583e-3
+HOST_SYNCS_FWD = 2
+HOST_GAP_BWD_S = 0.401e-3
+
+#: Seconds per Triton program of torchao 0.17's ``triton_fp8_per_group_colwise_scales_dual`` beyond its bytes
+#: (a program per 32 columns per group of each operand: :func:`colwise_dual_programs`; each runs two serial passes
+#: over its group's rows, so many short groups cost launch / reduction latency the bytes do not show): 25.0 ns,
+#: fitted with ``EAGER_SLOWDOWN["colwise_dual"]`` on the fit families' fp8 profiles (``--derive``:
+#: ``colwise_dual_program_s``); per-config residual of the pair on those profiles -7 %..+2 %.
+COLWISE_DUAL_PROGRAM_S = 25.0e-9
+
+#: Sustained-power clock derate of the backward (``measured_eager=True``, ``timing="event"``). Under do_bench the
+#: H200 runs the block back to back at its 700 W cap: the run's nvidia-smi log (gpu_clocks.csv of 2026-12-03b) has
+#: the SW power cap active in 469 of 1139 samples, SM clock 1380-1980 MHz. The backward, which follows the forward
+#: without a host sync, then runs at a clock set by how much of the block is tensor-core work: in the fit
+#: families' profiles the same bf16 shared-expert GEMMs, ``index_add_`` and broadcast multiplies of the backward
+#: run 13 %, 20-28 % and 20 % slower inside the bf16 block (tensor-core duty 0.6-0.9) than inside the fp8 one
+#: (duty 0.1-0.3), and the wall-minus-kernel-sum gap of the bf16 backward grows with its GEMM time (up to 6 ms).
+#: The forward (after the syncs, from a cooler state) shows no such trend (correlation 0.01 on the fit rows).
+#: Every backward kernel's time is multiplied by ``1 + POWER_DERATE_SLOPE * (duty - POWER_DERATE_DUTY0)``, duty =
+#: GEMM seconds / (kernel + host seconds) of the block as priced (:func:`power_derate`): a least-squares line of
+#: measured backward time (do_bench fwd+bwd minus fwd, minus :data:`HOST_GAP_BWD_S`) over the model's backward
+#: kernel sum, against that duty, on the fit families' 53 do_bench rows (both recipes, 4096-32768 tokens;
+#: ``--derive``: ``power_derate_slope``, ``power_derate_duty0``). DUTY0 is the duty at which the kernel rates
+#: (profiled at 8192 tokens, both recipes) hold on average. Residual of that line on those rows -0.19..+0.13.
+#: Applied on the H200 only (a power-cap effect of that board; other GPUs get factor 1.0, not transferred).
+POWER_DERATE_SLOPE = 0.1696
+POWER_DERATE_DUTY0 = 0.3418
+
+
+def colwise_dual_programs(groups: int, K: int, N: int) -> int:
+    """Triton programs of one ``triton_fp8_per_group_colwise_scales_dual(grad_out[R, N], A[R, K])``: one per
+    32-column block (BLOCK_SIZE 32, torchao 0.17 jagged_float8_scales.py lines 59-66) per group, of each operand
+    (an estimate of its grid: ``groups * (ceil(N / 32) + ceil(K / 32))``)."""
+    return int(groups) * (math.ceil(N / 32) + math.ceil(K / 32))
+
+
+def power_derate(duty: float) -> float:
+    """The factor on the backward's kernel times at tensor-core duty ``duty`` (GEMM seconds over the block's
+    kernel + host seconds, 0..1): ``1 + POWER_DERATE_SLOPE * (duty - POWER_DERATE_DUTY0)`` (see
+    :data:`POWER_DERATE_SLOPE`; derived on the fit families, 2026-12-03b). Raises InvalidShapeError outside 0..1."""
+    if not (isinstance(duty, (int, float)) and 0.0 <= duty <= 1.0):
+        raise InvalidShapeError(f"tensor-core duty must be a fraction in 0..1, got {duty!r}")
+    return 1.0 + POWER_DERATE_SLOPE * (float(duty) - POWER_DERATE_DUTY0)
