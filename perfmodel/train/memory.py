@@ -56,6 +56,7 @@ __all__ = [
     "MEMORY_EXPECTED_ERROR",
     "MODES",
     "MOE_NOTE",
+    "RECOMPUTE_MOMENT",
     "RESERVE_SHARE",
     "TRANSIENT_BYTES_PER_EMBEDDING_PARAM",
     "activation_elements",
@@ -152,7 +153,7 @@ def peak_memory(
         raise PerfModelError(f"mode={mode!r}: valid modes are {', '.join(MODES)}")
     if mode != "fsdp" and (tp != 1 or dp_shard != 1):
         raise PerfModelError(f"mode={mode!r} is plain single-GPU training: tp and dp_shard must be 1")
-    lay, V = sizes.layer, sizes.vocab
+    V = sizes.vocab
     shard = sizes.total_params / (tp * dp_shard)
     T = tokens
     act_k = COMPILED["act_factor"] if compile else ACT_FACTOR[ac]
@@ -173,30 +174,69 @@ def peak_memory(
         "logits": logit_b * T * (V // tp) if V else 0 * T,
         "gathered_weights": gathered + autocast,
     }
-    recompute = 0 if ac == "none" else 2 * T * activation_elements(lay, "none", tp) * ACT_FACTOR["none"]
     end = {
         "params": p_b * shard,
         "optimizer": o_b * shard,
         "grads": g_b * shard,
-        "activations": recompute + 0 * T,
+        "activations": 0 * T,
         "logits": 0 * T,
         "gathered_weights": TRANSIENT_BYTES_PER_EMBEDDING_PARAM * sizes.embedding_params / tp + 0 * T,
     }
-    a, b = sum(loss.values()), sum(end.values())
-    if is_symbolic(a) or is_symbolic(b):
+    moments = {"loss": loss, "end of backward": end}
+    if ac != "none":
+        moments[RECOMPUTE_MOMENT] = _recompute_moment(sizes, T, tp, shard, last, p_b, g_b, o_b)
+    return _peak_of(moments)
+
+
+#: the moment an activation-checkpointed step recomputes its first layer (an estimate: no run peaked there)
+RECOMPUTE_MOMENT = "first layer's backward"
+
+
+def _recompute_moment(
+    sizes: Any, T: Any, tp: int, shard: Any, layer_params: Any, p_b: int, g_b: int, o_b: int
+) -> dict[str, Any]:
+    """Bytes alive while the first decoder layer's backward runs under ``ac`` = selective / full (an estimate, never
+    the measured peak): parameters and AdamW states, every gradient but the embedding's (its backward comes last),
+    that layer's recomputed activations (all of them, as ``ac="none"`` saves them), its gathered bf16 weights and
+    their unsharded bf16 gradients. One layer's activations are the model's ``ac="none"`` count over its layers (an
+    MoE model's layers differ: their mean)."""
+    layer_elems = _layer_activations(sizes, "none", tp) / sizes.layers
+    return {
+        "params": p_b * shard,
+        "optimizer": o_b * shard,
+        "grads": g_b * (shard - sizes.embedding_params / tp),
+        "activations": 2 * T * layer_elems * ACT_FACTOR["none"],
+        "logits": 0 * T,
+        "gathered_weights": 4 * layer_params / tp + 0 * T,
+    }
+
+
+def _peak_of(moments: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The largest moment's total, its name and its parts (element-wise for arrays; a ``Max`` for symbols)."""
+    names = list(moments)
+    totals = [sum(m.values()) for m in moments.values()]
+    keys = list(moments[names[0]])
+    if any(is_symbolic(t) for t in totals):
         import sympy
 
-        cond = sympy.Ge(a, b)
-        parts = {k: sympy.Piecewise((loss[k], cond), (end[k], True)) for k in loss}
-        return {"peak": sympy.Max(a, b), "moment": "loss or end of backward (symbolic)", "parts": parts}
-    at_loss = np.greater_equal(a, b)
-    parts = {k: np.where(at_loss, loss[k], end[k]) for k in loss}
-    if np.ndim(at_loss) == 0:
-        parts = {k: float(v) for k, v in parts.items()}
-        moment: Any = "loss" if bool(at_loss) else "end of backward"
-    else:
-        moment = np.where(at_loss, "loss", "end of backward")
-    return {"peak": np.maximum(a, b) if np.ndim(at_loss) else float(max(a, b)), "moment": moment, "parts": parts}
+        peak = sympy.Max(*totals)
+        pieces = [(sympy.And(*(sympy.Ge(t, o) for o in totals if o is not t)), i) for i, t in enumerate(totals)]
+        parts = {
+            k: sympy.Piecewise(*((moments[names[i]][k], c) for c, i in pieces[:-1]), (moments[names[-1]][k], True))
+            for k in keys
+        }
+        return {"peak": peak, "moment": " or ".join(names) + " (symbolic)", "parts": parts}
+    stack = np.stack(np.broadcast_arrays(*[np.asarray(t, dtype=float) for t in totals]))
+    which = np.argmax(stack, axis=0)  # the first of equal totals: loss before end of backward, as before
+    parts = {k: np.choose(which, np.broadcast_arrays(*[np.asarray(m[k], dtype=float) for m in moments.values()]))
+             for k in keys}  # fmt: skip
+    if which.ndim == 0:
+        return {
+            "peak": float(stack.max()),
+            "moment": names[int(which)],
+            "parts": {k: float(v) for k, v in parts.items()},
+        }
+    return {"peak": stack.max(axis=0), "moment": np.asarray(names, dtype=object)[which].astype(str), "parts": parts}
 
 
 def fits(peak_bytes: Any, gpu_memory_bytes: float) -> Any:

@@ -10,7 +10,18 @@ from typing import Any
 
 from ...errors import PerfModelError
 
-__all__ = ["AC_MODES", "MODES", "PLAN", "RECIPES", "SELFTEST_SHAPE", "SHAPES", "MemConfig", "get_config", "select"]
+__all__ = [
+    "AC_MODES",
+    "MODES",
+    "PLAN",
+    "RECIPES",
+    "ROUND3",
+    "SELFTEST_SHAPE",
+    "SHAPES",
+    "MemConfig",
+    "get_config",
+    "select",
+]
 
 MODES = ("fsdp", "amp", "bf16")
 AC_MODES = ("none", "selective", "full")
@@ -165,7 +176,22 @@ PLAN: tuple[MemConfig, ...] = (
         fp8_all_gather=True,
         compile=True,
     ),
+    # round 3 (2026-12-04), held out and pre-registered: eager AC runs added after the end-of-backward fix
+    # (perfmodel.train.memory: no recomputed activations alive at the end of backward; the first layer's
+    # recompute as its own moment, an estimate), predictions committed before the run. The 32k-vocabulary and
+    # long-sequence runs are where that new moment is predicted to be the peak.
+    _c("fsdp_70b_L1_s16k_b1_full_v32k", _70B, 1, 16384, 1, ac="full", vocab=32000),
+    _c("fsdp_70b_L1_s16k_b1_sel_v32k", _70B, 1, 16384, 1, ac="selective", vocab=32000),
+    _c("fsdp_8b_L1_s32k_b1_full_v32k", _8B, 1, 32768, 1, ac="full", vocab=32000),
+    _c("fsdp_70b_L1_s32k_b1_full_v32k", _70B, 1, 32768, 1, ac="full", vocab=32000),
+    _c("fsdp_8b_L2_s16k_b1_full", _8B, 2, 16384, 1, ac="full"),
+    _c("fsdp_qwen7b_L4_s8k_b2_sel", "qwen2.5-7b", 4, 8192, 2, ac="selective"),
+    _c("fsdp_1b_L8_s16k_b2_full", "llama3.2-1b", 8, 16384, 2, ac="full"),
+    _c("fsdp_70b_L1_s8k_b1_sel_tw", _70B, 1, 8192, 1, ac="selective", recipe="tensorwise"),
+    _c("amp_8b_L2_s8k_b2_full", _8B, 2, 8192, 2, ac="full", mode="amp"),
 )
+#: names of the round-3 configurations (held out, pre-registered 2026-12-04)
+ROUND3 = tuple(c.name for c in PLAN[-9:])
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
 
