@@ -129,6 +129,24 @@ def _gemm_bytes(M, K, N, fmt: Format, out_fmt: Format, scaling):
     )
 
 
+def _add_output_bytes(out: np.ndarray, mn: np.ndarray, a: int, c: int, scratch: np.ndarray) -> None:
+    """In place: ``out`` (the operands' element count M·K + K·N) becomes the GEMM's bytes without scales,
+    ``out · a + mn · c`` (``a``, ``c``: input and output bytes per element; ``mn``: M·N, read only unless it is
+    ``scratch``, which takes ``mn · c``), skipping the passes that change nothing and folding ``a == c`` into one
+    multiply (:func:`_gemm_bytes_inplace`, the float8 grid)."""
+    if a == c:  # (M·K + K·N + M·N) · a
+        out += mn
+        if a != 1:
+            out *= a
+        return
+    if a != 1:
+        out *= a
+    if c != 1:
+        out += np.multiply(mn, c, out=scratch)
+    else:
+        out += mn
+
+
 def _gemm_bytes_inplace(M, K, N, fmt: Format, out_fmt: Format, scaling) -> np.ndarray:
     """:func:`_gemm_bytes` on float64 arrays of one shape in two buffers, skipping the passes that change nothing
     (a factor 1, 0 scale bytes) and folding equal element sizes (bf16 in and out) into one multiply: every term is
@@ -136,18 +154,8 @@ def _gemm_bytes_inplace(M, K, N, fmt: Format, out_fmt: Format, scaling) -> np.nd
     out = M * K
     tmp = K * N
     out += tmp
-    a, c = fmt.bytes_per_element, out_fmt.bytes_per_element
     np.multiply(M, N, out=tmp)
-    if a == c:  # (M·K + K·N + M·N) · a
-        out += tmp
-        if a != 1:
-            out *= a
-    else:
-        if a != 1:
-            out *= a
-        if c != 1:
-            tmp *= c
-        out += tmp
+    _add_output_bytes(out, tmp, fmt.bytes_per_element, out_fmt.bytes_per_element, tmp)
     scale = _scale_bytes(M, K, N, fmt, scaling)
     if not (isinstance(scale, int) and scale == 0):
         out += scale

@@ -91,69 +91,16 @@ class Calibrator:
         data = load_dataset(dataset)
         spec = get_gpu(self.gpu)
         kernels = _fit_kernels(data["records"], spec)
-        groups: dict[str, list[dict[str, Any]]] = {}
-        specs: dict[str, tuple[Any, str | None, str]] = {}
-        for r in data["records"]:
-            if r["op"] == "gemm" and _usable(r) and r["time_s"] > self.min_time_s:
-                key, spec_key = self._group(r)
-                groups.setdefault(key, []).append(r)
-                specs[key] = spec_key
-        if not groups:
-            raise CalibrationError("the dataset has no 'gemm' records to fit")
-        if self.fallback:
-            for key in sorted(groups):
-                fmt, _, _ = specs[key]
-                if fmt.bits < 16:
-                    continue
-                mis = [r for r in groups[key] if fallback_mask(r["M"], r["K"], r["N"], r.get("layout") or "rc")]
-                fb = fallback_key(fmt.name)
-                groups.setdefault(fb, []).extend(mis)
-                specs[fb] = (fmt, None, "rc")
-            for fb in [k for k in groups if k.endswith("@" + FALLBACK)]:
-                if len(groups[fb]) < MIN_FALLBACK:
-                    del groups[fb], specs[fb]
+        groups, specs = self._gemm_groups(data["records"])
         gemm: dict[str, GemmParams] = {}
         fit_shapes: set[tuple[int, int, int, str]] = set()
         residuals: dict[str, Any] = {}
         longest = 0.0
         for key, recs in sorted(groups.items()):
             fmt, scaling, _ = specs[key]
-            M, K, N, t = (np.array([r[f] for r in recs], dtype=float) for f in ("M", "K", "N", "time_s"))
-            event = np.array([r.get("timing", "event") != "kernel" for r in recs])
-            # CUDA-event timings carry the launch gap of one call; the model predicts kernel time
-            t = np.where(event, np.maximum(t - kernels.event_overhead_s, 0.5 * t), t)
-            longest = max(longest, float(t.max()))
-            layouts = np.array([(r.get("layout") or "rc") if fmt.bits >= 16 else "rc" for r in recs])
-            # the dimensions whose alignment picks the kernel follow each record's own layout
-            lead = (np.where(layouts == "cr", M, K), N)
-            test = np.array(
-                [
-                    is_heldout(int(m), int(k), int(n), fraction=self.heldout_fraction)
-                    for m, k, n in zip(M, K, N, strict=True)
-                ]
-            )
-            nbytes = np.asarray(_gemm_bytes(M, K, N, fmt, get_format("bf16"), scaling), float)
-            train = ~test
-            if train.sum() < 12:
-                raise CalibrationError(f"{key}: {int(train.sum())} training GEMMs; at least 12 are needed")
-            params = _fit_group(
-                M[train],
-                K[train],
-                N[train],
-                nbytes[train],
-                t[train],
-                spec.num_sms,
-                self.tiles,
-                spec.achievable_flops_per_s(fmt),
-                lead=(lead[0][train], lead[1][train]),
-                fallback_group=key.endswith("@" + FALLBACK),
-                max_bw=1.2 * spec.mem_bw_bytes_per_s,
-            )
-            gemm[key] = params
-            pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms, lead), float)
-            residuals[key] = {"train": ape_stats(pred[train], t[train]), "heldout": ape_stats(pred[test], t[test])}
-            shapes = zip(M[train], K[train], N[train], strict=True)
-            fit_shapes.update((int(m), int(k), int(n), key) for m, k, n in shapes)
+            gemm[key], residuals[key], shapes, t_max = self._fit_gemm_group(key, recs, fmt, scaling, spec, kernels)
+            longest = max(longest, t_max)
+            fit_shapes.update(shapes)
         # clocks settle: no kernel longer than the longest measured one is priced with a still-growing slowdown
         gemm = {k: dataclasses.replace(p, throttle_settle_s=longest) for k, p in gemm.items()}
         linear = [
@@ -177,6 +124,89 @@ class Calibrator:
         self.residuals_ = residuals
         self.fit_shapes_ = frozenset(fit_shapes)
         return self
+
+    def _gemm_groups(
+        self, records: Sequence[Mapping[str, Any]]
+    ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, tuple[Any, str | None, str]]]:
+        """The usable ``gemm`` records by group key (with :attr:`fallback`, the fallback groups too) and each
+        group's (format, scaling, layout)."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        specs: dict[str, tuple[Any, str | None, str]] = {}
+        for r in records:
+            if r["op"] == "gemm" and _usable(r) and r["time_s"] > self.min_time_s:
+                key, spec_key = self._group(r)
+                groups.setdefault(key, []).append(r)
+                specs[key] = spec_key
+        if not groups:
+            raise CalibrationError("the dataset has no 'gemm' records to fit")
+        if self.fallback:
+            _add_fallback_groups(groups, specs)
+        return groups, specs
+
+    def _fit_gemm_group(
+        self,
+        key: str,
+        recs: Sequence[Mapping[str, Any]],
+        fmt: Any,
+        scaling: str | None,
+        spec: GPUSpec,
+        kernels: KernelParams,
+    ) -> tuple[GemmParams, dict[str, Any], list[tuple[int, int, int, str]], float]:
+        """One group's fit on its training split: its :class:`GemmParams`, APE residuals on the train and
+        held-out split, the ``(M, K, N, key)`` shapes fitted on, and its longest kernel time (seconds)."""
+        M, K, N, t = (np.array([r[f] for r in recs], dtype=float) for f in ("M", "K", "N", "time_s"))
+        event = np.array([r.get("timing", "event") != "kernel" for r in recs])
+        # CUDA-event timings carry the launch gap of one call; the model predicts kernel time
+        t = np.where(event, np.maximum(t - kernels.event_overhead_s, 0.5 * t), t)
+        t_max = float(t.max())
+        layouts = np.array([(r.get("layout") or "rc") if fmt.bits >= 16 else "rc" for r in recs])
+        # the dimensions whose alignment picks the kernel follow each record's own layout
+        lead = (np.where(layouts == "cr", M, K), N)
+        test = np.array(
+            [
+                is_heldout(int(m), int(k), int(n), fraction=self.heldout_fraction)
+                for m, k, n in zip(M, K, N, strict=True)
+            ]
+        )
+        nbytes = np.asarray(_gemm_bytes(M, K, N, fmt, get_format("bf16"), scaling), float)
+        train = ~test
+        if train.sum() < 12:
+            raise CalibrationError(f"{key}: {int(train.sum())} training GEMMs; at least 12 are needed")
+        params = _fit_group(
+            M[train],
+            K[train],
+            N[train],
+            nbytes[train],
+            t[train],
+            spec.num_sms,
+            self.tiles,
+            spec.achievable_flops_per_s(fmt),
+            lead=(lead[0][train], lead[1][train]),
+            fallback_group=key.endswith("@" + FALLBACK),
+            max_bw=1.2 * spec.mem_bw_bytes_per_s,
+        )
+        pred = np.asarray(params.time_s(M, K, N, nbytes, spec.num_sms, lead), float)
+        residuals = {"train": ape_stats(pred[train], t[train]), "heldout": ape_stats(pred[test], t[test])}
+        shapes = zip(M[train], K[train], N[train], strict=True)
+        return params, residuals, [(int(m), int(k), int(n), key) for m, k, n in shapes], t_max
+
+
+def _add_fallback_groups(
+    groups: dict[str, list[dict[str, Any]]], specs: dict[str, tuple[Any, str | None, str]]
+) -> None:
+    """In place: each 16-bit format's misaligned GEMMs as its fallback group (``bf16@fallback``), kept only with at
+    least :data:`MIN_FALLBACK` GEMMs."""
+    for key in sorted(groups):
+        fmt, _, _ = specs[key]
+        if fmt.bits < 16:
+            continue
+        mis = [r for r in groups[key] if fallback_mask(r["M"], r["K"], r["N"], r.get("layout") or "rc")]
+        fb = fallback_key(fmt.name)
+        groups.setdefault(fb, []).extend(mis)
+        specs[fb] = (fmt, None, "rc")
+    for fb in [k for k in groups if k.endswith("@" + FALLBACK)]:
+        if len(groups[fb]) < MIN_FALLBACK:
+            del groups[fb], specs[fb]
 
 
 def _source(meta: Mapping[str, Any], spec: GPUSpec) -> str:

@@ -285,6 +285,41 @@ def fit(
     meas = {r["id"]: measured_parts(r) for r in recs}
 
     # 1. GEMM factors
+    gemm_factors = _fit_gemm_factors(recs, raws, meas)
+    # 2. elementwise latency and bandwidth (bf16 steps)
+    bf16 = [r for r in recs if r["recipe"] == "bf16"]
+    latency, ew_fraction = _fit_elementwise(bf16, raws, meas, bw)
+    # 3. attention
+    att = _fit_attention(recs, raws, meas, latency, peak)
+    (fwd_fraction, fwd_row_s), (bwd_fraction, bwd_row_s) = att["attention_fwd"], att["attention_bwd"]
+    # 4. casts
+    cast_factors, fused_amax_cost, norm_bwd_cast_cost, mix_order_cast_cost = _fit_cast_costs(recs, bf16, raws, meas, bw)
+    # 5. step factors and boost window
+    gpu_bound, in_step = _gpu_bound_steps(recs)
+    dims = sorted({int(r["dim"]) for r in recs})
+    params = LayerParams(
+        attention_fwd_fraction=fwd_fraction,
+        attention_bwd_fraction=bwd_fraction,
+        attention_fwd_row_s=fwd_row_s,
+        attention_bwd_row_s=bwd_row_s,
+        elementwise_bw_fraction=ew_fraction,
+        elementwise_latency_s=float(latency),
+        fused_amax_cost=fused_amax_cost,
+        norm_bwd_cast_cost=norm_bwd_cast_cost,
+        mix_order_cast_cost=mix_order_cast_cost,
+        gemm_factors=gemm_factors,
+        cast_factors=cast_factors,
+        in_step_factor=in_step,
+        source=source or f"{len(recs)} layer steps, dims {', '.join(map(str, dims))}",
+        reference=ReferenceGPU.from_spec(spec),
+    )
+    return _with_step_factors(params, gpu_bound, raws, spec)
+
+
+def _fit_gemm_factors(
+    recs: Sequence[Mapping[str, Any]], raws: Mapping[str, list[Any]], meas: Mapping[str, dict[str, float]]
+) -> dict[str, float]:
+    """Stage 1: ``gemm_factors``, measured over predicted GEMM time per group (a ratio, median over records)."""
     ratios: dict[str, list[float]] = {}
     for r in recs:
         base: dict[str, float] = {}
@@ -298,10 +333,13 @@ def fit(
                 continue  # fp8 time of two scalings in one record cannot be told apart
             if pred > 0 and got > 0:
                 ratios.setdefault(key, []).append(got / pred)
-    gemm_factors = {k: float(np.median(v)) for k, v in sorted(ratios.items())}
+    return {k: float(np.median(v)) for k, v in sorted(ratios.items())}
 
-    # 2. elementwise latency and bandwidth (bf16 steps)
-    bf16 = [r for r in recs if r["recipe"] == "bf16"]
+
+def _fit_elementwise(
+    bf16: Sequence[Mapping[str, Any]], raws: Mapping[str, list[Any]], meas: Mapping[str, dict[str, float]], bw: float
+) -> tuple[Any, Any]:
+    """Stage 2: ``(elementwise_latency_s, elementwise_bw_fraction)`` (seconds per kernel; a fraction of HBM)."""
     if len(bf16) < 2:
         raise CalibrationError("the elementwise fit needs at least two bf16 layer steps")
     X = np.array(
@@ -319,10 +357,20 @@ def fit(
         raise CalibrationError(
             "elementwise fit: no bandwidth term (the bf16 steps' other time does not grow with bytes)"
         )
-    ew_fraction = 1.0 / inv_fraction
+    return latency, 1.0 / inv_fraction
 
-    # 3. attention: t - latency = FLOP / (fraction · peak) + rows · row_s, non-negative least squares in relative
-    #    terms (each step's SDPA kernel weighted by 1 / its time)
+
+def _fit_attention(
+    recs: Sequence[Mapping[str, Any]],
+    raws: Mapping[str, list[Any]],
+    meas: Mapping[str, dict[str, float]],
+    latency: Any,
+    peak: float,
+) -> dict[str, tuple[float, float]]:
+    """Stage 3: ``{kind: (fraction, row_s)}`` for ``attention_fwd`` / ``attention_bwd`` (a fraction of the bf16
+    peak; seconds per row)."""
+    # t - latency = FLOP / (fraction · peak) + rows · row_s, non-negative least squares in relative terms (each
+    # step's SDPA kernel weighted by 1 / its time)
     att: dict[str, tuple[float, float]] = {}
     for kind in ("attention_fwd", "attention_bwd"):
         X, y = [], []
@@ -338,9 +386,20 @@ def fit(
         if not inv_rate > 0:
             raise CalibrationError(f"{kind}: the fit found no FLOP-proportional time (a rate of infinity)")
         att[kind] = (1.0 / float(inv_rate), float(row_s))
-    (fwd_fraction, fwd_row_s), (bwd_fraction, bwd_row_s) = att["attention_fwd"], att["attention_bwd"]
+    return att
 
-    # 4. casts: float8 step minus the bf16 step of the same case, other time only
+
+def _fit_cast_costs(
+    recs: Sequence[Mapping[str, Any]],
+    bf16: Sequence[Mapping[str, Any]],
+    raws: Mapping[str, list[Any]],
+    meas: Mapping[str, dict[str, float]],
+    bw: float,
+) -> tuple[dict[str, float], float, float, float | None]:
+    """Stage 4: ``(cast_factors, fused_amax_cost, norm_bwd_cast_cost, mix_order_cast_cost)`` (factors on the
+    casts' base seconds; costs as multiples of their bytes' HBM seconds; ``mix_order_cast_cost`` ``None`` unless
+    a fitted step ran the mix-order variant)."""
+    # float8 step minus the bf16 step of the same case, other time only
     other_bf16 = {r["case"]: meas[r["id"]]["other"] for r in bf16}
     f8 = [r for r in recs if r["recipe"] != "bf16" and r["case"] in other_bf16]
     recipes = sorted({_fit_key(k.key) for r in f8 for k in raws[r["id"]] if k.kind == "cast"})  # cast factor keys
@@ -362,9 +421,12 @@ def fit(
     fused_amax_cost, norm_bwd_cast_cost = float(coef[-3]), float(coef[-2])
     # the mix-order variant's cost, only where a fitted step ran it (else None: priced as norm_bwd_cast)
     mix_order_cast_cost = float(coef[-1]) if rows and bool(np.any(X[:, -1] > 0)) else None
+    return cast_factors, fused_amax_cost, norm_bwd_cast_cost, mix_order_cast_cost
 
-    # 5. step factors and boost window (module doc), on the steps whose GPU time is well above their host
-    #    (launch) time
+
+def _gpu_bound_steps(recs: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], float]:
+    """Stage 5, first part: the GPU-bound records and ``in_step_factor`` (their median event / kernel time ratio)."""
+    # the steps whose GPU time is well above their host (launch) time
     gpu_bound = [r for r in recs if float(r["step_kernel_time_s"]) >= GPU_BOUND_KERNEL_S]
     if not gpu_bound:
         raise CalibrationError(
@@ -372,23 +434,13 @@ def fit(
             "none given"
         )
     in_step = float(statistics.median(float(r["step_time_s"]) / float(r["step_kernel_time_s"]) for r in gpu_bound))
-    dims = sorted({int(r["dim"]) for r in recs})
-    params = LayerParams(
-        attention_fwd_fraction=fwd_fraction,
-        attention_bwd_fraction=bwd_fraction,
-        attention_fwd_row_s=fwd_row_s,
-        attention_bwd_row_s=bwd_row_s,
-        elementwise_bw_fraction=ew_fraction,
-        elementwise_latency_s=float(latency),
-        fused_amax_cost=fused_amax_cost,
-        norm_bwd_cast_cost=norm_bwd_cast_cost,
-        mix_order_cast_cost=mix_order_cast_cost,
-        gemm_factors=gemm_factors,
-        cast_factors=cast_factors,
-        in_step_factor=in_step,
-        source=source or f"{len(recs)} layer steps, dims {', '.join(map(str, dims))}",
-        reference=ReferenceGPU.from_spec(spec),
-    )
+    return gpu_bound, in_step
+
+
+def _with_step_factors(
+    params: LayerParams, gpu_bound: Sequence[Mapping[str, Any]], raws: Mapping[str, list[Any]], spec: Any
+) -> LayerParams:
+    """Stage 5: ``params`` with ``step_factors`` (ratios per kind) and ``boost_window_s`` (seconds) fitted."""
     # the kernel prices do not depend on the step factors, so the parameters fitted so far price them
     X = np.array([_kind_times(raws[r["id"]], params, spec) for r in gpu_bound])
     factors, window = _fit_step_factors(X, np.array([float(r["step_time_s"]) for r in gpu_bound]))

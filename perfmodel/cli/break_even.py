@@ -15,8 +15,20 @@ __all__ = ["_cmd_break_even", "add_break_even_parser"]
 
 def _cmd_break_even(args: argparse.Namespace) -> int:
     from .. import float8
-    from ..models.registry import provenance
-    from ..report import parse_shape
+
+    spec, recipe = _break_even_target(args)
+    bar = float8.speedup_error_bar(spec, time_model=args.time_model)
+    records = [_break_even_record(args, text, spec, recipe, bar) for text in args.shapes]
+    if args.json:
+        _print_json(records)
+        return 0
+    _print_break_even_table(args, records, spec, recipe, bar)
+    return 0
+
+
+def _break_even_target(args: argparse.Namespace) -> tuple[Any, str]:
+    """The GPU spec and the float8 recipe's name the arguments name; a :class:`PerfModelError` for ``bf16``."""
+    from .. import float8
 
     spec = _gpu(args)
     recipe = float8.get_recipe(args.recipe).name
@@ -26,56 +38,66 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
             "--recipe bf16 is the baseline: pass a float8 recipe to compare with it"
             + (f" ({', '.join(others)})" if others else f"; {spec.name} has none (no float8 GEMMs)")
         )
-    bar = float8.speedup_error_bar(spec, time_model=args.time_model)
-    records = []
-    for text in args.shapes:
-        k, n = parse_shape(text)
-        ok = bool(float8.eligible(k, n))
-        m = (
+    return spec, recipe
+
+
+def _break_even_record(args: argparse.Namespace, text: str, spec: Any, recipe: str, bar: Any) -> dict[str, Any]:
+    """The JSON record of one ``KxN`` shape: its break-even tokens, their p10-p90 range and speedups."""
+    from .. import float8
+    from ..models.registry import provenance
+    from ..report import parse_shape
+
+    k, n = parse_shape(text)
+    ok = bool(float8.eligible(k, n))
+    m = (
+        float8.break_even_tokens(
+            k, n, recipe, spec, min_speedup=args.min_speedup, time_model=args.time_model, max_tokens=args.max_tokens
+        )
+        if ok
+        else None
+    )
+    s_at = {
+        p: float(float8.speedup(p, k, n, recipe, spec, time_model=args.time_model)) if ok else None
+        for p in (1024, 4096, 16384, 65536)
+    }
+    # the break-even the measured spread allows: true speedup = predicted x r, r in [p10, p90]
+    spread = None
+    if ok and bar is not None:
+        spread = [
             float8.break_even_tokens(
-                k, n, recipe, spec, min_speedup=args.min_speedup, time_model=args.time_model, max_tokens=args.max_tokens
+                k,
+                n,
+                recipe,
+                spec,
+                min_speedup=args.min_speedup / r,
+                time_model=args.time_model,
+                max_tokens=args.max_tokens,
             )
-            if ok
-            else None
-        )
-        s_at = {
-            p: float(float8.speedup(p, k, n, recipe, spec, time_model=args.time_model)) if ok else None
-            for p in (1024, 4096, 16384, 65536)
-        }
-        # the break-even the measured spread allows: true speedup = predicted x r, r in [p10, p90]
-        spread = None
-        if ok and bar is not None:
-            spread = [
-                float8.break_even_tokens(
-                    k,
-                    n,
-                    recipe,
-                    spec,
-                    min_speedup=args.min_speedup / r,
-                    time_model=args.time_model,
-                    max_tokens=args.max_tokens,
-                )
-                for r in (bar.high, bar.low)
-            ]
-        records.append(
-            {
-                "K": k,
-                "N": n,
-                "recipe": recipe,
-                "gpu": spec.name,
-                "min_speedup": args.min_speedup,
-                "eligible": ok,
-                "ineligible_reason": "" if ok else f"K and N must be multiples of {float8.FP8_ALIGN}: keep bf16",
-                "break_even_tokens": m,
-                "break_even_tokens_p10_p90": spread,
-                "speedup_at": s_at,
-                "provenance": provenance(spec, args.time_model).to_dict(),
-                "speedup_error_bar": None if bar is None else bar.to_dict(),
-            }
-        )
-    if args.json:
-        _print_json(records)
-        return 0
+            for r in (bar.high, bar.low)
+        ]
+    return {
+        "K": k,
+        "N": n,
+        "recipe": recipe,
+        "gpu": spec.name,
+        "min_speedup": args.min_speedup,
+        "eligible": ok,
+        "ineligible_reason": "" if ok else f"K and N must be multiples of {float8.FP8_ALIGN}: keep bf16",
+        "break_even_tokens": m,
+        "break_even_tokens_p10_p90": spread,
+        "speedup_at": s_at,
+        "provenance": provenance(spec, args.time_model).to_dict(),
+        "speedup_error_bar": None if bar is None else bar.to_dict(),
+    }
+
+
+def _print_break_even_table(
+    args: argparse.Namespace, records: list[dict[str, Any]], spec: Any, recipe: str, bar: Any
+) -> None:
+    """The text output: a heading, the table of ``records``, the provenance and error-bar lines."""
+    from .. import float8
+    from ..models.registry import provenance
+
     print(
         f"Smallest tokens per step (M) from which {recipe} is >= {args.min_speedup:g}x faster than bf16 "
         f"(fwd+bwd of nn.Linear(K, N)) on {spec.name}, {_heading(provenance(spec, args.time_model))}:"
@@ -100,7 +122,6 @@ def _cmd_break_even(args: argparse.Namespace) -> int:
     print(_table(head, rows, ">>>>>>>>"))
     print(_provenance_line(provenance(spec, args.time_model)))
     print(_error_bar_line(bar, "the p10-p90 M column: where the break-even lands within it"))
-    return 0
 
 
 def add_break_even_parser(sub: Any) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..counting import ALIGN, FP8_GEMM_ALIGN, _scale_bytes
+from ..counting import ALIGN, FP8_GEMM_ALIGN, _add_output_bytes, _scale_bytes
 from ..formats import Format, get_format
 from ..models.calibrated import CalibratedModel, GemmParams
 from ..models.calibrated.params import _without_misalignment
@@ -161,17 +161,7 @@ class GridTerms:
 
         def make(key: tuple[Any, ...]) -> np.ndarray:
             out = np.add(self.product(m, k), self.product(k, n), out=self.buffer(key))
-            if a == c:  # (M·K + K·N + M·N) · a
-                out += self.product(m, n)
-                if a != 1:
-                    out *= a
-            else:
-                if a != 1:
-                    out *= a
-                if c != 1:
-                    out += np.multiply(self.product(m, n), c, out=self.buffer("bytes-tmp"))
-                else:
-                    out += self.product(m, n)
+            _add_output_bytes(out, self.product(m, n), a, c, self.buffer("bytes-tmp"))
             scale = _scale_bytes(self.dims[m], self.dims[k], self.dims[n], fmt, scaling)
             if not (isinstance(scale, int) and scale == 0):
                 out += scale

@@ -344,30 +344,12 @@ def _linear_casts(
     for k in fused:
         if shared and k.tensor == "input":
             continue
+        common = {"name": f"{name}.{k.name}", "part": "cast", "phase": _cast_phase(k.tensor, k.name), "group": group}
         if k.launch_only:
-            out.append(
-                RawKernel(
-                    name=f"{name}.{k.name}",
-                    part="cast",
-                    phase=_cast_phase(k.tensor, k.name),
-                    kind="launch",
-                    group=group,
-                    base_s=time_model.launch_time_s(gpu=spec),
-                )
-            )
+            out.append(RawKernel(**common, kind="launch", base_s=time_model.launch_time_s(gpu=spec)))
             continue
-        out.append(
-            RawKernel(
-                name=f"{name}.{k.name}",
-                part="cast",
-                phase=_cast_phase(k.tensor, k.name),
-                kind="cast",
-                group=group,
-                key=cast_key(recipe.name, group),
-                base_s=time_model.memory_kernel_time_s(k.bytes, gpu=spec, recipe=recipe.name, tensor=k.tensor),
-                bytes=k.bytes,
-            )
-        )
+        base_s = time_model.memory_kernel_time_s(k.bytes, gpu=spec, recipe=recipe.name, tensor=k.tensor)
+        out.append(RawKernel(**common, kind="cast", key=cast_key(recipe.name, group), base_s=base_s, bytes=k.bytes))
     for tensor, on in (("input", fuse_in and not shared), ("grad_output", fuse_go)):
         if not on:
             continue
