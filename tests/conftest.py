@@ -8,8 +8,9 @@ the CI machine); freed first (the records hold no reference cycles, so they go a
 the check itself is unchanged.
 
 Under xdist (``-n 2``, with ``--dist loadgroup`` from pyproject's addopts) the test files whose module fixtures
-compute a whole harness report run on one worker each (:data:`GROUPED`), so that the report is computed once, not
-once per worker, and they are scheduled first, so that the other worker meanwhile takes the rest of the suite.
+compute a whole harness report run on one worker per group (:data:`GROUPED`; the files that read the layout sweeps
+share one), so that a report is computed and the sweeps decoded once, not once per worker, and they are scheduled
+first, so that the other worker meanwhile takes the rest of the suite.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ __all__ = ["GROUPED", "pytest_collection_modifyitems", "pytest_sessionfinish"]
 #: test files whose module-scoped fixtures compute a harness report (the seconds each took per worker on the CI-like
 #: two-core machine): one xdist group each, scheduled first (module doc)
 GROUPED = {
-    "test_validation.py": "validation",  # the GEMM report, the layout sweeps and the tile tables (~25 s of decoding)
+    "test_validation.py": "sweeps",  # the GEMM report, the layout sweeps and the tile tables (~25 s of decoding)
+    # validate_kernel_choice.evaluate over every sweep (~22 s) and the tile fits: the same sweeps, decoded once with
+    # the tables above when on their worker (each worker decodes what it reads)
+    "test_kernel_choice.py": "sweeps",
+    "test_tile_model.py": "sweeps",
     "test_validation_step.py": "validation_step",  # validate_step.evaluate (~30 s)
-    "test_kernel_choice.py": "kernel_choice",  # validate_kernel_choice.evaluate over every sweep (~22 s)
 }
 
 

@@ -378,8 +378,8 @@ def test_corrections_reproduce_from_the_shipped_formula():
 
     # Each kind is fitted on its own rows only (a fallback kind also reads its main kind's prices), so a subset per
     # timing checks those kinds exactly; the two subsets cover six of the eight kinds (not bf16@rc's main kernels
-    # nor fp8 rowwise: the same code on other rows). The boosting is sequential and deterministic, so the first 20
-    # trees of the shipped fit are what a 20-tree fit gives: the test refits those (a fifteenth of each set's trees, six
+    # nor fp8 rowwise: the same code on other rows). The boosting is sequential and deterministic, so the first 10
+    # trees of the shipped fit are what a 10-tree fit gives: the test refits those (a thirtieth of each set's trees, six
     # of its sixteen sets: the suite's time), and checks that every shipped set has BOOST's tree count.
     shipped = load_tile_model(TILES_PATH)
     # the fallback kinds read their padded shapes' times, which the main kinds' corrections price: those of the
@@ -392,7 +392,7 @@ def test_corrections_reproduce_from_the_shipped_formula():
         "kernel": ("bf16@cr", "bf16@fallback/rr", "bf16@fallback/rc"),
         "event": ("bf16@rr", "bf16@fallback/cr", "fp8_e4m3/tensorwise"),
     }
-    prefix = 20
+    prefix = 10
     for timing, field in (("kernel", "corrections"), ("event", "event_corrections")):
         assert want[field].keys() == set(CORRECTION_KEYS)
         assert all(len(t["feature"]) == BOOST["trees"] for t in want[field].values()), field
