@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._backend import lambdify  # numpy, the one dependency every answer needs
 from .errors import (
@@ -89,6 +89,24 @@ _MOVED = {
     "kernel_choice": "models.kernel_choice",
     "tile_model": "models.tiles",
 }
+
+
+#: names that a lower package shows but that live above it: ``perfmodel.float8.report`` is
+#: :func:`perfmodel.report.report` (it prices whole models with float8's functions, so it sits on the floor
+#: above). The face on top wires them, so that the lower package never imports upward; its ``__getattr__``
+#: asks :func:`_handed_on`.
+_HANDED_ON = {"perfmodel.float8": {"report": ("report", "report")}}
+
+
+def _handed_on(module: str, name: str) -> Any:
+    """The value of ``module.name`` for a name in :data:`_HANDED_ON` (``AttributeError`` for any other)."""
+    import importlib
+
+    try:
+        home, attr = _HANDED_ON[module][name]
+    except KeyError:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(f"{__name__}.{home}"), attr)
 
 
 def __getattr__(name: str):

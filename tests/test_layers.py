@@ -146,3 +146,56 @@ def test_the_checker_sees_function_level_and_relative_imports():
     assert "models.registry" in GRAPH["float8.linear"] and "float8.recipes" in GRAPH["float8.linear"]
     assert "models.calibrated" in GRAPH["models.shipped"]
     assert "models.registry" in GRAPH["models.kernel_choice"]  # imported inside a function
+
+
+def test_float8_report_is_handed_on_by_the_face_not_imported():
+    """``perfmodel.float8.report`` is the report's function, wired by the package face: importing float8 (and
+    reading any other float8 name) never loads the floor above, and float8's source names no module above it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, perfmodel.float8 as f; f.speedup; assert 'perfmodel.report' not in sys.modules; "
+        "import perfmodel.report as r; assert f.report is r.report; "
+        "import perfmodel\n"
+        "try:\n    perfmodel._handed_on('perfmodel.float8', 'nope')\nexcept AttributeError as e:\n    print(e)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "has no attribute 'nope'" in out
+    src = (ROOT / "perfmodel" / "float8" / "__init__.py").read_text()
+    assert "perfmodel.report" not in src.replace("perfmodel.report.report", "")
+
+
+def layers_table() -> str:
+    """The layering file as the markdown table of ``docs/index.md`` (floor, part, where, what it holds, what it
+    imports and never imports)."""
+    rows = [
+        "| floor | part | where | holds | imports (besides Base, Specs) | never imports |",
+        "| ---: | --- | --- | --- | --- | --- |",
+    ]
+    for part, spec in LAYERS["parts"].items():
+        floor, _, holds = spec["says"].partition(": ")
+        where = ", ".join(f"`{p.removeprefix('perfmodel/')}`" for p in spec["is"])
+        ups = sorted(b for a, b in ARROWS if a == part and b not in UNDRAWN_OK)
+        nevers = "; ".join(f"{b} ({why})" for (a, b), why in sorted(NEVER.items()) if a == part)
+        cells = (floor.removeprefix("floor "), part, where, holds, ", ".join(ups) or "—", nevers or "—")
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+_BEGIN, _END = "<!-- layers:begin -->\n", "<!-- layers:end -->"
+
+
+def test_the_docs_show_the_layering_file():
+    """``docs/index.md``'s layer table is :func:`layers_table` (regenerate: ``python tests/test_layers.py``)."""
+    text = (ROOT / "docs" / "index.md").read_text()
+    assert _BEGIN in text and _END in text, "docs/index.md lost its layers markers"
+    shown = text.split(_BEGIN, 1)[1].split(_END, 1)[0]
+    assert shown == layers_table(), "docs/index.md's layer table is stale: run python tests/test_layers.py"
+
+
+if __name__ == "__main__":
+    _doc = ROOT / "docs" / "index.md"
+    _text = _doc.read_text()
+    _head, _rest = _text.split(_BEGIN, 1)
+    _doc.write_text(_head + _BEGIN + layers_table() + _END + _rest.split(_END, 1)[1])

@@ -14,6 +14,7 @@ This module is the public face; the code lives in :mod:`perfmodel.float8.linear`
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .decide import BREAK_EVEN_EXACT_UP_TO, best_recipe, break_even_tokens, should_use, speedup, speedup_error_bar
@@ -72,11 +73,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # ``perfmodel.float8.report`` is :func:`perfmodel.report.report`, which sits on the floor above
-    # (it prices whole models with the functions here). Handed on lazily, by name, so that importing
-    # float8 never imports the report: the layers stay one-way.
+    # ``perfmodel.float8.report`` is :func:`perfmodel.report.report`, which sits on the floor above (it prices
+    # whole models with the functions here). The package face wires such names (``perfmodel._HANDED_ON``), so
+    # importing float8 never imports the report: the layers stay one-way.
     if name == "report":
-        import importlib
-
-        return importlib.import_module("perfmodel.report").report
+        return sys.modules[__name__.rpartition(".")[0]]._handed_on(__name__, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
