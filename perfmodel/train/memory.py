@@ -59,6 +59,7 @@ __all__ = [
     "MODES",
     "MOE_NOTE",
     "RECOMPUTE_MOMENT",
+    "REDUCE_BYTES",
     "RESERVE_SHARE",
     "TRANSIENT_BYTES_PER_EMBEDDING_PARAM",
     "activation_elements",
@@ -188,31 +189,42 @@ def peak_memory(
     }
     moments = {"loss": loss, "end of backward": end}
     if ac != "none":
-        moments[RECOMPUTE_MOMENT] = _recompute_moment(sizes, T, tp, shard, last, p_b, g_b, o_b)
+        moments[RECOMPUTE_MOMENT] = _recompute_moment(sizes, T, tp, dp_shard, shard, last, p_b, g_b, o_b)
     return _peak_of(moments)
 
 
-#: the moment an activation-checkpointed step recomputes its first layer (an estimate; three pre-registered runs
-#: predicted to peak there measured +1.8 %, +1.1 %, -6.4 %: h200_2026-12-04, docs/train.md)
+#: the moment an activation-checkpointed step recomputes its first layer: the SwiGLU backward of that layer's MLP
+#: (where ``benchmarks/harness/memory_peak.py`` found the allocated peak of the 70B one-layer runs)
 RECOMPUTE_MOMENT = "first layer's backward"
+#: bytes per element of FSDP2's reduce-scatter input (``reduce_dtype`` float32, as torchtitan and our bench set it)
+REDUCE_BYTES = 4
 
 
 def _recompute_moment(
-    sizes: Any, T: Any, tp: int, shard: Any, layer_params: Any, p_b: int, g_b: int, o_b: int
+    sizes: Any, T: Any, tp: int, dp_shard: int, shard: Any, layer_params: Any, p_b: int, g_b: int, o_b: int
 ) -> dict[str, Any]:
-    """Bytes alive while the first decoder layer's backward runs under ``ac`` = selective / full (an estimate, never
-    the measured peak): parameters and AdamW states, every gradient but the embedding's (its backward comes last),
-    that layer's recomputed activations (all of them, as ``ac="none"`` saves them), its gathered bf16 weights and
-    their unsharded bf16 gradients. One layer's activations are the model's ``ac="none"`` count over its layers (an
-    MoE model's layers differ: their mean)."""
+    """Bytes alive in the first decoder layer's MLP backward under ``ac`` = selective / full (module doc), as the
+    allocator's trace showed them (``benchmarks/data/h200_2026-12-04m``: 70B and 8B, one layer, 16k-32k tokens):
+
+    * parameters and AdamW states; the gradients of everything but the embedding and the first layer (theirs come
+      after), sharded; the fp32 reduce-scatter input of the group reduced last (FSDP2 frees it at the next
+      reduce-scatter): the second layer's, or the head's (``output_params``) in a one-layer model;
+    * the first layer's gathered bf16 weights and its down projection's bf16 weight gradient;
+    * the layer's recomputed activations (all of them, as ``ac="none"`` saves them, times :data:`ACT_FACTOR`) and the
+      SwiGLU backward's three ``ffn``-wide bf16 gradients (of the down projection's input, of ``silu(gate)``, of
+      ``up``). An MoE model's layers differ: their mean count, its dense ``ffn``.
+    """
     layer_elems = _layer_activations(sizes, "none", tp) / sizes.layers
+    ffn, hidden = sizes.layer.ffn / tp, sizes.layer.hidden
+    reduced_last = layer_params if sizes.layers > 1 else sizes.output_params
     return {
         "params": p_b * shard,
         "optimizer": o_b * shard,
-        "grads": g_b * (shard - sizes.embedding_params / tp),
-        "activations": 2 * T * layer_elems * ACT_FACTOR["none"],
+        "grads": g_b * (shard - (sizes.embedding_params + layer_params) / (tp * dp_shard))
+        + REDUCE_BYTES * reduced_last / tp,
+        "activations": 2 * T * (layer_elems * ACT_FACTOR["none"] + 3 * ffn),
         "logits": 0 * T,
-        "gathered_weights": 4 * layer_params / tp + 0 * T,
+        "gathered_weights": 2 * layer_params / tp + 2 * hidden * ffn + 0 * T,
     }
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "PLAN",
     "RECIPES",
     "ROUND3",
+    "ROUND4",
     "SELFTEST_SHAPE",
     "SHAPES",
     "MemConfig",
@@ -189,9 +190,22 @@ PLAN: tuple[MemConfig, ...] = (
     _c("fsdp_1b_L8_s16k_b2_full", "llama3.2-1b", 8, 16384, 2, ac="full"),
     _c("fsdp_70b_L1_s8k_b1_sel_tw", _70B, 1, 8192, 1, ac="selective", recipe="tensorwise"),
     _c("amp_8b_L2_s8k_b2_full", _8B, 2, 8192, 2, ac="full", mode="amp"),
+    # round 4 (pre-registered 2026-12-04, after the first layer's recompute moment was rebuilt from the allocator's
+    # trace, h200_2026-12-04m): two shapes no run had (Llama 3 405B, Qwen3 14B), 70B with two layers (the second
+    # layer's reduce-scatter buffer) and 40k tokens; predictions committed before the run.
+    _c("fsdp_405b_L1_s16k_b1_full_v32k", "llama3-405b", 1, 16384, 1, ac="full", vocab=32000),
+    _c("fsdp_405b_L1_s8k_b1_sel_v32k", "llama3-405b", 1, 8192, 1, ac="selective", vocab=32000),
+    _c("fsdp_70b_L2_s24k_b1_full_v32k", _70B, 2, 24576, 1, ac="full", vocab=32000),
+    _c("fsdp_70b_L2_s16k_b1_sel_v32k", _70B, 2, 16384, 1, ac="selective", vocab=32000),
+    _c("fsdp_70b_L1_s40k_b1_full_v32k", _70B, 1, 40960, 1, ac="full", vocab=32000),
+    _c("fsdp_qwen7b_L1_s32k_b1_full_v32k", "qwen2.5-7b", 1, 32768, 1, ac="full", vocab=32000),
+    _c("fsdp_qwen14b_L1_s32k_b1_full_v32k", "qwen3-14b", 1, 32768, 1, ac="full", vocab=32000),
+    _c("fsdp_qwen14b_L2_s16k_b2_sel", "qwen3-14b", 2, 16384, 2, ac="selective"),
 )
 #: names of the round-3 configurations (held out, pre-registered 2026-12-04)
-ROUND3 = tuple(c.name for c in PLAN[-9:])
+ROUND3 = tuple(c.name for c in PLAN[-17:-8])
+#: names of the round-4 configurations (held out, pre-registered 2026-12-04, after the recompute-moment change)
+ROUND4 = tuple(c.name for c in PLAN[-8:])
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
 
