@@ -1,20 +1,21 @@
-"""Peak memory of real training steps on one H200 (2026-12-03) against :mod:`perfmodel.train.memory`.
+"""Peak memory of real training steps on one H200 (2026-12-03/04) against :mod:`perfmodel.train.memory`.
 
-    python -m benchmarks.harness.validate_memory          # the markdown tables of docs/train.md
-    python -m benchmarks.harness.validate_memory --fit    # refit the constants on the fit set and print them
+    python -m benchmarks.harness.validate_memory            # the markdown tables of docs/train.md
+    python -m benchmarks.harness.validate_memory --fit      # refit the constants on the fit set and print them
+    python -m benchmarks.harness.validate_memory --predict ROUND5 --out FILE   # pre-register a round's predictions
 
-Two sets, kept apart by when they were measured and by what the fit saw:
+Sets, kept apart by when they were measured and by what the model had seen:
 
 * **fit**: ``benchmarks/data/h200_2026-12-03c/memory.json.gz`` (16 configurations: 15 ran, 1 out of memory). The
   constants of :mod:`perfmodel.train.memory` are fitted on these (``--fit``); their figures are **in-sample**.
-* **held out**: ``benchmarks/data/h200_2026-12-03d/memory.json.gz`` (10 other configurations: another vocabulary and
-  shape (Qwen2.5-7B), seq 4096, batches near the limit, 70B with two layers, plain-GPU autocast and all-bf16 modes,
-  more compiled steps), measured before the fit and read only to score it, once. Since 2026-12-04 its figures are
-  **post-selection**: its one miss (70B, one layer, full AC, +2.8 GiB at the end of backward) is what made us drop the
-  recomputed layer from the end-of-backward moment (:mod:`perfmodel.train.memory`).
-* **round 3** (held out, pre-registered): ``benchmarks/data/h200_2026-12-04/memory.json.gz`` (nine eager AC runs
-  chosen to test that change, among them the first ones predicted to peak at the first layer's recompute); the
-  predictions were committed before the run (``memory_predictions_before_run.json`` beside it) and scored once.
+* **held out, post-selection**: ``h200_2026-12-03d`` (10 other configurations, measured before the fit, read once to
+  score it; its one miss made us change the end-of-backward moment on 2026-12-04), ``h200_2026-12-04`` (round 3: nine
+  eager AC runs, pre-registered; its one miss, with the allocator traces of ``h200_2026-12-04m``, made us rebuild the
+  first layer's recompute moment) and ``h200_2026-12-04r`` (round 4: eight runs, pre-registered; its one miss, with
+  that call's 405B trace, added the embedding's-backward moment). Each round's table shows what the model of the
+  day predicted before the run (``memory_predictions_before_run.json``) beside what today's model says.
+* **round 5** (held out, pre-registered): ``h200_2026-12-04s``, seven runs chosen to test the embedding's-backward
+  moment, predicted by today's model and committed before the run: the figures the output quotes.
 
 The measured peak is ``torch.cuda.max_memory_allocated`` over steps 1–3 (an OOM record: its peak at the failure).
 """
@@ -38,6 +39,10 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 FIT = DATA / "h200_2026-12-03c" / "memory.json.gz"
 HELD_OUT = DATA / "h200_2026-12-03d" / "memory.json.gz"
 ROUND3 = DATA / "h200_2026-12-04" / "memory.json.gz"
+ROUND4 = DATA / "h200_2026-12-04r" / "memory.json.gz"
+ROUND5 = DATA / "h200_2026-12-04s" / "memory.json.gz"
+#: the file beside a round's records that holds its predictions, committed before the run
+PREDICTIONS = "memory_predictions_before_run.json"
 GIB = 2**30
 AC = {"none": "none", "sel": "selective", "selective": "selective", "full": "full"}
 
@@ -85,34 +90,76 @@ def rows(path: Path) -> list[dict]:
     return out
 
 
+def predictions(path: Path) -> dict[str, dict] | None:
+    """The predictions committed before the round at ``path`` ran (``{name: {"peak_gib", "moment"}}``), or None."""
+    f = path.parent / PREDICTIONS
+    return json.loads(f.read_text())["predictions"] if f.exists() else None
+
+
+def _scores(pairs: list[tuple[float, float]]) -> tuple[float, float, int]:
+    """(median %, max %, count within 5 % or 1 GiB) of (estimate, measured) pairs in GiB."""
+    ape = [abs(e - m) / m * 100 for e, m in pairs]
+    within = sum(abs(e - m) <= max(0.05 * m, 1.0) for e, m in pairs)
+    return statistics.median(ape), max(ape), within
+
+
 def table(path: Path, label: str) -> str:
+    """One round's markdown table: measured peak, today's estimate, and (where the round was pre-registered) what
+    was predicted before the run, with each column's median and max error."""
     rs = rows(path)
+    pred = predictions(path)
+    extra = " | predicted before the run GiB" if pred else ""
     lines = [
         f"**{label}**",
         "",
-        "| configuration | ran | peak GiB (measured) | estimate GiB | estimate / measured | peak at | est. fits |",
-        "|---|---|---|---|---|---|---|",
+        "| configuration | ran | peak GiB (measured) | estimate GiB | estimate / measured | peak at | est. fits"
+        f"{extra} |",
+        "|---|---|---|---|---|---|---|" + ("---|" if pred else ""),
     ]
-    ape, within = [], 0
+    now, before = [], []
     for r in rs:
         ok = r["status"] == "ok"
         ratio = r["est_gib"] / r["peak_gib"] if ok else None
         if ok:
-            err = abs(r["est_gib"] - r["peak_gib"])
-            ape.append(err / r["peak_gib"] * 100)
-            within += err <= max(0.05 * r["peak_gib"], 1.0)
+            now.append((r["est_gib"], r["peak_gib"]))
+            if pred:
+                before.append((pred[r["name"]]["peak_gib"], r["peak_gib"]))
         shown = f"{ratio:.2f}" if ratio is not None else "— (out of memory)"
         peak = f"{r['peak_gib']:.1f}" if r["peak_gib"] else "—"
-        lines.append(
-            f"| {r['name']} | {r['status']} | {peak} | {r['est_gib']:.1f} | {shown} | {r['moment']} | {r['fits']} |"
-        )
+        cell = f" | {pred[r['name']]['peak_gib']:.1f}" if pred else ""
+        est = f"{r['est_gib']:.1f}"
+        lines.append(f"| {r['name']} | {r['status']} | {peak} | {est} | {shown} | {r['moment']} | {r['fits']}{cell} |")
     oom_fit = sum(1 for r in rs if r["status"] == "oom" and r["fits"])
+    med, worst, within = _scores(now)
     lines += [
         "",
-        f"{len(ape)} runs that fit: absolute error median {statistics.median(ape):.1f} %, max {max(ape):.1f} %; "
-        f"{within} of {len(ape)} within 5 % or 1 GiB; out-of-memory runs called 'fits': {oom_fit}.",
+        f"{len(now)} runs that fit: absolute error median {med:.1f} %, max {worst:.1f} %; "
+        f"{within} of {len(now)} within 5 % or 1 GiB; out-of-memory runs called 'fits': {oom_fit}.",
     ]
+    if pred:
+        med, worst, within = _scores(before)
+        lines[-1] += (
+            f" As predicted before the run: median {med:.1f} %, max {worst:.1f} %; {within} of {len(before)} within."
+        )
     return "\n".join(lines)
+
+
+def predict_config(name: str) -> dict[str, Any]:
+    """Today's prediction for a plan configuration (``perfmodel.bench.memory.config``), without a record: the peak
+    in GiB and its moment, as ``--predict`` writes them before a round runs."""
+    from perfmodel.bench.memory.config import SHAPES, get_config
+    from perfmodel.presets import get_preset
+
+    c = get_config(name)
+    if c.model in SHAPES:
+        s = SHAPES[c.model]
+        shape = dict(dim=s["dim"], ffn=s["ffn"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"])
+    else:
+        lay = get_preset(c.model).layer
+        shape = dict(dim=lay.hidden, ffn=lay.ffn, heads=lay.heads, kv_heads=lay.kv_heads, head_dim=lay.head_dim)
+    cfg = c.to_dict()
+    p = predict({"config": cfg, "shape": shape})
+    return {"peak_gib": p["peak"] / GIB, "moment": p["moment"]}
 
 
 def fit(path: Path = FIT) -> dict[str, float]:
@@ -163,23 +210,39 @@ def fit(path: Path = FIT) -> dict[str, float]:
 
 
 def report() -> str:
-    """Both tables, as docs/train.md holds them between its memory markers."""
-    return "\n\n".join(
-        (
-            table(FIT, "Fit set (in-sample): h200_2026-12-03c"),
-            table(HELD_OUT, "Held out, post-selection since the 2026-12-04 change: h200_2026-12-03d"),
-            table(ROUND3, "Held out, pre-registered (predictions committed before the run): h200_2026-12-04"),
-        )
+    """Every round's table, as docs/train.md holds them between its memory markers (a round not run yet: left out)."""
+    sets = (
+        (FIT, "Fit set (in-sample): h200_2026-12-03c"),
+        (HELD_OUT, "Held out, post-selection since the 2026-12-04 change: h200_2026-12-03d"),
+        (ROUND3, "Round 3, pre-registered, post-selection since the recompute-moment change: h200_2026-12-04"),
+        (ROUND4, "Round 4, pre-registered, post-selection since the embedding-moment change: h200_2026-12-04r"),
+        (ROUND5, "Round 5, held out, pre-registered (predictions committed before the run): h200_2026-12-04s"),
     )
+    return "\n\n".join(table(path, label) for path, label in sets if path.exists())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit the constants on the fit set and print them")
+    ap.add_argument("--predict", metavar="ROUND", help="a round of perfmodel.bench.memory.config (e.g. ROUND5)")
+    ap.add_argument("--out", type=Path, help="with --predict: the JSON file to write")
+    ap.add_argument("--made", default="", help="with --predict: when and by which commit, for the file's 'made'")
     args = ap.parse_args()
     if args.fit:
         for k, v in fit().items():
             print(f"{k} = {v:.3f}")
+        return
+    if args.predict:
+        from perfmodel.bench.memory import config
+
+        names = getattr(config, args.predict, None)
+        if not isinstance(names, tuple):
+            ap.error(f"--predict {args.predict!r}: valid rounds are ROUND3, ROUND4, ROUND5")
+        out = {"made": args.made, "predictions": {n: predict_config(n) for n in names}}
+        text = json.dumps(out, indent=1)
+        if args.out:
+            args.out.write_text(text + "\n")
+        print(text)
         return
     print(report())
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import is_symbolic
+from .._backend import is_symbolic, namespace
 from ..errors import PerfModelError
 from ..presets import LayerShape
 
@@ -53,6 +53,7 @@ __all__ = [
     "ACT_FACTOR",
     "CHECKED",
     "COMPILED",
+    "EMBEDDING_MOMENT",
     "LOGIT_BYTES",
     "MAX_HELD_OUT_ERROR",
     "MEMORY_EXPECTED_ERROR",
@@ -188,9 +189,30 @@ def peak_memory(
         "gathered_weights": TRANSIENT_BYTES_PER_EMBEDDING_PARAM * sizes.embedding_params / tp + 0 * T,
     }
     moments = {"loss": loss, "end of backward": end}
+    if mode == "fsdp":
+        moments[EMBEDDING_MOMENT] = _embedding_moment(sizes, end, tp, dp_shard, g_b, last)
     if ac != "none":
         moments[RECOMPUTE_MOMENT] = _recompute_moment(sizes, T, tp, dp_shard, shard, last, p_b, g_b, o_b)
     return _peak_of(moments)
+
+
+#: the moment FSDP2 runs the embedding's backward: the first decoder layer's gradients are reduced, and the fp32
+#: reduce-scatter input of that layer is still alive (``benchmarks/data/h200_2026-12-04r/memory_peak.json.gz``, 405B)
+EMBEDDING_MOMENT = "embedding's backward"
+
+
+def _embedding_moment(sizes: Any, end: dict[str, Any], tp: int, dp_shard: int, g_b: int, last: Any) -> dict[str, Any]:
+    """Bytes alive while the embedding's backward runs (FSDP2 only; module doc): the end of backward's, less the
+    embedding's sharded gradient (not reduced yet), plus the first decoder layer's fp32 reduce-scatter input
+    (:data:`REDUCE_BYTES` per parameter of that layer, unsharded over ``dp_shard``, split by ``tp``), which FSDP2 frees
+    only at the next reduce-scatter, the embedding's. It exceeds the end of backward when one layer has more
+    parameters than the embedding (405B with a 32k vocabulary: by 9.9 GiB). The first layer of an MoE model with
+    dense layers is dense; else it is an MoE layer holding ``experts / ep`` experts (``last``)."""
+    first = sizes.dense_layer_params if getattr(sizes, "is_moe", False) and sizes.dense_layers else last
+    return {
+        **end,
+        "grads": end["grads"] - g_b * sizes.embedding_params / (tp * dp_shard) + REDUCE_BYTES * first / tp,
+    }
 
 
 #: the moment an activation-checkpointed step recomputes its first layer: the SwiGLU backward of that layer's MLP
@@ -216,7 +238,8 @@ def _recompute_moment(
     """
     layer_elems = _layer_activations(sizes, "none", tp) / sizes.layers
     ffn, hidden = sizes.layer.ffn / tp, sizes.layer.hidden
-    reduced_last = layer_params if sizes.layers > 1 else sizes.output_params
+    layers = sizes.layers  # a number, an array (a grid of depths) or a symbol
+    reduced_last = namespace(layers, layer_params).where(layers > 1, layer_params, sizes.output_params)
     return {
         "params": p_b * shard,
         "optimizer": o_b * shard,

@@ -17,6 +17,7 @@ __all__ = [
     "RECIPES",
     "ROUND3",
     "ROUND4",
+    "ROUND5",
     "SELFTEST_SHAPE",
     "SHAPES",
     "MemConfig",
@@ -201,11 +202,23 @@ PLAN: tuple[MemConfig, ...] = (
     _c("fsdp_qwen7b_L1_s32k_b1_full_v32k", "qwen2.5-7b", 1, 32768, 1, ac="full", vocab=32000),
     _c("fsdp_qwen14b_L1_s32k_b1_full_v32k", "qwen3-14b", 1, 32768, 1, ac="full", vocab=32000),
     _c("fsdp_qwen14b_L2_s16k_b2_sel", "qwen3-14b", 2, 16384, 2, ac="selective"),
+    # round 5 (pre-registered 2026-12-04, after the embedding's-backward moment was added from round 4's 405B trace,
+    # h200_2026-12-04r): layers with more parameters than the embedding, short sequences, every ac mode, a 64k
+    # vocabulary, so that moment is predicted to be the peak of all but the last; predictions committed before the run.
+    _c("fsdp_405b_L1_s4k_b1_full_v32k", "llama3-405b", 1, 4096, 1, ac="full", vocab=32000),
+    _c("fsdp_405b_L1_s8k_b1_none_v32k", "llama3-405b", 1, 8192, 1, ac="none", vocab=32000),
+    _c("fsdp_405b_L1_s4k_b1_sel_v64k", "llama3-405b", 1, 4096, 1, ac="selective", vocab=65536),
+    _c("fsdp_70b_L1_s4k_b1_full_v32k", _70B, 1, 4096, 1, ac="full", vocab=32000),
+    _c("fsdp_70b_L2_s4k_b2_sel_v32k", _70B, 2, 4096, 2, ac="selective", vocab=32000),
+    _c("fsdp_qwen14b_L1_s4k_b1_full_v32k", "qwen3-14b", 1, 4096, 1, ac="full", vocab=32000),
+    _c("fsdp_8b_L2_s4k_b1_full_v32k", _8B, 2, 4096, 1, ac="full", vocab=32000),
 )
 #: names of the round-3 configurations (held out, pre-registered 2026-12-04)
-ROUND3 = tuple(c.name for c in PLAN[-17:-8])
+ROUND3 = tuple(c.name for c in PLAN[-24:-15])
 #: names of the round-4 configurations (held out, pre-registered 2026-12-04, after the recompute-moment change)
-ROUND4 = tuple(c.name for c in PLAN[-8:])
+ROUND4 = tuple(c.name for c in PLAN[-15:-7])
+#: names of the round-5 configurations (held out, pre-registered 2026-12-04, after the embedding-moment change)
+ROUND5 = tuple(c.name for c in PLAN[-7:])
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
 
