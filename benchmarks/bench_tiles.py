@@ -52,7 +52,7 @@ def main() -> int:
     for label, shapes, dtype, scaling, layout in cases:
         times = {}
         for name, model in (("default", None), ("tiles", "tiles")):
-            kw = dict(layout=layout, model=model)
+            kw = dict(layout=layout, time_model=model)
             times[name] = best_of(
                 lambda kw=kw, a=(*shapes, dtype, "H200", scaling): pm.gemm_time_s(*a, **kw), args.runs
             )

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmodel.bench.memory.config import ROUND3
+from perfmodel.bench.memory.config import ROUND3, ROUND4, ROUND5
 from perfmodel.errors import PerfModelError
 from perfmodel.presets import get_preset
 from perfmodel.train import memory as mem
@@ -86,27 +86,88 @@ def test_held_out_runs_and_the_fit():
     )
 
 
-def test_round3_predicted_before_it_ran():
-    """The 9 eager configurations of h200_2026-12-04: predictions committed before the run, scored once; the figures
-    the output quotes (CHECKED, MAX_HELD_OUT_ERROR) are this round's."""
+def _errors(rows, estimates):
+    """|estimate / measured - 1| per row and how many are within 5 % or 1 GiB."""
+    errs = [abs(e - r["peak_gib"]) / r["peak_gib"] for r, e in zip(rows, estimates, strict=True)]
+    within = sum(abs(e - r["peak_gib"]) <= max(0.05 * r["peak_gib"], 1.0) for r, e in zip(rows, estimates, strict=True))
+    return errs, within
+
+
+def _round(vm, path, names):
     import json
 
-    vm = importlib.import_module("benchmarks.harness.validate_memory")
-    pred = json.loads((vm.ROUND3.parent / "memory_predictions_before_run.json").read_text())
+    pred = json.loads((path.parent / vm.PREDICTIONS).read_text())
     assert "before the run" in pred["made"]
-    rows = vm.rows(vm.ROUND3)
-    assert [r["name"] for r in rows] == list(ROUND3) and all(r["status"] == "ok" for r in rows)
+    rows = vm.rows(path)
+    assert [r["name"] for r in rows] == list(names) and all(r["status"] == "ok" for r in rows)
+    return rows, pred["predictions"]
+
+
+def test_rounds_3_and_4_as_predicted_and_as_scored_today():
+    """Rounds 3 and 4 were pre-registered; each one's miss changed a moment afterwards, so today's figures on them are
+    post-selection, and what the model of the day predicted is kept beside them (the docs' tables show both)."""
+    vm = importlib.import_module("benchmarks.harness.validate_memory")
+    rows, pred = _round(vm, vm.ROUND3, ROUND3)
+    before, within = _errors(rows, [pred[r["name"]]["peak_gib"] for r in rows])
+    # recorded before the change: median 1.8 %, max 6.4 % (70B, one layer, 32k tokens, full AC), 8 of 9 within
+    assert within == 8 and max(before) == pytest.approx(0.064, abs=0.0005)
+    now, within = _errors(rows, [r["est_gib"] for r in rows])
+    assert within == 9 and max(now) < 0.045  # post-selection: 1.6 %, 4.2 %
+    rows, pred = _round(vm, vm.ROUND4, ROUND4)
+    before, within = _errors(rows, [pred[r["name"]]["peak_gib"] for r in rows])
+    worst = rows[int(np.argmax(before))]["name"]
+    # recorded: median 1.2 %, 7 of 8 within; the miss is 405B with selective AC, 12.4 % low
+    assert within == 7 and worst == "fsdp_405b_L1_s8k_b1_sel_v32k" and max(before) == pytest.approx(0.124, abs=0.0005)
+    now, within = _errors(rows, [r["est_gib"] for r in rows])
+    assert within == 8 and max(now) < 0.03  # post-selection: median 1.1 %, max 2.6 %
+    assert [r["moment"] for r in rows[:2]] == [mem.EMBEDDING_MOMENT] * 2  # the moment the 405B trace showed
+
+
+def test_round5_predicted_before_it_ran():
+    """Round 5 (h200_2026-12-04s): predicted by today's model, committed before the run, scored once; the figures the
+    output quotes (CHECKED) are this round's."""
+    vm = importlib.import_module("benchmarks.harness.validate_memory")
+    rows, pred = _round(vm, vm.ROUND5, ROUND5)
     for r in rows:  # the model that scores them is the one that predicted them
-        assert r["est_gib"] == pytest.approx(pred["predictions"][r["name"]]["peak_gib"], rel=1e-6), r["name"]
-        assert r["moment"] == pred["predictions"][r["name"]]["moment"], r["name"]
-    errs = [abs(r["est_gib"] - r["peak_gib"]) / r["peak_gib"] for r in rows]
-    within = sum(abs(r["est_gib"] - r["peak_gib"]) <= max(0.05 * r["peak_gib"], 1.0) for r in rows)
-    # recorded: median 1.8 %, max 6.4 % (70B, one layer, 32k tokens, full AC: 2.3 GiB low), 8 of 9 within target
-    assert within == 8 and np.median(errs) < 0.02
-    assert max(errs) == pytest.approx(mem.MAX_HELD_OUT_ERROR, abs=0.0005)  # the figure the output quotes
-    assert f"median error {100 * np.median(errs):.1f} %, max {100 * max(errs):.1f} % (9 runs)" in mem.CHECKED
-    recompute = [r for r in rows if r["moment"] == mem.RECOMPUTE_MOMENT]
-    assert len(recompute) == 3  # the new moment, predicted to be the peak of the long-sequence 70B runs
+        assert r["est_gib"] == pytest.approx(pred[r["name"]]["peak_gib"], rel=1e-6), r["name"]
+        assert r["moment"] == pred[r["name"]]["moment"], r["name"]
+    errs, within = _errors(rows, [r["est_gib"] for r in rows])
+    assert within == 7 and max(errs) < 0.02  # recorded: median 0.7 %, max 1.3 %
+    assert f"median error {100 * np.median(errs):.1f} %, max {100 * max(errs):.1f} % (7 runs)" in mem.CHECKED
+    assert sum(r["moment"] == mem.EMBEDDING_MOMENT for r in rows) == 5
+
+
+def test_max_held_out_error_is_the_worst_of_every_held_out_run():
+    vm = importlib.import_module("benchmarks.harness.validate_memory")
+    sets = (vm.HELD_OUT, vm.ROUND3, vm.ROUND4, vm.ROUND5, vm.DATA / "h200_2026-12-03e" / "memory.json.gz")
+    rows = [r for p in sets for r in vm.rows(p) if r["status"] == "ok"]
+    errs, _ = _errors(rows, [r["est_gib"] for r in rows])
+    assert len(rows) == 38
+    assert max(errs) == pytest.approx(mem.MAX_HELD_OUT_ERROR, abs=0.0005)
+    assert f"max {100 * max(errs):.1f} % over all {len(rows)} held-out runs" in mem.CHECKED
+
+
+def test_the_embeddings_backward_by_hand():
+    """Llama 3 405B, one layer, a 32k vocabulary, 4096 tokens, full AC, FSDP2 on one GPU: the first layer's fp32
+    reduce-scatter input (4 B per parameter) is alive while the embedding's backward runs."""
+    s = model_sizes("llama3-405b", layers=1, vocab=32000)
+    h, f = 16384, 53248
+    layer = h * (h + 2 * 1024) + h * h + 3 * h * f + 2 * h  # q, k, v (8 KV heads of 128), o, MLP, two norms
+    emb, head = 32000 * h, h * 32000 + h
+    assert s.layer_params == layer and s.embedding_params == emb and s.output_params == head
+    P = layer + emb + head
+    end = 16 * P + 4.3 * emb
+    by_hand = end - 4 * emb + 4 * layer
+    out = mem.peak_memory(s, tokens=4096, ac="full")
+    assert out["moment"] == mem.EMBEDDING_MOMENT and out["peak"] == pytest.approx(by_hand, rel=1e-12)
+    assert out["peak"] - end == pytest.approx(4 * (layer - emb)) and (out["peak"] - end) / 2**30 == pytest.approx(
+        9.92, abs=0.01
+    )
+    bf16 = mem.peak_memory(s, tokens=4096, ac="full", mode="bf16")  # no FSDP2: no reduce-scatter buffers
+    assert bf16["moment"] != mem.EMBEDDING_MOMENT
+    tp2 = mem.peak_memory(s, tokens=4096, ac="full", tp=2, dp_shard=4)
+    grads = 4 * P / 8 - 4 * emb / 8 + 4 * layer / 2  # sharded gradients, the layer's reduce input split by tp only
+    assert tp2["moment"] == mem.EMBEDDING_MOMENT and tp2["parts"]["grads"] == pytest.approx(grads, rel=1e-12)
 
 
 def test_compiled_runs_predicted_before_they_were_measured():
