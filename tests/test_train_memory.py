@@ -87,10 +87,10 @@ def test_held_out_runs_and_the_fit():
 
 
 def _errors(rows, estimates):
-    """|estimate / measured - 1| per row and how many are within 5 % or 1 GiB."""
-    errs = [abs(e - r["peak_gib"]) / r["peak_gib"] for r, e in zip(rows, estimates, strict=True)]
-    within = sum(abs(e - r["peak_gib"]) <= max(0.05 * r["peak_gib"], 1.0) for r, e in zip(rows, estimates, strict=True))
-    return errs, within
+    """|estimate / measured - 1| per row and how many are within the target (5 % or 1 GiB)."""
+    vm = importlib.import_module("benchmarks.harness.validate_memory")
+    pairs = list(zip(estimates, (r["peak_gib"] for r in rows), strict=True))
+    return [abs(e - m) / m for e, m in pairs], sum(vm.within_target(e, m) for e, m in pairs)
 
 
 def _round(vm, path, names):

@@ -96,11 +96,15 @@ def predictions(path: Path) -> dict[str, dict] | None:
     return json.loads(f.read_text())["predictions"] if f.exists() else None
 
 
+def within_target(est_gib: float, measured_gib: float) -> bool:
+    """Issue 34's target: the estimate within 5 % or 1 GiB (whichever is larger) of the measured peak."""
+    return abs(est_gib - measured_gib) <= max(0.05 * measured_gib, 1.0)
+
+
 def _scores(pairs: list[tuple[float, float]]) -> tuple[float, float, int]:
-    """(median %, max %, count within 5 % or 1 GiB) of (estimate, measured) pairs in GiB."""
+    """(median %, max %, count :func:`within_target`) of (estimate, measured) pairs in GiB."""
     ape = [abs(e - m) / m * 100 for e, m in pairs]
-    within = sum(abs(e - m) <= max(0.05 * m, 1.0) for e, m in pairs)
-    return statistics.median(ape), max(ape), within
+    return statistics.median(ape), max(ape), sum(within_target(e, m) for e, m in pairs)
 
 
 def table(path: Path, label: str) -> str:
@@ -146,19 +150,12 @@ def table(path: Path, label: str) -> str:
 
 def predict_config(name: str) -> dict[str, Any]:
     """Today's prediction for a plan configuration (``perfmodel.bench.memory.config``), without a record: the peak
-    in GiB and its moment, as ``--predict`` writes them before a round runs."""
-    from perfmodel.bench.memory.config import SHAPES, get_config
-    from perfmodel.presets import get_preset
+    in GiB and its moment, as ``--predict`` writes them before a round runs (the config and shape the bench would
+    write into the record, :meth:`~perfmodel.bench.memory.config.MemConfig.shape`)."""
+    from perfmodel.bench.memory.config import get_config
 
     c = get_config(name)
-    if c.model in SHAPES:
-        s = SHAPES[c.model]
-        shape = dict(dim=s["dim"], ffn=s["ffn"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"])
-    else:
-        lay = get_preset(c.model).layer
-        shape = dict(dim=lay.hidden, ffn=lay.ffn, heads=lay.heads, kv_heads=lay.kv_heads, head_dim=lay.head_dim)
-    cfg = c.to_dict()
-    p = predict({"config": cfg, "shape": shape})
+    p = predict({"config": c.to_dict(), "shape": c.shape()})
     return {"peak_gib": p["peak"] / GIB, "moment": p["moment"]}
 
 
@@ -235,9 +232,10 @@ def main() -> None:
     if args.predict:
         from perfmodel.bench.memory import config
 
-        names = getattr(config, args.predict, None)
-        if not isinstance(names, tuple):
-            ap.error(f"--predict {args.predict!r}: valid rounds are ROUND3, ROUND4, ROUND5")
+        rounds = [n for n in config.__all__ if n.startswith("ROUND")]
+        if args.predict not in rounds:
+            ap.error(f"--predict {args.predict!r}: valid rounds are {', '.join(rounds)}")
+        names = getattr(config, args.predict)
         out = {"made": args.made, "predictions": {n: predict_config(n) for n in names}}
         text = json.dumps(out, indent=1)
         if args.out:

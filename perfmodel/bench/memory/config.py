@@ -213,12 +213,20 @@ PLAN: tuple[MemConfig, ...] = (
     _c("fsdp_qwen14b_L1_s4k_b1_full_v32k", "qwen3-14b", 1, 4096, 1, ac="full", vocab=32000),
     _c("fsdp_8b_L2_s4k_b1_full_v32k", _8B, 2, 4096, 1, ac="full", vocab=32000),
 )
+
+
+def _names(first: str, last: str) -> tuple[str, ...]:
+    """The names of :data:`PLAN`'s configurations from ``first`` to ``last``, both included (one round)."""
+    names = [c.name for c in PLAN]
+    return tuple(names[names.index(first) : names.index(last) + 1])
+
+
 #: names of the round-3 configurations (held out, pre-registered 2026-12-04)
-ROUND3 = tuple(c.name for c in PLAN[-24:-15])
+ROUND3 = _names("fsdp_70b_L1_s16k_b1_full_v32k", "amp_8b_L2_s8k_b2_full")
 #: names of the round-4 configurations (held out, pre-registered 2026-12-04, after the recompute-moment change)
-ROUND4 = tuple(c.name for c in PLAN[-15:-7])
+ROUND4 = _names("fsdp_405b_L1_s16k_b1_full_v32k", "fsdp_qwen14b_L2_s16k_b2_sel")
 #: names of the round-5 configurations (held out, pre-registered 2026-12-04, after the embedding-moment change)
-ROUND5 = tuple(c.name for c in PLAN[-7:])
+ROUND5 = _names("fsdp_405b_L1_s4k_b1_full_v32k", "fsdp_8b_L2_s4k_b1_full_v32k")
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
 
