@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The fresh MoE families on one H200, measured after the model that predicts them was committed (pre-registered):
 # grouped GEMMs and expert blocks of $FAMILIES (round 1, the default: qwen3_235b_a22b, olmoe_1b_7b, dbrx, phi35_moe;
-# round 2: granite_3b_a800m, ernie45_21b_a3b, qwen2_57b_a14b, minimax_m1; no (K, N) of a round is in any earlier
-# family), and torchao's mxfp8 helper kernels (perfmodel/bench/mxfp8_kernels.py; MX_S=0 skips them).
+# round 2: granite_3b_a800m, ernie45_21b_a3b, qwen2_57b_a14b, minimax_m1; round 3: glm45_air, glm45, mixtral_8x22b,
+# hunyuan_large; no (K, N) of a round is in any earlier family), and torchao's mxfp8 helper kernels
+# (perfmodel/bench/mxfp8_kernels.py; MX_S=0 skips them).
 #
 #   DEADLINE_S=540 bash benchmarks/gpu_fresh_moe.sh      # round 1; with $OUT set; carry=[".whl"]
 #   FAMILIES=granite_3b_a800m,ernie45_21b_a3b,qwen2_57b_a14b,minimax_m1 MX_S=0 DEADLINE_S=420 \
 #     bash benchmarks/gpu_fresh_moe.sh                   # round 2 (the mxfp8 kernels were measured in round 1)
+#   FAMILIES=glm45_air,glm45,mixtral_8x22b,hunyuan_large MX_S=0 DEADLINE_S=440 \
+#     bash benchmarks/gpu_fresh_moe.sh                   # round 3 (2026-12-04 evening)
 #
 # Phases, each its own process under `timeout`: grouped time (do_bench, L2 flushed; the probe results of
 # benchmarks/data/h200_2026-12-03 reused: same GPU model and software), grouped kernels (torch.profiler), block

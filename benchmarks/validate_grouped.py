@@ -8,10 +8,10 @@ distribution (balanced; skewed = Dirichlet-skewed and empty-group vectors), the 
 compute-only roofline as torchao's MoE roofline prices it (perfmodel.moe.roofline_grouped_gemm_time_s) beside it.
 Splits (by model family, chosen before any score was seen; see docs/moe.md): ``fit``, ``validation`` (looked at
 while the model form was chosen), ``test`` (looked at once), ``held_out`` (validation + test), ``shape_disjoint``
-(held-out families whose (K, N) no fit family has: all but llama4_scout). ``fresh`` (round 1) and ``fresh2``
-(round 2, added 2026-12-04): families in no fit and with no (K, N) of any earlier family, measured in their own
-sweep folder after the model that scores them was committed (pre-registered; each scored once; ``--data``, when
-given, replaces the round's folder). Output is deterministic.
+(held-out families whose (K, N) no fit family has: all but llama4_scout). ``fresh`` (round 1), ``fresh2`` (round 2,
+added 2026-12-04) and ``fresh3`` (round 3, 2026-12-04 evening): families in no fit and with no (K, N) of any earlier
+family, measured in their own sweep folder after the model that scores them was committed (pre-registered; each scored
+once; ``--data``, when given, replaces the round's folder). Output is deterministic.
 """
 
 from __future__ import annotations
@@ -43,8 +43,16 @@ FRESH_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03f"
 #: ``FAMILIES=<these> MX_S=0 bash benchmarks/gpu_fresh_moe.sh`` in FRESH2_DATA
 FRESH2_FAMILIES = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 FRESH2_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-04f"
+#: fresh round 3 (added 2026-12-04 evening, pre-registered: the grouped-GEMM model unchanged since round 1, committed
+#: with these families before the measurement): 1408 to 18304 wide, no (K, N) of any earlier family or of each other
+FRESH3_FAMILIES = ("glm45_air", "glm45", "mixtral_8x22b", "hunyuan_large")
+FRESH3_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-04t"
 #: split name -> (families, default sweep folder, round)
-FRESH_SPLITS = {"fresh": (FRESH_FAMILIES, FRESH_DATA, 1), "fresh2": (FRESH2_FAMILIES, FRESH2_DATA, 2)}
+FRESH_SPLITS = {
+    "fresh": (FRESH_FAMILIES, FRESH_DATA, 1),
+    "fresh2": (FRESH2_FAMILIES, FRESH2_DATA, 2),
+    "fresh3": (FRESH3_FAMILIES, FRESH3_DATA, 3),
+}
 
 
 def shape_overlap(records: list[dict]) -> dict[str, list[tuple[int, int]]]:

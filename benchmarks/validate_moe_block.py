@@ -45,6 +45,9 @@ FRESH = {"qwen3_235b_a22b", "olmoe_1b_7b", "dbrx", "phi35_moe"}
 #: round 2, measured 2026-12-04 (benchmarks/data/h200_2026-12-04f) after the block model that scores them (the
 #: colwise-dual and backward-power terms) was committed: pre-registered, scored once
 FRESH2 = {"granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1"}
+#: round 3, measured 2026-12-04 evening (benchmarks/data/h200_2026-12-04t) after the block model with its event law
+#: (EVENT_LAW, derived on the fit families) was committed: pre-registered, scored once
+FRESH3 = {"glm45_air", "glm45", "mixtral_8x22b", "hunyuan_large"}
 RECIPE = {"bf16": "bf16", "fp8_rowwise": "rowwise"}
 
 # measured kernel name -> class (first match wins); the model's kernels map to the same classes (MODEL_CLASS)
@@ -148,6 +151,8 @@ def split_of(model: str) -> str:
         return "fresh"
     if model in FRESH2:
         return "fresh2"
+    if model in FRESH3:
+        return "fresh3"
     return "fit" if model in FIT else "validation" if model in VALIDATION else "test" if model in TEST else "other"
 
 
@@ -286,6 +291,55 @@ def derive(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> dict[str
     out["host_gap_bwd_s"] = float(np.median(gb))
     out["n_fit_profiles"] = float(len(fit))
     out.update(_derive_power([r for r in trecs if r["model"] in FIT]))
+    out.update(_derive_event_law([r for r in trecs if r["model"] in FIT]))
+    return out
+
+
+def _fit_event_law(k: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
+    """``y ~ H + k (1 + a k / (k + tau))`` by least squares on the relative error: ``tau`` on a log grid of 150 points
+    in EVENT_LAW_TAU_RANGE_S, (H, a) linear at each, ``H >= 0`` and ``|a| <= EVENT_LAW_A_MAX`` (a bound hit: that
+    coefficient fixed at the bound, the other refitted). Returns (H, a, tau, rms relative residual)."""
+    from perfmodel.moe.block_constants import EVENT_LAW_A_MAX, EVENT_LAW_TAU_RANGE_S
+
+    best = None
+    rhs = (y - k) / y
+    for tau in np.geomspace(*EVENT_LAW_TAU_RANGE_S, 150):
+        A = np.c_[np.ones_like(k), k * k / (k + tau)] / y[:, None]
+        (H, a), *_ = np.linalg.lstsq(A, rhs, rcond=None)
+        if abs(a) > EVENT_LAW_A_MAX:
+            a = float(np.clip(a, -EVENT_LAW_A_MAX, EVENT_LAW_A_MAX))
+            H = float(A[:, 0] @ (rhs - a * A[:, 1]) / (A[:, 0] @ A[:, 0]))
+        if H < 0:
+            H = 0.0
+            a = float(np.clip(A[:, 1] @ rhs / (A[:, 1] @ A[:, 1]), -EVENT_LAW_A_MAX, EVENT_LAW_A_MAX))
+        res = A @ np.array([H, a]) - rhs
+        sse = float(res @ res)
+        if best is None or sse < best[0] - 1e-15:
+            best = (sse, float(H), float(a), float(tau))
+    sse, H, a, tau = best
+    return H, a, tau, float(np.sqrt(sse / y.size))
+
+
+def _derive_event_law(fit_times: list[dict[str, Any]]) -> dict[str, float]:
+    """EVENT_LAW (perfmodel.moe.block_constants) per recipe and phase, on the fit families' do_bench rows: the
+    phase's kernel sum as priced (``timing="kernel"``, measured eager rates) against do_bench fwd, and fwd+bwd minus
+    fwd for the backward."""
+    out: dict[str, float] = {}
+    for rec, name in RECIPE.items():
+        rows = [r for r in fit_times if r["recipe"] == rec]
+        if len(rows) < 3:
+            continue
+        ks = [predict(r, True, "kernel") for r in rows]
+        kf = np.array([b.fwd_s for b in ks])
+        kb = np.array([b.total_s - b.fwd_s for b in ks])
+        for phase, k, y in (
+            ("fwd", kf, np.array([r["fwd_s"] for r in rows])),
+            ("bwd", kb, np.array([r["fwd_bwd_s"] - r["fwd_s"] for r in rows])),
+        ):
+            H, a, tau, rms = _fit_event_law(k, y)
+            key = f"event_law_{name}_{phase}"
+            out.update({f"{key}_H_s": H, f"{key}_a": a, f"{key}_tau_s": tau, f"{key}_rms": rms})
+        out[f"event_law_{name}_rows"] = float(len(rows))
     return out
 
 
@@ -402,6 +456,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--final", action="store_true", help="also score the test families (look once, at the end)")
     ap.add_argument("--fresh", action="store_true", help="score the fresh families (their own folder), once")
     ap.add_argument("--fresh2", action="store_true", help="score the round-2 fresh families (their folder), once")
+    ap.add_argument("--fresh3", action="store_true", help="score the round-3 fresh families (their folder), once")
     ap.add_argument("--kernels", action="store_true", help="measured kernels vs the model's, class by class")
     ap.add_argument("--derive", action="store_true", help="the block constants from the fit families' profiles")
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
@@ -429,8 +484,8 @@ def main(argv: list[str]) -> int:
             text = head + sep + body + "\n" + rest[rest.index(f"<!-- {tag}:end -->") :]
         a.docs.write_text(text)
         return 0
-    if a.fresh or a.fresh2:
-        print(score(recs, ["fresh"] if a.fresh else ["fresh2"]))
+    if a.fresh or a.fresh2 or a.fresh3:
+        print(score(recs, ["fresh"] if a.fresh else ["fresh2"] if a.fresh2 else ["fresh3"]))
         return 0
     if a.derive:
         for k, v in derive(load_kernels(a.folder), recs).items():

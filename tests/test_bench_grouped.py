@@ -227,6 +227,12 @@ FRESH2 = {  # round 2, 2026-12-04: (hidden, expert inter, experts, top_k) from t
     "qwen2_57b_a14b": (3584, 2560, 64, 8),  # hidden_size, moe_intermediate_size, num_experts, num_experts_per_tok
     "minimax_m1": (6144, 9216, 32, 2),  # hidden_size, intermediate_size, num_local_experts, num_experts_per_tok
 }
+FRESH3 = {  # round 3, 2026-12-04 evening: (hidden, expert inter, experts, top_k) from the source each row names
+    "glm45_air": (4096, 1408, 128, 8),  # Megatron-Bridge glm45.md: hidden, MoE FFN hidden, experts, top-k
+    "glm45": (5120, 1536, 160, 8),  # same source
+    "mixtral_8x22b": (6144, 16384, 8, 2),  # config.json: hidden_size, intermediate_size, num_local_experts, top-k
+    "hunyuan_large": (6400, 18304, 16, 1),  # config.json: hidden_size, intermediate_size, num_experts, moe_topk
+}
 
 
 def _model(name: str) -> GG.MoEModel:
@@ -242,7 +248,7 @@ def test_fresh_round2_models_match_cited_values():
         m = _model(name)
         assert (m.hidden, m.inter, m.experts, m.top_k) == exp, name
         assert "config.json" in m.source and m.hidden % 16 == 0 and m.inter % 16 == 0
-    assert set(GG.FAMILIES) == {*BEFORE_FRESH, *FRESH1, *FRESH2, GG.RANDOM_FAMILY}
+    assert set(GG.FAMILIES) == {*BEFORE_FRESH, *FRESH1, *FRESH2, *FRESH3, GG.RANDOM_FAMILY}
     # by hand: gate/up fused (h, 2i), its dgrad (2i, h), w1/w3 (h, i), w2 (i, h)
     assert _kn("minimax_m1") == {(6144, 18432), (18432, 6144), (6144, 9216), (9216, 6144)}
     assert _kn("granite_3b_a800m") == {(1536, 1024), (1024, 1536), (1536, 512), (512, 1536)}
@@ -258,6 +264,24 @@ def test_fresh_families_share_no_kn_with_earlier_families():
         assert not _kn(fam) & earlier, fam
         assert not _kn(fam) & seen, fam  # nor with another round-2 family
         seen |= _kn(fam)
+    earlier |= seen
+    seen = set()
+    for fam in FRESH3:
+        assert not _kn(fam) & earlier, fam
+        assert not _kn(fam) & seen, fam  # nor with another round-3 family
+        seen |= _kn(fam)
+
+
+def test_fresh_round3_models_match_cited_values():
+    for name, exp in FRESH3.items():
+        m = _model(name)
+        assert (m.hidden, m.inter, m.experts, m.top_k) == exp, name
+        assert ("config.json" in m.source or "Megatron-Bridge" in m.source) and m.hidden % 16 == 0
+    # by hand: gate/up fused (h, 2i), its dgrad (2i, h), w1/w3 (h, i), w2 (i, h)
+    assert _kn("hunyuan_large") == {(6400, 36608), (36608, 6400), (6400, 18304), (18304, 6400)}
+    items, _, info = GG.plan_items(seed=0, families=[*FRESH3], budget_s=170)
+    assert set(info.kept) == set(FRESH3) and all(info.kept[f] > 0 for f in FRESH3)
+    assert {(i.K, i.N) for i in items} <= set().union(*(_kn(f) for f in FRESH3))
 
 
 def test_plan_picks_up_the_round2_families():

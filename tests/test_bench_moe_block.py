@@ -44,6 +44,10 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "ernie45_21b_a3b": (2560, 1536, 64, 6, 3072, "softmax", 64),  # moe_num_shared_experts 2 x 1536
     "qwen2_57b_a14b": (3584, 2560, 64, 8, 20480, "softmax", 64),  # shared_expert_intermediate_size
     "minimax_m1": (6144, 9216, 32, 2, 0, "softmax", 32),
+    "glm45_air": (4096, 1408, 128, 8, 1408, "sigmoid", 128),  # fresh round 3 (2026-12-04, evening)
+    "glm45": (5120, 1536, 160, 8, 1536, "sigmoid", 160),
+    "mixtral_8x22b": (6144, 16384, 8, 2, 0, "softmax", 8),
+    "hunyuan_large": (6400, 18304, 16, 1, 18304, "softmax", 16),  # num_shared_expert 1 x intermediate_size
 }
 FRESH2 = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 
@@ -53,7 +57,7 @@ def test_config_table_matches_cited_values():
     for name, exp in EXPECTED.items():
         c = MB.MODEL_BY_NAME[name]
         assert (c.dim, c.inter, c.experts, c.top_k, c.shared_inter, c.score_func, c.router_experts) == exp, name
-        assert "config.json" in c.source
+        assert "config.json" in c.source or "Megatron-Bridge" in c.source
         # fp8 rowwise needs K and N multiples of 16 in every expert GEMM
         assert c.dim % 16 == 0 and c.inter % 16 == 0
 

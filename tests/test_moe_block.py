@@ -194,24 +194,59 @@ def test_totals_and_timing():
     r = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="kernel")
     fwd = sum(k.seconds for k in r.kernels if k.phase == "fwd")
     assert r.fwd_s == pytest.approx(fwd, rel=1e-12) and r.total_s == pytest.approx(r.fwd_s + r.bwd_s, rel=1e-12)
+    assert not r.event_law and r.power_derate == 1.0 and r.host_fwd_s == 0.0
+    # eager event timing: each phase is the event law of its kernel sum, H + k (1 + a k / (k + tau))
     e = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event")
-    # event timing adds one event overhead, the eager host gaps (2 bincount syncs + the backward's launch gap) and
-    # the backward's sustained-power derate (its kernels x the factor at the block's tensor-core duty)
+    kb = r.total_s - r.fwd_s
+    for phase, k, got in (("fwd", r.fwd_s, e.fwd_s), ("bwd", kb, e.bwd_s)):
+        H, a, tau = bm.EVENT_LAW[("bf16", phase)]
+        assert got == pytest.approx(H + k * (1 + a * k / (k + tau)), rel=1e-12), phase
+    assert e.event_law and e.power_derate == 1.0 and e.total_s == pytest.approx(e.fwd_s + e.bwd_s, rel=1e-12)
+    assert e.host_fwd_s == bm.EVENT_LAW[("bf16", "fwd")][0] and e.host_bwd_s == bm.EVENT_LAW[("bf16", "bwd")][0]
+    assert e.fwd_s == pytest.approx(r.fwd_s + e.host_fwd_s + e.sustained_fwd_s, rel=1e-12)
+    assert [k.seconds for k in e.kernels] == [k.seconds for k in r.kernels]  # the law leaves every kernel as priced
+    # compiled blocks (never measured) keep the old event form: one event overhead, the host constants (2 bincount
+    # syncs + the backward's launch gap) and the backward's sustained-power derate at the block's tensor-core duty
+    rc = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="kernel", compiled=True)
+    c = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event", compiled=True)
     host = bm.HOST_SYNCS_FWD * bm.HOST_SYNC_S + bm.HOST_GAP_BWD_S
-    gemm = sum(k.seconds for k in r.kernels if k.flops > 0)
-    duty = gemm / (r.total_s + host)
-    assert e.tensor_duty == pytest.approx(duty, rel=1e-12) and r.power_derate == 1.0
+    gemm = sum(k.seconds for k in rc.kernels if k.flops > 0)
+    duty = gemm / (rc.total_s + host)
+    assert not c.event_law and c.tensor_duty == pytest.approx(duty, rel=1e-12)
     f = 1 + 0.1696 * (duty - 0.3418)
-    assert e.power_derate == pytest.approx(f, rel=1e-12)
-    derate = (f - 1) * r.bwd_s
-    assert e.total_s - r.total_s == pytest.approx(EVENT_OVERHEAD_S + host + derate, rel=1e-9)
-    assert e.fwd_s - r.fwd_s == pytest.approx(EVENT_OVERHEAD_S + 2 * 0.583e-3, rel=1e-9)
-    assert e.host_fwd_s == pytest.approx(2 * 0.583e-3, rel=1e-12) and e.host_bwd_s == pytest.approx(0.401e-3)
+    assert c.power_derate == pytest.approx(f, rel=1e-12)
+    derate = (f - 1) * (rc.total_s - rc.fwd_s)
+    assert c.total_s - rc.total_s == pytest.approx(EVENT_OVERHEAD_S + host + derate, rel=1e-9)
+    assert c.fwd_s - rc.fwd_s == pytest.approx(EVENT_OVERHEAD_S + 2 * 0.583e-3, rel=1e-9)
+    assert c.host_fwd_s == pytest.approx(2 * 0.583e-3, rel=1e-12) and c.host_bwd_s == pytest.approx(0.401e-3)
     i = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="event", measured_eager=False)
     ik = bm.expert_block_time("qwen3-30b-a3b", tokens=4096, timing="kernel", measured_eager=False)
     assert i.total_s - ik.total_s == pytest.approx(EVENT_OVERHEAD_S, rel=1e-9) and i.host_fwd_s == 0.0
     assert set(r.by_kind()) == set(bm.KINDS) and r.by_kind()["shared"] == 0.0
-    assert "qwen3-30b-a3b expert block" in r.table()
+    assert "qwen3-30b-a3b expert block" in r.table() and "sustained run (ms)" in e.table()
+
+
+def test_event_law_by_hand():
+    # H + k (1 + a k / (k + tau)) with the shipped constants, computed here
+    H, a, tau = bm.EVENT_LAW[("bf16", "fwd")]
+    assert (H, a, tau) == (0.7149e-3, 0.5, 0.4144)
+    assert bm.event_law_time_s("bf16", "fwd", 0.01) == pytest.approx(0.7149e-3 + 0.01 * (1 + 0.5 * 0.01 / 0.4244))
+    assert bm.event_law_time_s("bf16", "fwd", 0.01, sustained=False) == pytest.approx(0.7149e-3 + 0.01)
+    assert bm.event_law_time_s("rowwise", "bwd", 0.0) == bm.EVENT_LAW[("rowwise", "bwd")][0]
+    # the rowwise sustained-run term is negative (long rowwise blocks ran faster than their kernels priced alone)
+    assert bm.event_law_time_s("rowwise", "bwd", 0.2) < 0.2 + bm.EVENT_LAW[("rowwise", "bwd")][0]
+    for args in (("mxfp8", "fwd", 0.01), ("bf16", "fwd+bwd", 0.01)):
+        with pytest.raises(InvalidShapeError, match="valid: bf16/fwd"):
+            bm.event_law_time_s(*args)
+    for bad in (-1e-3, float("nan"), float("inf"), "0.1"):
+        with pytest.raises(InvalidShapeError, match="kernel_s"):
+            bm.event_law_time_s("bf16", "fwd", bad)
+    # the sustained-run factor is the H200's: elsewhere only the host time is added
+    h = bm.expert_block_time("mixtral-8x7b", tokens=8192, gpu="H100-SXM")
+    assert h.event_law and h.sustained_fwd_s == 0.0 and h.sustained_bwd_s == 0.0
+    assert "H200 only" in h.provenance and "event law" in h.provenance
+    # mxfp8 (never measured) keeps the host constants
+    assert not bm.expert_block_time("deepseek-v3-16b", tokens=8192, recipe="mxfp8", gpu="B200").event_law
 
 
 def test_shared_experts_are_dense_linears():
@@ -373,17 +408,19 @@ def test_power_derate_by_hand():
     for bad in (-0.1, 1.5, float("nan"), "0.5"):
         with pytest.raises(InvalidShapeError, match="duty"):
             bm.power_derate(bad)
-    # a GEMM-heavy bf16 block's backward runs slower than an fp8 one's (duty 0.1-0.3 there): factor above / below 1
-    hot = bm.expert_block_time("llama4-maverick", tokens=8192)
-    cold = bm.expert_block_time("qwen3-30b-a3b", tokens=8192, recipe="rowwise")
+    # where the event law does not apply (compiled blocks): a GEMM-heavy bf16 block's backward runs slower than an
+    # fp8 one's (duty 0.1-0.3 there): factor above / below 1
+    hot = bm.expert_block_time("llama4-maverick", tokens=8192, compiled=True)
+    cold = bm.expert_block_time("qwen3-30b-a3b", tokens=8192, recipe="rowwise", compiled=True)
     assert hot.power_derate > 1.05 and cold.power_derate < 0.98
-    k = bm.expert_block_time("llama4-maverick", tokens=8192, timing="kernel")
+    k = bm.expert_block_time("llama4-maverick", tokens=8192, timing="kernel", compiled=True)
     bwd = {x.name: x.seconds for x in k.kernels if x.phase == "bwd"}
     for x in hot.kernels:
         if x.phase == "bwd":
             assert x.seconds == pytest.approx(bwd[x.name] * hot.power_derate, rel=1e-12) and "derate" in x.note
     assert bm.expert_block_time("llama4-maverick", tokens=8192, measured_eager=False).power_derate == 1.0
-    assert bm.expert_block_time("llama4-maverick", tokens=8192, gpu="H100").power_derate == 1.0  # H200 only
+    assert bm.expert_block_time("llama4-maverick", tokens=8192, gpu="H100", compiled=True).power_derate == 1.0
+    assert bm.expert_block_time("llama4-maverick", tokens=8192).power_derate == 1.0  # the event law replaces it
 
 
 def test_block_constants_are_the_fit_families_medians():
@@ -413,11 +450,18 @@ def test_block_constants_are_the_fit_families_medians():
     assert d["n_power_rows"] == 53
     assert bm.POWER_DERATE_SLOPE == pytest.approx(d["power_derate_slope"], rel=5e-3)
     assert bm.POWER_DERATE_DUTY0 == pytest.approx(d["power_derate_duty0"], rel=5e-3)
+    # the event law: per recipe and phase, on the fit families' do_bench rows (31 bf16, 22 rowwise)
+    assert (d["event_law_bf16_rows"], d["event_law_rowwise_rows"]) == (31, 22)
+    for (recipe, phase), (H, a, tau) in bm.EVENT_LAW.items():
+        key = f"event_law_{recipe}_{phase}"
+        assert H == pytest.approx(d[f"{key}_H_s"], rel=2e-3, abs=1e-7), key
+        assert a == pytest.approx(d[f"{key}_a"], rel=2e-3), key
+        assert tau == pytest.approx(d[f"{key}_tau_s"], rel=2e-3), key
 
 
 def test_block_error_bar_only_where_validated():
     r = bm.expert_block_time("mixtral-8x7b", tokens=8192)
-    assert (r.error_bar["p50"], r.error_bar["p90"]) == (3.1, 10.2) and "pre-registered" in r.error_bar["basis"]
-    assert bm.expert_block_time("mixtral-8x7b", tokens=8192, recipe="rowwise").error_bar["p90"] == 16.3
-    for kw in ({"timing": "kernel"}, {"measured_eager": False}, {"gpu": "H100-SXM"}):
+    assert (r.error_bar["p50"], r.error_bar["p90"]) == (2.8, 7.9) and "post-selection" in r.error_bar["basis"]
+    assert bm.expert_block_time("mixtral-8x7b", tokens=8192, recipe="rowwise").error_bar["p90"] == 6.0
+    for kw in ({"timing": "kernel"}, {"measured_eager": False}, {"gpu": "H100-SXM"}, {"compiled": True}):
         assert bm.expert_block_time("mixtral-8x7b", tokens=8192, **kw).error_bar["p50"] is None, kw

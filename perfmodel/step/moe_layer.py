@@ -298,14 +298,20 @@ class MoELayerTime:
             }
             for k in self.block.kernels
         ]
-        if self.block.host_fwd_s or self.block.host_bwd_s:
-            rows += [
-                {"name": f"experts.host_gap_{ph}", "part": "experts", "phase": ph, "seconds": s,
-                 "provenance": f"{b_src}: eager host gaps (bincount syncs; measured median, fit families)"}
-                for ph, s in (("fwd", self.block.host_fwd_s), ("bwd", self.block.host_bwd_s)) if s
-            ]  # fmt: skip
-        extra = self.block.total_s - sum(k.seconds for k in self.block.kernels) - self.block.host_fwd_s
-        extra -= self.block.host_bwd_s
+        b = self.block
+        how = "event law's host time (EVENT_LAW, fit families)" if b.event_law else "bincount syncs; measured median"
+        rows += [
+            {"name": f"experts.host_gap_{ph}", "part": "experts", "phase": ph, "seconds": s,
+             "provenance": f"{b_src}: eager host gaps ({how})"}
+            for ph, s in (("fwd", b.host_fwd_s), ("bwd", b.host_bwd_s)) if s
+        ]  # fmt: skip
+        rows += [
+            {"name": f"experts.sustained_run_{ph}", "part": "experts", "phase": ph, "seconds": s,
+             "provenance": f"{b_src}: the event law's sustained-run term (EVENT_LAW, fit families, H200)"}
+            for ph, s in (("fwd", b.sustained_fwd_s), ("bwd", b.sustained_bwd_s)) if s
+        ]  # fmt: skip
+        extra = b.total_s - sum(k.seconds for k in b.kernels) - b.host_fwd_s - b.host_bwd_s
+        extra -= b.sustained_fwd_s + b.sustained_bwd_s
         if abs(extra) > 0:
             rows.append(
                 {"name": "experts.event_overhead", "part": "experts", "phase": "fwd", "seconds": extra,

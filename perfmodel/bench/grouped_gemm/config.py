@@ -229,6 +229,42 @@ MOE_MODELS: tuple[MoEModel, ...] = (
         2,
         "MiniMax-M1 config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok",
     ),
+    # fresh round 3 (added 2026-12-04, evening; pre-registered: model committed before measurement; no (K, N) of them
+    # is in any earlier family nor in another round-3 family; hunyuan_large's N 18304 is beyond every fit's N)
+    MoEModel(
+        "glm45_air",
+        4096,
+        1408,
+        128,
+        8,
+        "zai-org/GLM-4.5-Air (Megatron-Bridge docs/models/glm/glm45.md): hidden 4096, MoE FFN hidden 1408, 128 "
+        "experts, top-8",
+    ),
+    MoEModel(
+        "glm45",
+        5120,
+        1536,
+        160,
+        8,
+        "zai-org/GLM-4.5 (Megatron-Bridge docs/models/glm/glm45.md): hidden 5120, MoE FFN hidden 1536, 160 experts, "
+        "top-8",
+    ),
+    MoEModel(
+        "mixtral_8x22b",
+        6144,
+        16384,
+        8,
+        2,
+        "Mixtral-8x22B-v0.1 config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok",
+    ),
+    MoEModel(
+        "hunyuan_large",
+        6400,
+        18304,
+        16,
+        1,
+        "Hunyuan-A52B-Instruct (Hunyuan-Large) config.json: hidden_size, intermediate_size, num_experts, moe_topk",
+    ),
 )
 RANDOM_FAMILY = "random"
 NEIGHBOUR_FAMILY = "fp8_neighbours"

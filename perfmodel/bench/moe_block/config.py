@@ -148,6 +148,30 @@ MODELS: tuple[BlockConfig, ...] = (
     # num_experts_per_tok 2, no shared expert, softmax router (Mixtral's).
     BlockConfig("minimax_m1", 6144, 9216, 32, 2, 0, "softmax", 32,
                 "MiniMax-M1 config.json: hidden_size, intermediate_size, num_local_experts, num_experts_per_tok"),
+    # Fresh round 3 (added 2026-12-04, evening; pre-registered: the block model with its event law committed before
+    # measurement). Every layer's experts on one GPU (the largest, hunyuan_large, 16 x 3 x 6400 x 18304 = 5.6e9
+    # routed parameters plus a shared expert of 18304).
+    # zai-org/GLM-4.5-Air (NVIDIA Megatron-Bridge docs/models/glm/glm45.md): hidden 4096, MoE FFN hidden 1408, 128
+    # experts, top-8, one shared expert of 1408, sigmoid router with expert bias (the bias is not modelled).
+    BlockConfig("glm45_air", 4096, 1408, 128, 8, 1408, "sigmoid", 128,
+                "GLM-4.5-Air (Megatron-Bridge glm45.md): hidden size, MoE FFN hidden size, experts, top-k, shared "
+                "expert intermediate size"),
+    # zai-org/GLM-4.5 (same source): hidden 5120, MoE FFN hidden 1536, 160 experts, top-8, one shared expert of
+    # 1536, sigmoid router.
+    BlockConfig("glm45", 5120, 1536, 160, 8, 1536, "sigmoid", 160,
+                "GLM-4.5 (Megatron-Bridge glm45.md): hidden size, MoE FFN hidden size, experts, top-k, shared expert "
+                "intermediate size"),
+    # mistralai Mixtral-8x22B-v0.1 config.json: hidden_size 6144, intermediate_size 16384, num_local_experts 8,
+    # num_experts_per_tok 2, no shared expert, softmax router.
+    BlockConfig("mixtral_8x22b", 6144, 16384, 8, 2, 0, "softmax", 8,
+                "Mixtral-8x22B-v0.1 config.json: hidden_size, intermediate_size, num_local_experts, "
+                "num_experts_per_tok"),
+    # tencent Hunyuan-A52B-Instruct (Hunyuan-Large) config.json: hidden_size 6400, intermediate_size 18304,
+    # num_experts 16, moe_topk 1, num_shared_expert 1 (use_mixed_mlp_moe: a shared MLP of intermediate_size);
+    # softmax router.
+    BlockConfig("hunyuan_large", 6400, 18304, 16, 1, 18304, "softmax", 16,
+                "Hunyuan-A52B-Instruct config.json: hidden_size, intermediate_size, num_experts, moe_topk, "
+                "num_shared_expert=1"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
