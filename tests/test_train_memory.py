@@ -34,6 +34,28 @@ def test_llama3_8b_two_layers_by_hand():
     assert out["parts"]["grads"] == 0  # zero_grad(set_to_none=True): no gradients while the forward runs
 
 
+def test_compiled_float8_saves_no_bf16_copy_of_float8_only_inputs():
+    s = model_sizes("llama3-8b", layers=4, vocab=None)
+    all7 = ("wq", "wk", "wv", "wo", "w1", "w3", "w2")
+    # by hand: the two norm outputs (hidden 4096 each) and the down projection's input (ffn 14336)
+    assert mem.float8_compiled_unsaved(s.layer, all7) == 2 * 4096 + 14336
+    assert mem.float8_compiled_unsaved(s.layer, ("w1", "w2")) == 14336  # w3 stays bf16: the MLP norm's output saved
+    assert mem.float8_compiled_unsaved(s.layer, ("wq", "wk", "wv"), tp=2) == 4096
+    assert mem.float8_compiled_unsaved(s.layer, ()) == 0
+    T = 16384
+    bf = mem.peak_memory(s, tokens=T, ac="none", compile=True)
+    f8 = mem.peak_memory(s, tokens=T, ac="none", compile=True, float8_linears=all7)
+    # the 8B 4-layer compiled step (h200_2026-12-04u): 2.75 GiB fewer activations at the loss
+    assert bf["parts"]["activations"] - f8["parts"]["activations"] == pytest.approx(4 * 22528 * 2 * T, rel=1e-12)
+    assert (bf["peak"] - f8["peak"]) / 2**30 == pytest.approx(2.75, abs=1e-9)
+    # eager and activation-checkpointed steps: unchanged (eager float8 measured the bf16 peak)
+    for kw in ({"ac": "none"}, {"ac": "selective", "compile": True}):
+        assert mem.peak_memory(s, tokens=T, float8_linears=all7, **kw) == mem.peak_memory(s, tokens=T, **kw), kw
+    for bad in (("q_proj",), "w1"):
+        with pytest.raises(PerfModelError, match="float8_linears"):
+            mem.peak_memory(s, tokens=T, ac="none", compile=True, float8_linears=bad)
+
+
 def test_compiled_short_stack_peaks_at_the_end_of_backward():
     s = model_sizes("llama3-8b", layers=2, vocab=None)
     out = mem.peak_memory(s, tokens=8192, ac="selective", compile=True)
@@ -180,11 +202,17 @@ def test_compiled_runs_predicted_before_they_were_measured():
     recs = json.load(gzip.open(d / "memory.json.gz"))["records"]
     assert len(recs) == 4 and all(r["status"] == "ok" and r["config"]["compile"] for r in recs)
     vm = importlib.import_module("benchmarks.harness.validate_memory")
+    before, now = {}, {}
     for r in recs:
         measured = r["after_3_steps"]["max_memory_allocated"] / 2**30
-        now = vm.predict(r)["peak"] / 2**30
-        assert now == pytest.approx(pred["predictions"][r["name"]]["peak_gib"], rel=1e-6)  # the model is unchanged
-        assert abs(now / measured - 1) < 0.06  # recorded: -1.5 %, +5.9 %, +4.6 %, -1.3 %
+        before[r["name"]] = pred["predictions"][r["name"]]["peak_gib"] / measured - 1
+        now[r["name"]] = vm.predict(r)["peak"] / 2**30 / measured - 1
+        if r["config"]["recipe"] == "bf16":  # the bf16 ones: the model that predicted them is unchanged
+            assert now[r["name"]] == pytest.approx(before[r["name"]], abs=1e-9)
+    # recorded before the runs: -1.5 %, +5.9 %, +4.6 %, -1.3 %; the float8 ones since the compiled-float8 term
+    # (post-selection): -1.6 %, -2.8 %
+    assert [round(100 * v, 1) for v in before.values()] == [-1.5, 5.9, 4.6, -1.3]
+    assert [round(100 * v, 1) for v in now.values()] == [-1.5, -1.6, -2.8, -1.3]
 
 
 def test_torchtitan_run_against_the_estimate():

@@ -45,6 +45,8 @@ ROUND5 = DATA / "h200_2026-12-04s" / "memory.json.gz"
 PREDICTIONS = "memory_predictions_before_run.json"
 GIB = 2**30
 AC = {"none": "none", "sel": "selective", "selective": "selective", "full": "full"}
+#: the Linears of a decoder layer (perfmodel.bench.memory converts all of them for a float8 recipe, not the head)
+DECODER_LINEARS = ("wq", "wk", "wv", "wo", "w1", "w3", "w2")
 
 
 def sizes_of(r: dict) -> Any:
@@ -65,7 +67,10 @@ def predict(r: dict) -> dict:
     """:func:`perfmodel.train.memory.peak_memory` for one record's configuration."""
     c = r["config"]
     sizes = sizes_of(r)
-    return mem.peak_memory(sizes, tokens=c["tokens"], ac=AC[c["ac"]], compile=bool(c["compile"]), mode=c["mode"])
+    f8 = DECODER_LINEARS if c.get("recipe", "bf16") != "bf16" else ()  # the bench converts every decoder Linear
+    return mem.peak_memory(
+        sizes, tokens=c["tokens"], ac=AC[c["ac"]], compile=bool(c["compile"]), mode=c["mode"], float8_linears=f8
+    )
 
 
 def measured_peak(r: dict) -> float | None:

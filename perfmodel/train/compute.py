@@ -321,5 +321,8 @@ def memory_bytes(cfg: TrainConfig) -> dict[str, Any]:
     from .memory import peak_memory
 
     shards = dict(tp=cfg.tp, dp_shard=cfg.dp_shard, ep=cfg.ep)
-    out = peak_memory(cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, compile=cfg.compile, **shards)
+    f8 = cfg.converted if cfg.recipe.name != "bf16" else ()
+    out = peak_memory(
+        cfg.sizes, tokens=cfg.tokens_per_rank, ac=cfg.ac, compile=cfg.compile, float8_linears=f8, **shards
+    )
     return out["parts"]

@@ -18,6 +18,7 @@ __all__ = [
     "ROUND3",
     "ROUND4",
     "ROUND5",
+    "ROUND6",
     "SELFTEST_SHAPE",
     "SHAPES",
     "MemConfig",
@@ -212,6 +213,26 @@ PLAN: tuple[MemConfig, ...] = (
     _c("fsdp_70b_L2_s4k_b2_sel_v32k", _70B, 2, 4096, 2, ac="selective", vocab=32000),
     _c("fsdp_qwen14b_L1_s4k_b1_full_v32k", "qwen3-14b", 1, 4096, 1, ac="full", vocab=32000),
     _c("fsdp_8b_L2_s4k_b1_full_v32k", _8B, 2, 4096, 1, ac="full", vocab=32000),
+    # round 6 (pre-registered 2026-12-04 evening, after the compiled-float8 term, perfmodel.train.memory
+    # FLOAT8_COMPILED_UNSAVED, was read from the allocator at the 8B compiled peak, h200_2026-12-04u): rowwise (never
+    # measured at a loss peak), other shapes (Qwen2.5 7B, Qwen3 14B), 6 layers with float8 all-gather, 16k sequences,
+    # and two controls: selective AC (where the term does not apply) and a 70B stack whose peak is the end of backward.
+    _c("fsdp_8b_L4_s8k_b2_none_rw_compile", _8B, 4, 8192, 2, recipe="rowwise", compile=True),
+    _c("fsdp_qwen7b_L4_s8k_b2_none_rw_compile", "qwen2.5-7b", 4, 8192, 2, recipe="rowwise", compile=True),
+    _c(
+        "fsdp_8b_L6_s8k_b2_none_tw_fp8ag_compile",
+        _8B,
+        6,
+        8192,
+        2,
+        recipe="tensorwise",
+        fp8_all_gather=True,
+        compile=True,
+    ),
+    _c("fsdp_8b_L4_s16k_b2_none_tw_compile", _8B, 4, 16384, 2, recipe="tensorwise", compile=True),
+    _c("fsdp_qwen14b_L2_s8k_b2_none_rw_compile", "qwen3-14b", 2, 8192, 2, recipe="rowwise", compile=True),
+    _c("fsdp_8b_L4_s8k_b4_sel_tw_compile", _8B, 4, 8192, 4, ac="selective", recipe="tensorwise", compile=True),
+    _c("fsdp_70b_L2_s8k_b2_none_tw_compile", _70B, 2, 8192, 2, recipe="tensorwise", compile=True),
 )
 
 
@@ -227,6 +248,8 @@ ROUND3 = _names("fsdp_70b_L1_s16k_b1_full_v32k", "amp_8b_L2_s8k_b2_full")
 ROUND4 = _names("fsdp_405b_L1_s16k_b1_full_v32k", "fsdp_qwen14b_L2_s16k_b2_sel")
 #: names of the round-5 configurations (held out, pre-registered 2026-12-04, after the embedding-moment change)
 ROUND5 = _names("fsdp_405b_L1_s4k_b1_full_v32k", "fsdp_8b_L2_s4k_b1_full_v32k")
+#: names of the round-6 configurations (held out, pre-registered 2026-12-04 evening, after the compiled-float8 term)
+ROUND6 = _names("fsdp_8b_L4_s8k_b2_none_rw_compile", "fsdp_70b_L2_s8k_b2_none_tw_compile")
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
 
