@@ -15,7 +15,8 @@ Sets, kept apart by when they were measured and by what the model had seen:
   that call's 405B trace, added the embedding's-backward moment). Each round's table shows what the model of the
   day predicted before the run (``memory_predictions_before_run.json``) beside what today's model says.
 * **round 5** (held out, pre-registered): ``h200_2026-12-04s``, seven runs chosen to test the embedding's-backward
-  moment, predicted by today's model and committed before the run: the figures the output quotes.
+  moment, predicted by today's model and committed before the run, and **round 6** (``h200_2026-12-04v``, seven
+  compiled runs chosen to test the compiled-float8 term, pre-registered the same way): the figures the output quotes.
 
 The measured peak is ``torch.cuda.max_memory_allocated`` over steps 1–3 (an OOM record: its peak at the failure).
 """
@@ -41,6 +42,7 @@ HELD_OUT = DATA / "h200_2026-12-03d" / "memory.json.gz"
 ROUND3 = DATA / "h200_2026-12-04" / "memory.json.gz"
 ROUND4 = DATA / "h200_2026-12-04r" / "memory.json.gz"
 ROUND5 = DATA / "h200_2026-12-04s" / "memory.json.gz"
+ROUND6 = DATA / "h200_2026-12-04v" / "memory.json.gz"
 #: the file beside a round's records that holds its predictions, committed before the run
 PREDICTIONS = "memory_predictions_before_run.json"
 GIB = 2**30
@@ -219,6 +221,7 @@ def report() -> str:
         (ROUND3, "Round 3, pre-registered, post-selection since the recompute-moment change: h200_2026-12-04"),
         (ROUND4, "Round 4, pre-registered, post-selection since the embedding-moment change: h200_2026-12-04r"),
         (ROUND5, "Round 5, held out, pre-registered (predictions committed before the run): h200_2026-12-04s"),
+        (ROUND6, "Round 6, compiled, held out, pre-registered (predictions committed before it ran): h200_2026-12-04v"),
     )
     return "\n\n".join(table(path, label) for path, label in sets if path.exists())
 
