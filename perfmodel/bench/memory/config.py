@@ -12,6 +12,7 @@ from ...errors import PerfModelError
 
 __all__ = [
     "AC_MODES",
+    "FP8AG_TRIOS",
     "MODES",
     "PLAN",
     "RECIPES",
@@ -233,6 +234,21 @@ PLAN: tuple[MemConfig, ...] = (
     _c("fsdp_qwen14b_L2_s8k_b2_none_rw_compile", "qwen3-14b", 2, 8192, 2, recipe="rowwise", compile=True),
     _c("fsdp_8b_L4_s8k_b4_sel_tw_compile", _8B, 4, 8192, 4, ac="selective", recipe="tensorwise", compile=True),
     _c("fsdp_70b_L2_s8k_b2_none_tw_compile", _70B, 2, 8192, 2, recipe="tensorwise", compile=True),
+    # float8 all-gather at torchtitan's batch (2026-12-04 evening, predictions committed before the run): the bf16 /
+    # tensorwise / tensorwise + float8 all-gather trio of h200_2026-12-03e at batch 1, to set beside torchtitan's
+    # batch-1 run (+0.2 points measured) and the batch-2 trio (run again in the same call: its repeatability)
+    _c("fsdp_8b_L4_s8k_b1_none_compile", _8B, 4, 8192, 1, compile=True),
+    _c("fsdp_8b_L4_s8k_b1_none_tw_compile", _8B, 4, 8192, 1, recipe="tensorwise", compile=True),
+    _c(
+        "fsdp_8b_L4_s8k_b1_none_tw_fp8ag_compile",
+        _8B,
+        4,
+        8192,
+        1,
+        recipe="tensorwise",
+        fp8_all_gather=True,
+        compile=True,
+    ),
 )
 
 
@@ -250,6 +266,13 @@ ROUND4 = _names("fsdp_405b_L1_s16k_b1_full_v32k", "fsdp_qwen14b_L2_s16k_b2_sel")
 ROUND5 = _names("fsdp_405b_L1_s4k_b1_full_v32k", "fsdp_8b_L2_s4k_b1_full_v32k")
 #: names of the round-6 configurations (held out, pre-registered 2026-12-04 evening, after the compiled-float8 term)
 ROUND6 = _names("fsdp_8b_L4_s8k_b2_none_rw_compile", "fsdp_70b_L2_s8k_b2_none_tw_compile")
+#: the float8 all-gather trios (batch 2 of h200_2026-12-03e, again, and batch 1), 2026-12-04 evening
+FP8AG_TRIOS = (
+    "fsdp_8b_L4_s8k_b2_none_compile",
+    "fsdp_8b_L4_s8k_b2_none_tw_compile",
+    "fsdp_8b_L4_s8k_b2_none_tw_fp8ag_compile",
+    *_names("fsdp_8b_L4_s8k_b1_none_compile", "fsdp_8b_L4_s8k_b1_none_tw_fp8ag_compile"),
+)
 #: the tiny model ``selftest`` runs (dim 128, vocab 256; 361 088 parameters with 2 layers)
 SELFTEST_SHAPE = dict(dim=128, ffn=256, heads=2, kv_heads=1, head_dim=64, vocab=256, layers=2, rope_theta=10000.0)
 
