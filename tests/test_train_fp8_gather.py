@@ -87,3 +87,20 @@ def test_compile_reaches_every_path():
 def test_compile_must_be_a_bool(bad):
     with pytest.raises(PerfModelError, match="compile must be True or False"):
         train.estimate("llama3-8b", compile=bad, **JOB)
+
+
+def test_float8_all_gather_benefit_pre_registered_within_two_points():
+    """h200_2026-12-04w: the bench's trios at batch 2 (again) and batch 1, predicted before the run: the benefit of
+    float8 all-gather within 2 points of the bf16 step (recorded: 0.15 and 0.11 points off); torchtitan's batch-1 run
+    (+0.15 points measured against our bench's -3.47 at the same batch) is not."""
+    import importlib
+
+    vt = importlib.import_module("benchmarks.harness.validate_train")
+    rows = vt.score_fp8_all_gather()
+    pre = [r for r in rows if r["pre_registered"]]
+    assert [(r["run"], r["batch"]) for r in pre] == [("bench, again", 2), ("bench", 1)]
+    for r in pre:
+        assert r["predicted_pts"] == pytest.approx(r["predicted_before_pts"], abs=1e-9)  # the model is unchanged
+        assert abs(r["measured_pts"] - r["predicted_pts"]) < 0.5
+    tt = next(r for r in rows if r["run"] == "torchtitan")
+    assert tt["measured_pts"] > 0 > pre[1]["measured_pts"] and abs(tt["measured_pts"] - tt["predicted_pts"]) > 3

@@ -208,11 +208,17 @@ def score_published() -> dict[str, Any]:
 FP8AG_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03e"
 
 
+#: the float8 all-gather trios measured again (batch 2) and at torchtitan's batch (1), predictions committed before
+#: the run (``fp8ag_predictions_before_run.json``)
+FP8AG_REPEAT = ROOT / "benchmarks" / "data" / "h200_2026-12-04w"
+
+
 def score_fp8_all_gather() -> list[dict[str, Any]]:
     """Float8 all-gather's benefit over float8 tensorwise, in points of the bf16 step, measured and predicted, on
-    torchtitan 0.2.2's run (batch 1, steps 6-20's median tokens/s) and ``perfmodel.bench.memory``'s (batch 2, step
-    time); docs/train.md, "Float8 all-gather on one GPU". Post-selection: the pieces the price rests on were
-    measured in the same sessions, after these runs."""
+    torchtitan 0.2.2's run (batch 1, steps 6-20's median tokens/s) and ``perfmodel.bench.memory``'s (step time):
+    batch 2 in h200_2026-12-03e (post-selection: the pieces the price rests on were measured in the same sessions,
+    after these runs), batch 2 again and batch 1 in h200_2026-12-04w (pre-registered: ``pre_registered`` True, with
+    the prediction committed before the run beside today's); docs/train.md, "Float8 all-gather on one GPU"."""
     import gzip
     import statistics
 
@@ -220,17 +226,28 @@ def score_fp8_all_gather() -> list[dict[str, Any]]:
         kw = dict(gpu="H200", n_gpus=1, seq_len=8192, batch_per_gpu=batch, ac="none", layers=4, vocab=128256)
         return float(train.estimate("llama3-8b", recipe=recipe, float8_all_gather=ag, compile=True, **kw).step_s)
 
+    def bench(folder: Path, batch: int) -> list[float]:
+        with gzip.open(folder / "memory.json.gz", "rt") as f:
+            recs = {r["name"]: r["step_time_s"] for r in json.load(f)["records"]}
+        return [recs[f"fsdp_8b_L4_s8k_b{batch}_none{x}_compile"] for x in ("", "_tw", "_tw_fp8ag")]
+
     tt = json.loads((FP8AG_DATA / "torchtitan" / "summary.json").read_text())
     tps = {r["name"]: statistics.median(x["tps"] for x in r["steps"] if x["step"] > 5) for r in tt["runs"]}
     measured_tt = [8192 / tps[k] for k in ("bf16", "fp8_tensorwise", "fp8_tensorwise_ag")]  # seconds per step
-    with gzip.open(FP8AG_DATA / "memory.json.gz", "rt") as f:
-        recs = {r["name"]: r["step_time_s"] for r in json.load(f)["records"]}
-    measured_b = [recs[f"fsdp_8b_L4_s8k_b2_none{x}_compile"] for x in ("", "_tw", "_tw_fp8ag")]
+    before = json.loads((FP8AG_REPEAT / "fp8ag_predictions_before_run.json").read_text())["predictions"]
+    runs = (
+        ("torchtitan", 1, measured_tt, None),
+        ("bench", 2, bench(FP8AG_DATA, 2), None),
+        ("bench, again", 2, bench(FP8AG_REPEAT, 2), before["batch2"]["benefit_points"]),
+        ("bench", 1, bench(FP8AG_REPEAT, 1), before["batch1"]["benefit_points"]),
+    )
     out = []
-    for name, batch, (mb, mt, ma) in (("torchtitan", 1, measured_tt), ("bench", 2, measured_b)):
+    for name, batch, (mb, mt, ma), pre in runs:
         pb, pt, pa = step("bf16", False, batch), step("tensorwise", False, batch), step("tensorwise", True, batch)
         out.append({"run": name, "batch": batch, "measured_pts": 100 * (mt - ma) / mb,
-                    "predicted_pts": 100 * (pt - pa) / pb, "predicted_ms": (pb * 1e3, pt * 1e3, pa * 1e3)})  # fmt: skip
+                    "predicted_pts": 100 * (pt - pa) / pb, "predicted_ms": (pb * 1e3, pt * 1e3, pa * 1e3),
+                    "measured_ms": (mb * 1e3, mt * 1e3, ma * 1e3), "pre_registered": pre is not None,
+                    "predicted_before_pts": pre})  # fmt: skip
     return out
 
 
