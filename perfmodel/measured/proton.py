@@ -1,6 +1,7 @@
 """Read Triton Proton ``.hatchet`` profiles into :class:`PerfData`, with plain :mod:`json`.
 
-No hatchet, pandas or triton import: a 100 000-kernel profile reads and sums in well under 2 s.
+No hatchet, pandas or triton import: a 100 000-kernel profile reads and sums in about a third of a second
+(``benchmarks/bench_proton.py``).
 
 File layout (Triton 3.0 ... 3.8): a JSON list ``[root, ..., device_metadata]``. Each root is a
 tree of ``{"frame": {"name", "type"}, "metrics": {...}, "children": [...]}`` nodes; the last
@@ -30,13 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import operator
 import os
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
-from itertools import chain, compress
+from itertools import compress, repeat
 from types import MappingProxyType
 from typing import Any
 
@@ -48,7 +47,7 @@ from ..perfdata import PerfData, bitwidth_format
 from ..specs.gpu import GPULike, GPUSpec, get_gpu
 from ..specs.proton import DEVICE_RANGES, device_range_applies
 from .hatchet import _MAX_METRIC, _fail, _load_json
-from .proton_tree import LAUNCH_METADATA_FRAME, walk
+from .proton_tree import LAUNCH_METADATA_FRAME, by_width, walk
 
 __all__ = ["LAUNCH_METADATA_FRAME", "Kernel", "Profile", "read"]
 
@@ -99,19 +98,47 @@ class Profile:
         kernels: every kernel node, in file (pre-)order.
     """
 
-    def __init__(self, path: str, roots: list[Any], devices: Mapping[str, Any]) -> None:
+    def __init__(self, path: str, roots: list[Any], devices: Mapping[str, Any], *, json_values: bool = False) -> None:
+        """``json_values``: ``roots`` come from :func:`json.loads` (as :func:`read` gives them), which spares
+        the walk a look at the type of most values (:func:`perfmodel.measured.proton_tree.walk`)."""
         self.path = path
         self.devices: Mapping[str, Any] = MappingProxyType(dict(devices))
-        self._walk(roots)
+        self._walk(roots, json_values)
 
     # -- parsing --------------------------------------------------------------------------------
-    def _walk(self, roots: list[Any]) -> None:
-        """Flat per-node columns in pre-order (parents first): :func:`perfmodel.measured.proton_tree.walk`."""
-        tree = walk(self.path, roots)
+    def _walk(self, roots: list[Any], json_values: bool) -> None:
+        """Flat per-node and per-kernel columns in pre-order (parents first):
+        :func:`perfmodel.measured.proton_tree.walk`."""
+        tree = self._tree = walk(self.path, roots, json_values=json_values)
         self._names, self._parents, self._n_children = tree.names, tree.parents, tree.n_children
-        self._time, self._flops, self._bytes = tree.time, tree.flops, tree.bytes
         self._kernel_nodes = tree.kernel_nodes
         self._counts, self._device_types, self._device_ids = tree.counts, tree.device_types, tree.device_ids
+
+    # per-node metric columns (built on first use: perfdata() reads the per-kernel ones)
+    @cached_property
+    def _time(self) -> list[Any]:
+        """Device time per node, ns (0 for nodes that are no kernel)."""
+        out: list[Any] = [0] * len(self._names)
+        any(map(out.__setitem__, self._kernel_nodes, self._tree.time))
+        return out
+
+    @cached_property
+    def _flops(self) -> list[dict[int, Any] | None]:
+        """``{width: FLOP}`` per node (``None``: no FLOP metric)."""
+        out: list[dict[int, Any] | None] = [None] * len(self._names)
+        any(map(out.__setitem__, self._kernel_nodes, self._tree.kernel_flops()))
+        for i, (flops, _) in self._tree.scope_metrics.items():
+            out[i] = flops
+        return out
+
+    @cached_property
+    def _bytes(self) -> list[Any]:
+        """Bytes per node."""
+        out: list[Any] = [0] * len(self._names)
+        any(map(out.__setitem__, self._kernel_nodes, self._tree.bytes))
+        for i, (_, nbytes) in self._tree.scope_metrics.items():
+            out[i] = nbytes
+        return out
 
     @cached_property
     def _extras(self) -> dict[int, tuple[int, str | None, str | None]]:
@@ -133,17 +160,27 @@ class Profile:
     @cached_property
     def kernels(self) -> list[Kernel]:
         """Every kernel node, in file order (see the module's counting rules)."""
+        tree = self._tree
         out = []
-        for i in self._kernel_nodes:
-            count, dtype, did = self._extras[i]
+        for i, name, launches, time_ns, flops, nbytes, dtype, did in zip(
+            tree.kernel_nodes,
+            tree.kernel_names,
+            tree.counts,
+            tree.time,
+            tree.kernel_flops(),
+            tree.bytes,
+            tree.device_types,
+            tree.device_ids,
+            strict=True,
+        ):
             out.append(
                 Kernel(
-                    name=self._names[i],
+                    name=name,
                     path=self._path_of(i),
-                    count=count,
-                    time_s=self._time[i] / 1e9,
-                    flops=MappingProxyType(dict(self._flops[i] or {})),
-                    bytes=self._bytes[i],
+                    count=launches,
+                    time_s=time_ns / 1e9,
+                    flops=MappingProxyType(dict(flops or {})),
+                    bytes=nbytes,
                     device_type=dtype,
                     device_id=did,
                 )
@@ -239,16 +276,14 @@ class Profile:
                 unknown, or the sums are negative (a Proton overflow).
         """
         regex = self._regex(pattern, "kernel-name")
-        names, n_children = self._names, self._n_children
-        kernel_names = list(map(names.__getitem__, self._kernel_nodes))
-        # kernel names repeat: match each distinct name once
-        matches = {name: regex.fullmatch(name) is not None for name in dict.fromkeys(kernel_names)}
-        hits = list(map(matches.__getitem__, kernel_names))
+        tree = self._tree
+        hits = list(map(_Matches(regex).__getitem__, tree.kernel_names))  # per kernel, in kernel order
         if leaves_only:
-            hits = list(map(operator.and_, hits, map(operator.not_, map(n_children.__getitem__, self._kernel_nodes))))
-        picked = list(compress(self._kernel_nodes, hits))
+            for j in tree.inner_kernels:
+                hits[j] = False
+        picked = hits.count(True)
         if not picked:
-            sample = sorted({names[i] for i in self._kernel_nodes})
+            sample = sorted(set(tree.kernel_names))
             shown = ", ".join(repr(short(n, 80)) for n in sample[:8]) + (", ..." if len(sample) > 8 else "")
             leaf = " leaf" if leaves_only else ""
             raise _fail(
@@ -256,15 +291,17 @@ class Profile:
                 f"no{leaf} kernel name matches {pattern!r} (re.fullmatch); "
                 f"{len(sample)} kernel names, e.g. {shown or 'none'}",
             )
-        devices = zip(compress(self._device_types, hits), compress(self._device_ids, hits), strict=True)
+        devices = _devices(self._device_types, self._device_ids, hits)
         gpu = self._resolve(gpu, devices, f"kernels matching {pattern!r}")
-        return self._sum(
-            picked,
-            picked,
+        # sums in kernel order, as a loop over the kernels would add them (so floats round the same)
+        return self._totals(
+            tree.flops_by_width(hits),
+            sum(compress(tree.bytes, hits)),
+            sum(compress(tree.time, hits)),
             gpu=gpu,
             dtype=dtype,
             label=pattern if label is None else label,
-            meta={"pattern": pattern, "kernels": len(picked), "launches": sum(compress(self._counts, hits))},
+            meta={"pattern": pattern, "kernels": picked, "launches": sum(compress(self._counts, hits))},
         )
 
     def scopes(
@@ -331,25 +368,37 @@ class Profile:
         meta: dict[str, Any],
     ) -> PerfData:
         # sums in node order, as a loop over the nodes would add them (so floats round the same)
-        with_flops = list(filter(None, map(self._flops.__getitem__, nodes)))
-        widths = Counter(chain.from_iterable(with_flops))  # in order of first appearance
-        if len(widths) == 1:
-            by_width = {w: sum(map(operator.itemgetter(w), with_flops)) for w in widths}
-        else:
-            by_width = {
-                w: sum(map(operator.itemgetter(w), filter(operator.methodcaller("__contains__", w), with_flops)))
-                for w in widths
-            }
-        nbytes = sum(map(self._bytes.__getitem__, nodes))
-        time_s = sum(map(self._time.__getitem__, kernels)) / 1e9
-        flops = sum(by_width.values())
+        return self._totals(
+            by_width(list(filter(None, map(self._flops.__getitem__, nodes)))),
+            sum(map(self._bytes.__getitem__, nodes)),
+            sum(map(self._time.__getitem__, kernels)),
+            gpu=gpu,
+            dtype=dtype,
+            label=label,
+            meta=meta,
+        )
+
+    def _totals(
+        self,
+        flops_by_width: dict[int, Any],
+        nbytes: Any,
+        time_ns: Any,
+        *,
+        gpu: GPULike,
+        dtype: FormatLike | None,
+        label: str,
+        meta: dict[str, Any],
+    ) -> PerfData:
+        """The :class:`PerfData` of summed FLOPs per width, bytes and device time (ns)."""
+        time_s = time_ns / 1e9
+        flops = sum(flops_by_width.values())
         if flops < 0 or nbytes < 0 or time_s <= 0:
             raise _fail(
                 self.path,
                 f"{label!r}: time {time_s} s, flops {flops}, bytes {nbytes}: negative "
                 "or zero sums (Proton overflowed a counter?)",
             )
-        fmt = dtype if dtype is not None else _default_format(by_width, self.path, label, gpu)
+        fmt = dtype if dtype is not None else _default_format(flops_by_width, self.path, label, gpu)
         try:
             return PerfData(
                 time_s=time_s,
@@ -359,13 +408,40 @@ class Profile:
                 gpu=gpu,
                 label=label,
                 source="measured",
-                meta={**meta, "flops_by_width": dict(by_width), "profile": self.path},
+                meta={**meta, "flops_by_width": dict(flops_by_width), "profile": self.path},
             )
         except PerfModelError as exc:  # e.g. a dtype= the GPU has no peak for: say which file and selection
             raise type(exc)(f"{self.path}: {short(label, 80)!r}: {exc}") from None
 
     def __repr__(self) -> str:
         return f"Profile({self.path!r}, {len(self._kernel_nodes)} kernels, devices={dict(self.devices)})"
+
+
+class _Matches(dict):
+    """Kernel name -> whether ``regex`` fully matches it; each distinct name is matched once, on first lookup
+    (kernel names repeat)."""
+
+    __slots__ = ("_fullmatch",)
+
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        super().__init__()
+        self._fullmatch = regex.fullmatch
+
+    def __missing__(self, name: str) -> bool:
+        hit = self[name] = self._fullmatch(name) is not None
+        return hit
+
+
+def _devices(types: list[str | None], ids: list[str | None], hits: list[bool]) -> Iterator[tuple[Any, Any]]:
+    """``(device type, device id)`` of the kernels where ``hits`` is true, lazily; with one device type, each
+    distinct pair once, in order of first appearance (a ``set()`` of it is built, and iterates, as the set of
+    every pair would be)."""
+    kinds = dict.fromkeys(compress(types, hits))
+    if len(kinds) == 1:
+        (kind,) = kinds
+        yield from zip(repeat(kind), dict.fromkeys(compress(ids, hits)))
+    else:
+        yield from zip(compress(types, hits), compress(ids, hits), strict=True)
 
 
 def _default_format(by_width: Mapping[int, float], path: str, label: str, gpu: GPULike) -> Format:
@@ -446,7 +522,7 @@ def _read(path: str, max_bytes: int | None) -> Profile:
     if not isinstance(devices, dict) or not all(isinstance(v, dict) for v in devices.values()):
         raise _fail(path, "device metadata is not {device_type: {device_id: {...}}}")
     _check_devices(path, devices)
-    return Profile(path, data, devices)
+    return Profile(path, data, devices, json_values=True)
 
 
 #: Device metadata numbers that must be positive where present (kHz clocks, bits, SM/CU count).

@@ -1,25 +1,35 @@
-"""The tree walk of :mod:`perfmodel.measured.proton`: a parsed ``.hatchet`` tree -> flat per-node columns.
+"""The tree walk of :mod:`perfmodel.measured.proton`: a parsed ``.hatchet`` tree -> flat columns.
 
 Two walks give the same :class:`Tree` (the counting rules are :mod:`perfmodel.measured.proton`'s):
 
-* :func:`_walk_fast` handles the usual profile a column at a time: it walks the tree without recursion,
-  takes a scope's leaf children in one batch, then checks and converts each metric column of the nodes
-  sharing one set of metric names with C-level ``map``/``min``/``max``/``sum``. It never raises a
-  :class:`ProfileError`: on anything it does not cover plainly (a bad value, a list metric, a repeated
-  metric kind, a malformed node) it gives up (``None``).
+* :func:`_walk_fast` handles the usual profile a batch and a column at a time: it walks the tree without
+  recursion; the children of a scope that are all leaves (launch-metadata frames aside) are taken in one
+  batch (frames, names, metric dicts and metric values read with C-level ``map``/``itemgetter``, grouped
+  by their set of metric names); each metric column is checked in chunks soon after it is read, while most
+  of it is still in the CPU cache (``min``, ``sum``, ``str.join``; the type of each value is looked at only
+  where a bool could hide, i.e. where the smallest value is 0 or 1). FLOPs stay per-width columns (no dict
+  per kernel). It never raises a :class:`ProfileError`: what it does not cover plainly (a list metric, a
+  repeated metric kind, a zero float FLOP count) it takes a node at a time by the exact rules, and on a bad
+  value or a malformed node it gives up (``None``, or an exception :func:`walk` catches).
 * :func:`_walk_exact` is the node-at-a-time walk, which words every error; it runs when the fast walk
   gives up, so that a bad file gets the same message, for the first bad node in file order.
 
-Issue #35 (``benchmarks/bench_proton.py``, 100 000 kernels, one loaded 2-core machine, same run as
-``json.load``): read + perfdata went from 2.35x to 1.91x ``json.load`` with the collector paused. Not a public module.
+Speed (issue #35, ``benchmarks/bench_proton.py``: read + perfdata, ``json.load`` of the same file timed in
+the same run; a 2-core AMD EPYC VM, load average 0.5-2.3 while measuring, the machine shared at times
+with another engineer's jobs): 100 000 kernels, best of 3, 0.56 -> 0.30 s (2.52x -> 1.32x the
+collector-paused ``json.load``, 0.22 s: our part beyond it 0.34 -> 0.07 s); 1 000 000 kernels, one run
+each, 5.8 -> 3.35-3.4 s (paused ``json.load`` 2.25-2.4 s: our part 3.5 -> 1.0-1.1 s, of which the walk
+about 0.65 s, perfdata 0.1 s, the rest freeing memory and run-to-run noise). Under load the parse swings
+most: one run read 4.19 s when the paused ``json.load`` alone took 3.2 s (our part 0.99 s). Not a public
+module.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
-from itertools import compress, repeat
-from operator import itemgetter, methodcaller, mul
+from bisect import bisect_left
+from itertools import chain, compress, count, repeat
+from operator import is_not, itemgetter, methodcaller, mul
 from typing import Any
 
 import numpy as np
@@ -42,42 +52,111 @@ from .hatchet import (
     _node_where,
 )
 
-__all__ = ["LAUNCH_METADATA_FRAME", "Tree", "walk"]
+__all__ = ["LAUNCH_METADATA_FRAME", "Tree", "by_width", "walk"]
 
 #: The frame Proton's launch hook opens while it computes ``launch_metadata`` (ignored).
 LAUNCH_METADATA_FRAME = "__proton_launch_metadata"
 
+FlopsDict = dict[int, Any]
+
 
 @dataclasses.dataclass(slots=True)
 class Tree:
-    """Per-node columns in pre-order (parents precede children; launch-metadata subtrees left out).
+    """A profile's tree as flat columns.
 
-    ``time`` is device time in ns (0 for scopes), ``flops`` a ``{width: FLOP}`` dict or ``None``, ``bytes``
-    bytes; ``kernel_nodes`` the kernels' indices (ascending), and per kernel, in that order, its launch
-    ``counts``, ``device_types`` and ``device_ids``.
+    Per node, in pre-order (parents precede children; launch-metadata subtrees left out): ``names``,
+    ``parents`` (-1 for a root) and ``n_children``.
+
+    Per kernel (a node with device time of its own), in ``kernel_nodes`` order (their node indices,
+    ascending): ``kernel_names``, ``time`` (device time, ns), ``bytes``, launch ``counts``, ``device_types``
+    and ``device_ids``, and the FLOPs in one of two forms:
+
+    * ``flops_widths`` a tuple: ``flops[j]`` is the column of width ``flops_widths[j]``, ``None`` where a
+      kernel has no such metric; each kernel's own widths come in ``flops_widths`` order (its metric order);
+    * ``flops_widths`` ``None``: ``flops`` holds each kernel's ``{width: FLOP}`` dict, or ``None``.
+
+    ``inner_kernels``: the positions, in kernel order, of the kernels with child frames (not leaves).
+
+    ``scope_metrics``: every other node with a FLOP or bytes metric, ``node -> ({width: FLOP} or None,
+    bytes)``; the nodes not in it have no FLOPs and 0 bytes.
     """
 
     names: list[str]
     parents: list[int]
     n_children: list[int]
-    time: list[Any]
-    flops: list[dict[int, Any] | None]
-    bytes: list[Any]
     kernel_nodes: list[int]
+    kernel_names: list[str]
+    time: list[Any]
+    bytes: list[Any]
     counts: list[int]
     device_types: list[str | None]
     device_ids: list[str | None]
+    flops_widths: tuple[int, ...] | None
+    flops: list[Any]
+    inner_kernels: list[int]
+    scope_metrics: dict[int, tuple[FlopsDict | None, Any]]
+
+    def kernel_flops(self) -> list[FlopsDict | None]:
+        """Each kernel's ``{width: FLOP}`` dict (``None``: no FLOP metric), keys in its metric order."""
+        widths = self.flops_widths
+        if widths is None:
+            return self.flops
+        if not widths:
+            return [None] * len(self.kernel_nodes)
+        if len(widths) == 1:
+            w = widths[0]
+            return [None if v is None else {w: v} for v in self.flops[0]]
+        return [
+            {w: v for w, v in zip(widths, vals, strict=True) if v is not None} or None
+            for vals in zip(*self.flops, strict=True)
+        ]
+
+    def flops_by_width(self, hits: list[Any]) -> FlopsDict:
+        """FLOPs per width over the kernels where ``hits`` is true: :func:`by_width` of their dicts."""
+        widths = self.flops_widths
+        if widths is None:
+            return by_width(list(filter(None, compress(self.flops, hits))))
+        if not any(hits):
+            return {}
+        try:  # every kernel hit has every width: the widths in their order
+            return {w: sum(compress(col, hits)) for w, col in zip(widths, self.flops, strict=True)}
+        except TypeError:  # None (a kernel without that width) among them
+            pass
+        first: dict[int, tuple[int, int]] = {}  # width -> (first hit kernel with it, rank in widths)
+        picked: dict[int, list[Any]] = {}
+        for rank, (w, col) in enumerate(zip(widths, self.flops, strict=True)):
+            values = list(compress(col, hits))
+            at = next(compress(count(), map(is_not, values, repeat(None))), None)
+            if at is not None:
+                first[w] = (at, rank)
+                picked[w] = values
+        # None (absent) and 0 drop out of the sums alike: adding an integer 0 changes neither a sum's value
+        # nor its type, and this form never holds a zero float (the fast walk leaves those to the exact rules)
+        return {w: sum(filter(None, picked[w])) for w in sorted(first, key=first.__getitem__)}
 
 
-def walk(path: str, roots: list[Any]) -> Tree:
+def by_width(with_flops: list[FlopsDict]) -> FlopsDict:
+    """FLOPs per width over ``{width: FLOP}`` dicts: widths in order of first appearance, each sum in dict
+    order (as a loop over the nodes would add them, so floats round the same)."""
+    widths = dict.fromkeys(chain.from_iterable(with_flops))
+    if len(widths) == 1:
+        return {w: sum(map(itemgetter(w), with_flops)) for w in widths}
+    return {w: sum(map(itemgetter(w), filter(methodcaller("__contains__", w), with_flops))) for w in widths}
+
+
+def walk(path: str, roots: list[Any], *, json_values: bool = False) -> Tree:
     """The :class:`Tree` of ``roots`` (the file's tree roots).
+
+    ``json_values``: the roots come from :func:`json.loads`, so every value is a dict, list, str, int,
+    float, bool or ``None`` (no subclass, no other type): the fast walk then looks at the type of each value
+    only where a bool could hide among the numbers. Left ``False``, it looks at every value's type.
 
     Raises:
         ProfileError: a malformed node or a bad metric value (the first in file order; message names the file).
     """
     try:
-        tree = _walk_fast(roots)
-    except (TypeError, KeyError, AttributeError, ValueError, OverflowError, ProfileError):
+        tree = _walk_fast(roots, json_values=json_values)
+    except (TypeError, KeyError, AttributeError, ValueError, OverflowError, IndexError, ProfileError):
         tree = None
     return tree if tree is not None else _walk_exact(path, roots)
 
@@ -155,12 +234,9 @@ def _walk_exact(path: str, roots: list[Any]) -> Tree:
     names: list[str] = []
     parents: list[int] = []
     n_children: list[int] = []
-    node_time: list[Any] = []
-    node_flops: list[dict[int, Any] | None] = []
-    node_bytes: list[Any] = []
-    kernel_nodes: list[int] = []
     key_kinds: dict[str, tuple[int, Any]] = {}  # metric name -> meaning, classified once
-    extras: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    kernels: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])  # nodes, names, time, bytes, counts, ...
+    scope_metrics: dict[int, tuple[FlopsDict | None, Any]] = {}
     stack: list[tuple[Any, int, int]] = [(r, -1, 0) for r in reversed(roots)]
     while stack:
         node, parent, depth = stack.pop()
@@ -178,7 +254,7 @@ def _walk_exact(path: str, roots: list[Any]) -> Tree:
         children = node.get("children", [])
         if not isinstance(children, list):
             raise _fail(path, f"{_node_where(names, parents, parent, name)}: 'children' is not a list")
-        time_raw, is_kernel, flops, nbytes, count, dtype, did = _node_metrics(
+        time_raw, is_kernel, flops, nbytes, launches, dtype, did = _node_metrics(
             path,
             metrics,
             parent < 0 and name == "ROOT",
@@ -191,66 +267,307 @@ def _walk_exact(path: str, roots: list[Any]) -> Tree:
         n_children.append(0)
         if parent >= 0:
             n_children[parent] += 1
-        node_time.append(time_raw)
-        node_flops.append(flops)
-        node_bytes.append(nbytes)
         if is_kernel:
-            kernel_nodes.append(index)
-            extras[0].append(count)
-            extras[1].append(dtype)
-            extras[2].append(did)
+            for col, value in zip(kernels, (index, name, time_raw, nbytes, launches, dtype, did, flops), strict=True):
+                col.append(value)
+        elif _kept(flops, nbytes):
+            scope_metrics[index] = (flops, nbytes)
         for child in reversed(children):
             stack.append((child, index, depth + 1))
-    return Tree(names, parents, n_children, node_time, node_flops, node_bytes, kernel_nodes, *extras)
+    inner = [j for j, i in enumerate(kernels[0]) if n_children[i]]
+    return Tree(names, parents, n_children, *kernels[:7], None, kernels[7], inner, scope_metrics)
 
 
+def _kept(flops: FlopsDict | None, nbytes: Any) -> bool:
+    """Whether a node that is no kernel needs a :attr:`Tree.scope_metrics` entry (not: no FLOPs, integer 0 bytes)."""
+    return flops is not None or type(nbytes) is not int or nbytes != 0
+
+
+# -- the fast walk ------------------------------------------------------------------------------------------
 _EMPTY: list[Any] = []  # never mutated: the default of a node without "children"
-_frame, _name, _metrics = itemgetter("frame"), itemgetter("name"), itemgetter("metrics")
-_kids = methodcaller("get", "children", _EMPTY)
+_name = itemgetter("name")
+_node_parts = itemgetter("frame", "metrics", "children")
 #: children of one node taken as a batch when there are at least this many (fewer: one at a time)
 _BATCH = 4
 
 
-def _flatten(roots: list[Any]) -> tuple[list[Any], list[int], list[Any], list[Any]] | None:
-    """Names, parents, metrics and children of every node in pre-order, unchecked but for their types
-    (``None``: a node is malformed). Raises TypeError/KeyError on a malformed node."""
-    names: list[Any] = []
-    parents: list[int] = []
-    metrics: list[Any] = []
-    kids: list[Any] = []
+@dataclasses.dataclass(slots=True)
+class _Batch:
+    """The leaf children taken in batches whose metric dicts have the names ``key`` (in some order)."""
+
+    key: tuple[str, ...]
+    getters: list[Any]  # itemgetter per metric name
+    columns: list[list[Any]]  # the values per metric name, in key order
+    codes: list[int]  # the kind of each metric name
+    summaries: list[list[Any]]  # per metric name, the :func:`_summary` of each chunk of values checked so far
+    strict: bool  # look at the type of every value (not JSON values)
+    checked: int = 0  # values of each column summarised so far
+    nodes: list[int] = dataclasses.field(default_factory=list)
+    names: list[str] = dataclasses.field(default_factory=list)
+    chunks: list[list[dict[str, Any]]] = dataclasses.field(default_factory=list)  # the metric dicts, a batch each
+
+
+@dataclasses.dataclass(slots=True)
+class _Nodes:
+    """The fast walk's growing columns."""
+
+    names: list[Any] = dataclasses.field(default_factory=list)
+    parents: list[int] = dataclasses.field(default_factory=list)
+    n_children: list[int] = dataclasses.field(default_factory=list)
+    loose: list[int] = dataclasses.field(default_factory=list)  # nodes whose metrics are grouped afterwards
+    loose_metrics: list[Any] = dataclasses.field(default_factory=list)
+    batches: dict[tuple[str, ...], _Batch] = dataclasses.field(default_factory=dict)
+    key_kinds: dict[str, tuple[int, Any]] = dataclasses.field(default_factory=dict)  # metric name -> meaning
+    strict: bool = True  # look at the type of every value (not JSON values)
+
+
+def _walk_fast(roots: list[Any], *, json_values: bool = False) -> Tree | None:
+    """:func:`_walk_exact`'s tree, a batch and a column at a time; ``None`` where it does not apply plainly
+    (module doc; ``json_values`` as in :func:`walk`). May raise TypeError, KeyError, ValueError... on a
+    malformed tree (the caller falls back)."""
+    acc = _Nodes(strict=not json_values)
+    names, parents, n_children, loose, loose_metrics = (
+        acc.names,
+        acc.parents,
+        acc.n_children,
+        acc.loose,
+        acc.loose_metrics,
+    )
+    top_roots: list[int] = []  # positions in `loose` of the top-level ROOT frames (zero hint metrics dropped)
     stack: list[tuple[Any, int]] = [(r, -1) for r in reversed(roots)]
     pop, push = stack.pop, stack.extend
+    add_name, add_parent, add_count = names.append, parents.append, n_children.append
+    add_loose, add_metrics = loose.append, loose_metrics.append
     launch = LAUNCH_METADATA_FRAME
-    while stack:
+    while stack:  # the types of the metrics are checked afterwards, a column at a time
         node, parent = pop()
         name = node["frame"]["name"]
         if name == launch:
             continue
-        index = len(names)
-        names.append(name)
-        parents.append(parent)
-        metrics.append(node["metrics"])
+        metrics = node["metrics"]
         children = node.get("children", _EMPTY)
-        kids.append(children)
-        if not children:
-            continue
-        if len(children) >= _BATCH:  # a scope of leaves: its children in pre-order are its children in order
-            batch_names = list(map(_name, map(_frame, children)))
-            kept = children
-            if launch in batch_names:
-                keep = [n != launch for n in batch_names]
-                kept, batch_names = list(compress(children, keep)), list(compress(batch_names, keep))
-            batch_kids = list(map(_kids, kept))
-            if not any(batch_kids):
-                names += batch_names
-                parents += repeat(index, len(kept))
-                metrics += map(_metrics, kept)
-                kids += batch_kids
-                continue
-        push(zip(reversed(children), repeat(index)))
-    if set(map(type, names)) - {str} or set(map(type, metrics)) - {dict} or set(map(type, kids)) - {list}:
+        if type(name) is not str or type(children) is not list:
+            return None
+        index = len(names)
+        if parent >= 0:
+            n_children[parent] += 1
+        elif name == "ROOT":
+            top_roots.append(len(loose))
+        add_name(name)
+        add_parent(parent)
+        add_count(0)
+        add_loose(index)
+        add_metrics(metrics)
+        if children and not (len(children) >= _BATCH and _leaf_batch(children, index, acc)):
+            push(zip(reversed(children), repeat(index)))
+    if not set(map(type, loose_metrics)) <= {dict}:
         return None
-    return names, parents, metrics, kids
+    key_kinds = acc.key_kinds
+    kernels: list[tuple[Any, ...]] = []
+    scope_metrics: dict[int, tuple[FlopsDict | None, Any]] = {}
+    for key, batch in acc.batches.items():  # leaves
+        if batch.nodes:
+            if batch.checked < len(batch.nodes):
+                _summarise(batch)
+            summaries = batch.summaries
+            _part(
+                key,
+                batch.nodes,
+                batch.names,
+                batch.chunks,
+                batch.columns,
+                summaries,
+                acc,
+                key_kinds,
+                kernels,
+                scope_metrics,
+            )
+    first_loose = len(kernels)
+    keyt: list[Any] = list(map(tuple, loose_metrics))
+    for j in top_roots:
+        keyt[j] = None  # node at a time
+    for key, rows in _groups(keyt).items():
+        whole = len(rows) == len(loose)
+        nodes = loose if whole else list(map(loose.__getitem__, rows))
+        ms = loose_metrics if whole else list(map(loose_metrics.__getitem__, rows))
+        columns = _values(key, ms) if key is not None else []
+        _part(key, nodes, None, [ms], columns, None, acc, key_kinds, kernels, scope_metrics)
+    merged = _merge(kernels)
+    inner = [i for part in kernels[first_loose:] for i in part[0] if n_children[i]]  # batches hold leaves
+    return Tree(names, parents, n_children, *merged, _positions(merged[0], sorted(inner)), scope_metrics)
+
+
+def _values(key: tuple[str, ...], ms: list[dict[str, Any]]) -> list[list[Any]]:
+    """The values of metric dicts with the names ``key``, a column per name (one pass over the dicts)."""
+    k = len(key)
+    if k < 2:
+        return [list(map(itemgetter(key[0]), ms))] if k else []
+    rows = list(chain.from_iterable(map(itemgetter(*key), ms)))
+    return [rows[j::k] for j in range(k)]
+
+
+def _positions(ascending: list[int], items: list[int]) -> list[int]:
+    """The positions of ``items`` (ascending, each in it) in the list ``ascending``."""
+    if len(items) * 16 < len(ascending):
+        return list(map(bisect_left, repeat(ascending), items))
+    return list(compress(count(), map(set(items).__contains__, ascending)))
+
+
+def _leaf_batch(children: list[Any], index: int, acc: _Nodes) -> bool:
+    """Take the children of node ``index`` in one batch when none has children of its own (launch-metadata
+    frames left out); ``False`` (nothing done) otherwise."""
+    try:
+        parts = list(chain.from_iterable(map(_node_parts, children)))
+    except (KeyError, TypeError):  # e.g. a leaf without "children": one at a time
+        return False
+    names = list(map(_name, parts[0::3]))
+    metrics, kids = parts[1::3], parts[2::3]
+    try:
+        at = names.index(LAUNCH_METADATA_FRAME)
+    except ValueError:
+        at = -1
+    while at >= 0:  # usually one, or none
+        del names[at], metrics[at], kids[at]
+        try:
+            at = names.index(LAUNCH_METADATA_FRAME, at)
+        except ValueError:
+            at = -1
+    m = len(names)
+    if kids.count(_EMPTY) != m and not all(map(_launch_only, kids)):
+        return False  # a child with children (or whose "children" is no list)
+    if not m:
+        return True
+    "".join(names)  # TypeError unless every name is a string
+    start = len(acc.names)
+    acc.names += names
+    acc.parents += repeat(index, m)
+    acc.n_children += repeat(0, m)
+    acc.n_children[index] = m
+    key = tuple(dict.keys(metrics[0]))  # TypeError unless a dict
+    if sum(map(len, metrics)) == len(key) * m:  # with every name of key in each, each has just those
+        if key and _take(acc, key, metrics, names, range(start, start + m)):
+            return True
+        if not key and metrics.count(metrics[0]) == m:  # all empty dicts
+            return _take(acc, key, metrics, names, range(start, start + m))
+    # several sets of metric names (kernels with and without FLOPs, say): a batch per set
+    if set(map(type, metrics)) != {dict}:
+        raise TypeError("a metrics value is not an object")
+    keys = list(map(tuple, metrics))
+    distinct = dict.fromkeys(keys)
+    if len(distinct) > 8:  # grouped with the nodes taken one at a time
+        acc.loose += range(start, start + m)
+        acc.loose_metrics += metrics
+        return True
+    nodes = range(start, start + m)
+    for key in distinct:
+        mask = list(map(key.__eq__, keys))
+        _take(acc, key, list(compress(metrics, mask)), list(compress(names, mask)), compress(nodes, mask))
+    return True
+
+
+def _launch_only(kids: Any) -> bool:
+    """Whether ``kids`` is a list of launch-metadata frames only (their subtrees are left out)."""
+    return type(kids) is list and all(child["frame"]["name"] == LAUNCH_METADATA_FRAME for child in kids)
+
+
+def _take(acc: _Nodes, key: tuple[str, ...], metrics: list[Any], names: list[str], nodes: Any) -> bool:
+    """Append leaves whose metric dicts each hold the names ``key`` (and only those, in some order) to the
+    batch of ``key``; ``False`` (nothing appended) when a dict lacks one of them."""
+    batch = acc.batches.get(key)
+    if batch is None:
+        codes = [_kind(name, acc.key_kinds)[0] for name in key]
+        getters = [itemgetter(name) for name in key]
+        batch = acc.batches[key] = _Batch(key, getters, [[] for _ in key], codes, [[] for _ in key], acc.strict)
+    try:
+        for col, get in zip(batch.columns, batch.getters, strict=True):
+            col += map(get, metrics)  # TypeError unless a dict
+    except KeyError:  # other names
+        for col in batch.columns:
+            del col[len(batch.nodes) :]
+        return False
+    batch.nodes += nodes
+    batch.names += names
+    batch.chunks.append(metrics)
+    if len(batch.nodes) - batch.checked >= _CHUNK:
+        _summarise(batch)
+    return True
+
+
+#: values of a batch column checked together, soon after they are read (while most are still in the cache)
+_CHUNK = 4096
+
+
+def _summarise(batch: _Batch) -> None:
+    """Append the :func:`_summary` of each column's values not yet summarised."""
+    lo, hi = batch.checked, len(batch.nodes)
+    for col, code, summaries in zip(batch.columns, batch.codes, batch.summaries, strict=True):
+        if code != _IGNORE:
+            summaries.append(_summary(col[lo:hi], code, batch.strict))
+    batch.checked = hi
+
+
+def _part(
+    key: tuple[str, ...] | None,
+    nodes: list[int],
+    part_names: list[str] | None,
+    chunks: list[list[dict[str, Any]]],
+    columns: list[list[Any]],
+    summaries: list[list[Any]] | None,
+    acc: _Nodes,
+    key_kinds: dict[str, tuple[int, Any]],
+    kernels: list[tuple[Any, ...]],
+    scope_metrics: dict[int, tuple[FlopsDict | None, Any]],
+) -> None:
+    """The metrics of ``nodes`` (their metric dicts, in ``chunks`` of consecutive nodes, sharing the names
+    ``key``; the values in ``columns``, one per name): a kernel part appended to ``kernels`` (columns, see
+    :func:`_merge`) or ``scope_metrics`` entries; ``summaries``: each column's :func:`_summary` chunks
+    (``None``: not yet made). ``key`` ``None``: a top-level ROOT, node at a time."""
+    plan = _plan(key, key_kinds) if key is not None else None
+    ok = key is not None and plan is not None
+    cols = _columns(key, plan, chunks, columns, summaries, acc.strict) if ok else None
+    if cols is None:  # node at a time (any error is left to the exact walk, which words it)
+        part: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
+        for i, m in zip(nodes, chain.from_iterable(chunks), strict=True):
+            t, is_kernel, f, b, c, dt, di = _node_metrics("", m, key is None, str, key_kinds)
+            if is_kernel:
+                for col, value in zip(part, (i, acc.names[i], t, b, c, dt, di, f), strict=True):
+                    col.append(value)
+            elif _kept(f, b):
+                scope_metrics[i] = (f, b)
+        if part[0]:
+            kernels.append((*part[:7], None, part[7]))
+        return
+    flops: list[tuple[int, list[Any]]] = cols.pop(_FLOPS)
+    m = len(nodes)
+    if _TIME in cols:
+        kernels.append(
+            (
+                nodes,
+                part_names if part_names is not None else list(map(acc.names.__getitem__, nodes)),
+                cols[_TIME],
+                cols.get(_BYTES, [0] * m),
+                cols.get(_COUNT, [0] * m),
+                cols.get(_DEVICE_TYPE, [None] * m),
+                cols.get(_DEVICE_ID, [None] * m),
+                tuple(w for w, _ in flops),
+                [col for _, col in flops],
+            )
+        )
+    elif flops or _BYTES in cols:  # scopes' own FLOPs and bytes
+        widths = [w for w, _ in flops]
+        rows = zip(*(col for _, col in flops), strict=True) if flops else repeat(None, m)
+        for i, vals, b in zip(nodes, rows, cols.get(_BYTES, [0] * m), strict=True):
+            f = dict(zip(widths, vals, strict=True)) if vals is not None else None
+            if _kept(f, b):
+                scope_metrics[i] = (f, b)
+
+
+def _kind(raw_key: str, key_kinds: dict[str, tuple[int, Any]]) -> tuple[int, Any]:
+    """What a metric name means (:func:`perfmodel.measured.hatchet._classify`), classified once."""
+    kind = key_kinds.get(raw_key)
+    if kind is None:
+        kind = key_kinds[raw_key] = _classify(raw_key)
+    return kind
 
 
 def _plan(key: tuple[str, ...], key_kinds: dict) -> list[tuple[str, int, Any]] | None:
@@ -258,9 +575,7 @@ def _plan(key: tuple[str, ...], key_kinds: dict) -> list[tuple[str, int, Any]] |
     repeats (the node-at-a-time rules then apply)."""
     plan, seen = [], set()
     for raw_key in key:
-        kind = key_kinds.get(raw_key)
-        if kind is None:
-            kind = key_kinds[raw_key] = _classify(raw_key)
+        kind = _kind(raw_key, key_kinds)
         if kind[0] == _IGNORE:
             continue
         tag = kind if kind[0] == _FLOPS else kind[0]
@@ -271,37 +586,90 @@ def _plan(key: tuple[str, ...], key_kinds: dict) -> list[tuple[str, int, Any]] |
     return plan
 
 
-def _columns(ms: list[dict[str, Any]], plan: list[tuple[str, int, Any]]) -> dict[Any, list[Any]] | None:
-    """Checked, converted metric columns of nodes sharing one set of metric names: ``{kind: column}``
-    (``(_FLOPS, width)`` per width); ``None`` when a value needs the node-at-a-time rules (a list, a bool, a
-    value out of range, a float count, a zero FLOP float)."""
-    out: dict[Any, list[Any]] = {}
+def _columns(
+    key: tuple[str, ...],
+    plan: list[tuple[str, int, Any]],
+    chunks: list[list[dict[str, Any]]],
+    columns: list[list[Any]],
+    summaries: list[list[Any]] | None,
+    strict: bool,
+) -> dict[int, Any] | None:
+    """Checked, converted metric columns of nodes sharing one set of metric names: ``{kind: column}``, with
+    ``_FLOPS: [(width, column), ...]`` in metric order; ``None`` when a value needs the node-at-a-time rules
+    (a list, a bool, a value out of range, a float count, a zero FLOP float), or when the nodes' metric
+    order differs where it matters (several FLOP widths: each node's dict keeps its own order)."""
+    out: dict[int, Any] = {_FLOPS: []}
     for raw_key, code, arg in plan:
-        col = list(map(itemgetter(raw_key), ms))
-        types = set(map(type, col))
+        j = key.index(raw_key)
+        col = columns[j]
+        parts = summaries[j] if summaries is not None else [_summary(col, code, strict)]
         if code >= _DEVICE_TYPE:
-            if not types <= {str}:
-                if not types <= {str, int}:
+            if not all(parts):  # not every value a string
+                if not set(map(type, col)) <= {str, int}:
                     return None
                 col = list(map(str, col))
             out[code] = col
             continue
-        if not types <= {int, float} or (code == _COUNT and types != {int}):
-            return None
-        lo, hi = min(col), max(col)
-        if not (0 <= lo and hi <= _MAX_METRIC):
-            return None
-        total = sum(col)
-        if total != total or (code == _TIME and lo <= 0) or (code == _FLOPS and lo == 0 and float in types):
+        if not _numbers_ok(parts, code, col):
             return None
         if code == _TIME and arg != "ns":
             col = list(map(mul, col, repeat(_NS_PER[arg])))
-        out[(code, arg) if code == _FLOPS else code] = col
+        if code == _FLOPS:
+            out[_FLOPS].append((arg, col))
+        else:
+            out[code] = col
+    if len(out[_FLOPS]) > 1:
+        keys = list(map(tuple, chain.from_iterable(chunks)))
+        if keys.count(key) != len(keys):
+            return None
     return out
 
 
+def _summary(values: list[Any], code: int, strict: bool) -> Any:
+    """What the checks need of a chunk of a metric column: device fields, whether every value is a string;
+    numbers, ``(min, sum, whether a float is among them)``, or ``None`` when a value is no plain number (a
+    bool, a string, null, a list, an object) or NaN. ``strict``: look at every value's type (values that
+    need not be JSON's); else only where a bool could hide."""
+    if code >= _DEVICE_TYPE:
+        if strict:
+            return set(map(type, values)) <= {str}
+        try:
+            "".join(values)
+        except TypeError:
+            return False
+        return True
+    try:
+        lo = min(values)
+        total = sum(values)
+    except TypeError:  # a string, list, object or null among them
+        return None
+    if total != total:  # NaN
+        return None
+    if lo > 1 and not strict:  # no bool (True == 1, False == 0): the sum is an int just when every value is one
+        return lo, total, type(total) is not int
+    types = set(map(type, values))
+    return (lo, total, float in types) if types <= {int, float} else None
+
+
+def _numbers_ok(parts: list[Any], code: int, col: list[Any]) -> bool:
+    """Whether a column (its chunks' :func:`_summary`) passes the node-at-a-time checks as it is: numbers
+    (no bool) in [0, 1e30], device times > 0, counts integers, no zero float FLOPs."""
+    if not all(parts):
+        return False
+    lo = min(p[0] for p in parts)
+    total = sum(p[1] for p in parts)
+    floats = any(p[2] for p in parts)
+    if (code == _COUNT and floats) or (code == _FLOPS and lo == 0 and floats):
+        return False
+    if not (lo > 0 if code == _TIME else lo >= 0):
+        return False
+    # values >= 0: none exceeds an exact (integer) sum; a float sum (rounded, values converted) is trusted
+    # only well below the limit, else the largest value is compared itself
+    return total <= (_MAX_METRIC if type(total) is int else 1e29) or max(col) <= _MAX_METRIC
+
+
 def _groups(keyt: list[Any]) -> dict[Any, Any]:
-    """Node indices (ascending) per distinct metric-name tuple."""
+    """Positions (ascending) per distinct metric-name tuple."""
     uniq = dict.fromkeys(keyt)
     if len(uniq) <= 1:
         return {k: range(len(keyt)) for k in uniq}
@@ -312,69 +680,56 @@ def _groups(keyt: list[Any]) -> dict[Any, Any]:
     return {k: part.tolist() for k, part in zip(uniq, parts, strict=True)}
 
 
-def _walk_fast(roots: list[Any]) -> Tree | None:
-    """:func:`_walk_exact`'s tree, a column at a time; ``None`` where it does not apply plainly (module doc)."""
-    flat = _flatten(roots)
-    if flat is None:
-        return None
-    names, parents, metrics, _ = flat
-    n = len(names)
-    keyt: list[Any] = list(map(tuple, metrics))
-    for i in compress(range(n), map((-1).__eq__, parents)):
-        if names[i] == "ROOT":
-            keyt[i] = None  # a top-level ROOT (zero hint metrics dropped): node at a time
-    node_time: list[Any] = [0] * n
-    node_flops: list[Any] = [None] * n
-    node_bytes: list[Any] = [0] * n
-    kernels: list[tuple[Any, Any, Any, Any]] = []  # (nodes, counts, device types, device ids) per part
-    key_kinds: dict[str, tuple[int, Any]] = {}
-    for key, idx in _groups(keyt).items():
-        ms = metrics if len(idx) == n else list(map(metrics.__getitem__, idx))
-        plan = _plan(key, key_kinds) if key is not None else None
-        cols = _columns(ms, plan) if plan is not None else None
-        if cols is None:
-            for i, m in zip(idx, ms, strict=True):
-                t, is_kernel, f, b, c, dt, di = _node_metrics("", m, key is None, str, key_kinds)
-                node_time[i], node_flops[i], node_bytes[i] = t, f, b
-                if is_kernel:
-                    kernels.append(([i], [c], [dt], [di]))
-            continue
-        widths = [k[1] for k in cols if type(k) is tuple]
-        if widths:
-            fcols = [cols[(_FLOPS, w)] for w in widths]
-            if len(widths) == 1:
-                w = widths[0]
-                flops_col = [{w: v} for v in fcols[0]]
-            else:
-                flops_col = [dict(zip(widths, vals, strict=True)) for vals in zip(*fcols, strict=True)]
-            _scatter(node_flops, idx, flops_col, n)
-        if _BYTES in cols:
-            _scatter(node_bytes, idx, cols[_BYTES], n)
-        if _TIME in cols:
-            _scatter(node_time, idx, cols[_TIME], n)
-            m = len(idx)
-            kernels.append(
-                (idx, cols.get(_COUNT, [0] * m), cols.get(_DEVICE_TYPE, [None] * m), cols.get(_DEVICE_ID, [None] * m))
-            )
-    n_children = [0] * n
-    for p, c in Counter(parents).items():
-        if p >= 0:
-            n_children[p] = c
-    return Tree(names, parents, n_children, node_time, node_flops, node_bytes, *_merge(kernels))
-
-
-def _merge(parts: list[tuple[Any, Any, Any, Any]]) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
-    """The kernel parts' columns merged into ascending node order."""
-    if len(parts) == 1:
-        return tuple(list(c) for c in parts[0])  # type: ignore[return-value]
-    cols = [[v for part in parts for v in part[j]] for j in range(4)]
+def _merge(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Kernel parts (nodes, names, time, bytes, counts, device types, device ids, FLOP widths or ``None``,
+    FLOP columns or dicts) -> the :class:`Tree` kernel fields, in ascending node order."""
+    if not parts:
+        return [], [], [], [], [], [], [], (), []
+    if len(parts) == 1:  # fresh lists, owned by the tree from here on
+        return parts[0][:9]
+    cols = [list(chain.from_iterable(part[j] for part in parts)) for j in range(7)]
     order = np.argsort(np.asarray(cols[0], dtype=np.intp), kind="stable").tolist()
-    return tuple(list(map(c.__getitem__, order)) for c in cols)  # type: ignore[return-value]
-
-
-def _scatter(out: list[Any], idx: Any, col: list[Any], n: int) -> None:
-    """``out[idx[j]] = col[j]`` for every j (the whole list at once where ``idx`` is every node)."""
-    if len(col) == n:
-        out[:] = col
+    widths = _flops_order([part[7] for part in parts])
+    flops: list[Any]
+    if widths is None:  # dicts
+        flops = list(chain.from_iterable(_part_dicts(part[7], part[8], len(part[0])) for part in parts))
+        flops = list(map(flops.__getitem__, order))
     else:
-        any(map(out.__setitem__, idx, col))
+        flops = []
+        for w in widths:
+            col: list[Any] = []
+            for part in parts:
+                at = part[7].index(w) if w in part[7] else -1
+                col += part[8][at] if at >= 0 else repeat(None, len(part[0]))
+            flops.append(list(map(col.__getitem__, order)))
+    return (*(list(map(c.__getitem__, order)) for c in cols), widths, flops)
+
+
+def _flops_order(part_widths: list[tuple[int, ...] | None]) -> tuple[int, ...] | None:
+    """The FLOP widths of kernel parts in one order that each part's own order follows; ``None`` when
+    there is none (or a part holds dicts)."""
+    if any(w is None for w in part_widths):
+        return None
+    order: list[int] = []
+    for widths in part_widths:
+        assert widths is not None
+        order += (w for w in widths if w not in order)
+    rank = {w: r for r, w in enumerate(order)}
+    for widths in part_widths:
+        assert widths is not None
+        ranks = [rank[w] for w in widths]
+        if ranks != sorted(ranks):
+            return None
+    return tuple(order)
+
+
+def _part_dicts(widths: tuple[int, ...] | None, flops: list[Any], m: int) -> list[FlopsDict | None]:
+    """A kernel part's FLOPs as one ``{width: FLOP}`` dict (or ``None``) per kernel."""
+    if widths is None:
+        return flops
+    if not widths:
+        return [None] * m
+    if len(widths) == 1:
+        w = widths[0]
+        return [{w: v} for v in flops[0]]
+    return [dict(zip(widths, vals, strict=True)) for vals in zip(*flops, strict=True)]
