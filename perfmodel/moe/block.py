@@ -44,9 +44,10 @@ bandwidth; :func:`perfmodel.models.registry.resolve`), tiny ones by ``launch_tim
 bookkeeping (argsort passes, the permutation plan) are estimates written next to each kernel. With
 ``measured_eager=True`` (default) the kernels eager torch / torchao run below copy speed take a measured factor on that
 time (:data:`EAGER_SLOWDOWN`; torchao's dual colwise cast also :data:`COLWISE_DUAL_PROGRAM_S` per program), and
-event timing adds the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`) and the sustained-power derate
-of the backward (:func:`power_derate`: its kernels x ``1 + POWER_DERATE_SLOPE * (duty - POWER_DERATE_DUTY0)``, duty
-the block's tensor-core fraction); all derived on the fit families' H200 measurements only
+event timing prices each phase of a bf16 or rowwise block by the event law (:data:`EVENT_LAW`: the phase's host time
+plus its kernel sum times the H200's sustained-run factor; compiled blocks on their fused kernels, an estimate);
+mxfp8 keeps the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`) and, on the H200, the backward's
+derate (:func:`power_derate`); all derived on the fit families' H200 measurements only
 (:mod:`perfmodel.moe.block_constants`, ``benchmarks/validate_moe_block.py --derive``, docs/moe.md "Block
 validation").
 """
@@ -163,8 +164,9 @@ class ExpertBlockTime:
     """Predicted fwd and fwd+bwd time of one MoE layer's routed-expert block.
 
     Attributes:
-        fwd_s, bwd_s, total_s: seconds (``total_s = fwd_s + bwd_s``; ``timing="event"`` adds one CUDA-event
-            overhead to ``fwd_s`` and to ``total_s``, as one ``do_bench`` call of each sees it, and the host gaps).
+        fwd_s, bwd_s, total_s: seconds (``total_s = fwd_s + bwd_s``; ``timing="event"``: each phase by the event
+            law where it applies (``event_law``), else the kernel sum plus one CUDA-event overhead on ``fwd_s`` and
+            the host gaps, as one ``do_bench`` call of each sees it).
         host_fwd_s, host_bwd_s: seconds the GPU waits for the host in each phase (``timing="event"`` with
             ``measured_eager``: the event law's ``H`` (:data:`EVENT_LAW`) for eager bf16 and rowwise, else
             :data:`HOST_SYNC_S` per bincount sync and :data:`HOST_GAP_BWD_S`); included above.
