@@ -487,15 +487,16 @@ def expert_block_time(
         compiled: the block runs under ``torch.compile`` (torchtitan's advice for float8 MoE): the eager weight
             quantization chain of the rowwise fwd (33 B per weight element) becomes two fused kernels (5 B);
             everything else is priced as eager. An estimate: our block measurements are eager.
-        timing: "event" (one do_bench call of fwd and of fwd+bwd: kernel sum + one launch overhead) or "kernel"
-            (sum of GPU kernel times).
+        timing: "event" (one do_bench call of fwd and of fwd+bwd: bf16 and rowwise by the event law,
+            :data:`EVENT_LAW`; mxfp8 as kernel sum + one launch overhead + host gaps) or "kernel" (sum of GPU kernel
+            times).
         time_model: None, "calibrated" or "roofline" (grouped GEMMs and the dense parts).
         measured_eager: price the eager kernels that torch / torchao run below streaming rate at their measured
             rates (:data:`EAGER_SLOWDOWN`: bf16 ``index_add_`` atomics, broadcast multiplies, torchao's Triton casts,
-            the eager weight chain) and, with ``timing="event"``, the host gaps of the two bincount syncs and the
-            backward launch (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`); derived from the fit families' H200
-            profiles. False: every memory kernel at copy bandwidth and no host time (the first, unfitted form: a
-            bound an implementation without those kernels and syncs could approach).
+            the eager weight chain) and, with ``timing="event"``, the host time and sustained-run factor of the
+            event law (:data:`EVENT_LAW`; mxfp8: the host gaps :data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`); derived
+            from the fit families' H200 runs. False: every memory kernel at copy bandwidth and no host time (the
+            first, unfitted form: a bound an implementation without those kernels and syncs could approach).
 
     Raises:
         InvalidShapeError (bad tokens, counts, skew or config), IneligibleShapeError (fp8 with a dim not /16),
