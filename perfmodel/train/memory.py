@@ -226,9 +226,9 @@ def peak_memory(
     act_k = COMPILED["act_factor"] if compile else ACT_FACTOR[ac]
     logit_b = COMPILED["logit_bytes"] if compile else LOGIT_BYTES
     p_b, g_b, o_b = (2, 2, 4) if mode == "bf16" else (4, 4, 8)
-    unsaved = 0.0
-    if compile and ac == "none" and not getattr(sizes, "is_moe", False):
-        unsaved = float8_compiled_unsaved(sizes.layer, float8_linears, tp)
+    unsaved = float8_compiled_unsaved(sizes.layer, float8_linears, tp)  # checks the names in every case
+    if not compile or ac != "none" or getattr(sizes, "is_moe", False):
+        unsaved = 0.0
     acts = 2 * T * _layer_activations(sizes, ac, tp, unsaved) * act_k
     last = sizes.layer_params
     if getattr(sizes, "is_moe", False):  # the last layer is an MoE layer: its experts / ep experts
