@@ -460,3 +460,17 @@ def test_block_error_bar_only_where_validated():
     assert bm.expert_block_time("mixtral-8x7b", tokens=8192, recipe="rowwise").error_bar["p90"] == 3.9
     for kw in ({"timing": "kernel"}, {"measured_eager": False}, {"gpu": "H100-SXM"}, {"compiled": True}):
         assert bm.expert_block_time("mixtral-8x7b", tokens=8192, **kw).error_bar["p50"] is None, kw
+
+
+def test_a_decision_inside_the_speedup_error_says_so():
+    from perfmodel.moe.block import SPEEDUP_ERROR_BAR
+
+    # mixtral_8x22b at 32768 tokens (round 3's wrong call: 0.976x predicted, 1.062x measured, skewed routing)
+    m = {"name": "mixtral_8x22b", "dim": 6144, "moe_inter": 16384, "experts": 8, "top_k": 2}
+    d = pm.moe.block_decision(m, tokens=32768, recipe="rowwise")
+    assert abs(d.speedup - 1) < SPEEDUP_ERROR_BAR["p90"] / 100 and d.close_call and "a close call" in d.reason
+    far = pm.moe.block_decision("mixtral-8x7b", tokens=8192, recipe="rowwise")
+    assert far.speedup < 0.7 and not far.close_call and "close call" not in far.reason
+    # against another threshold, and where no block error was measured (off the H200): no flag
+    assert not pm.moe.block_decision(m, tokens=32768, recipe="rowwise", min_speedup=1.3).close_call
+    assert not pm.moe.block_decision(m, tokens=32768, recipe="rowwise", gpu="H100-SXM").close_call

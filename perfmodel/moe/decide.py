@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import InvalidShapeError
 from ..presets import ModelPreset, MoEShape
-from .block import ALIGN, ExpertBlockTime, as_moe_shape, expert_block_time
+from .block import ALIGN, SPEEDUP_ERROR_BAR, ExpertBlockTime, as_moe_shape, expert_block_time
 
 __all__ = [
     "BlockDecision",
@@ -44,7 +44,9 @@ __all__ = [
 @dataclasses.dataclass(frozen=True)
 class BlockDecision:
     """bf16 against ``recipe`` for one block: both :class:`ExpertBlockTime` s, ``speedup``, ``use`` (speedup >=
-    ``min_speedup``), and ``reason``."""
+    ``min_speedup``), and ``reason``. ``close_call``: the speedup lies within the model's measured speedup error
+    (:data:`~perfmodel.moe.block.SPEEDUP_ERROR_BAR` p90, H200 event-law blocks) of ``min_speedup``, so the call can
+    be wrong (the reason says so; measure before deciding); False where the block is not validated."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -52,6 +54,7 @@ class BlockDecision:
     use: bool
     min_speedup: float
     reason: str
+    close_call: bool = False
 
 
 def _with_experts(config: Any, experts: int | None) -> MoEShape:
@@ -98,7 +101,14 @@ def block_decision(
         f"{recipe} saves {(gem_b - gem_f) * 1e3:.3f} ms of grouped GEMMs and adds {quant * 1e3:.3f} ms of "
         f"quantization: speedup {s:.3f} {'>=' if use else '<'} {ms:g}"
     )
-    return BlockDecision(bf16=b, fp8=f, speedup=s, use=use, min_speedup=ms, reason=reason)
+    p90 = SPEEDUP_ERROR_BAR["p90"] / 100
+    close = f.error_bar.get("p50") is not None and abs(s / ms - 1) < p90
+    if close:
+        reason += (
+            f"; a close call: within the model's speedup error of {ms:g} (p90 {100 * p90:.0f} % on pre-registered H200 "
+            "blocks, docs/moe.md), so measure before deciding"
+        )
+    return BlockDecision(bf16=b, fp8=f, speedup=s, use=use, min_speedup=ms, reason=reason, close_call=close)
 
 
 def speedup(preset_or_config: Any, *, tokens: Any, gpu: Any = "H200", recipe: str = "rowwise", **kw: Any) -> float:
