@@ -288,6 +288,7 @@ def routed_experts_section(
                 "recipe_ms": d.fp8.total_s * 1e3,
                 "speedup": d.speedup,
                 "use": d.use,
+                "close_call": d.close_call,
                 "reason": d.reason,
                 "provenance": d.fp8.provenance,
             }
