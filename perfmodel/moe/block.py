@@ -46,8 +46,8 @@ bookkeeping (argsort passes, the permutation plan) are estimates written next to
 time (:data:`EAGER_SLOWDOWN`; torchao's dual colwise cast also :data:`COLWISE_DUAL_PROGRAM_S` per program), and
 event timing prices each phase of a bf16 or rowwise block by the event law (:data:`EVENT_LAW`: the phase's host time
 plus its kernel sum times the H200's sustained-run factor; compiled blocks on their fused kernels, an estimate);
-mxfp8 keeps the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`) and, on the H200, the backward's
-derate (:func:`power_derate`); all derived on the fit families' H200 measurements only
+mxfp8 keeps the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`); the backward's derate
+(:func:`power_derate`) of the first event form is superseded; all derived on the fit families' H200 measurements only
 (:mod:`perfmodel.moe.block_constants`, ``benchmarks/validate_moe_block.py --derive``, docs/moe.md "Block
 validation").
 """
@@ -175,10 +175,10 @@ class ExpertBlockTime:
             tau)`` of :data:`EVENT_LAW`; H200 only; negative where the fit says faster); included above.
         event_law: whether the event time is the measured event law (bf16 or rowwise, ``timing="event"``,
             ``measured_eager``; ``compiled=True`` blocks take the eager law on their fused kernels, an estimate);
-            False: the kernel sum + host constants (+ the backward derate on the H200; mxfp8).
-        tensor_duty: GEMM seconds over kernel + host seconds of the block as priced before the derate (0..1).
-        power_derate: the factor the backward's kernels carry (:func:`power_derate` of ``tensor_duty`` with
-            ``timing="event"`` and ``measured_eager`` on the H200 where the event law does not apply; else 1.0).
+            False: the kernel sum + host constants (mxfp8).
+        tensor_duty: GEMM seconds over kernel + host seconds of the block as priced (0..1).
+        power_derate: 1.0: the backward's sustained-power derate (:func:`power_derate`) is superseded by the event
+            law, and no recipe without a law runs on the H200 where it was measured (kept for compatibility).
         kernels: every kernel priced (:class:`BlockKernel`), in launch order.
         recipe, shared_recipe, gpu, tokens, counts (routed rows per expert, before padding), group_sizes (rows
         per group the GEMMs run), config (the :class:`~perfmodel.presets.MoEShape`), timing.
@@ -522,23 +522,22 @@ def expert_block_time(
     # compiled blocks take the eager law too (their fused kernels' sum in k): compile's effect on host time is not
     # modelled, and a compiled block is never priced slower than the eager one
     law = timing == "event" and measured_eager and recipe in EVENT_LAW_RECIPES
-    sf = sb = 0.0  # the sustained-run seconds of each phase (event law, H200)
+    host = timing == "event" and measured_eager
     if law:  # the measured event law: host time + sustained-run factor on the priced kernels
         extra, hf, hb = 0.0, EVENT_LAW[(recipe, "fwd")][0], EVENT_LAW[(recipe, "bwd")][0]
-        duty, derate = _derate(p, hf + hb, False)
-        fwd = sum(k.seconds for k in p.kernels if k.phase == "fwd")
-        bwd = sum(k.seconds for k in p.kernels if k.phase == "bwd")
+    else:  # mxfp8 (never measured), or no host time: the kernel sum, one event overhead and the host constants
+        extra = EVENT_OVERHEAD_S if timing == "event" else 0.0
+        hf = HOST_SYNCS_FWD * HOST_SYNC_S if host else 0.0
+        hb = HOST_GAP_BWD_S if host else 0.0
+    fwd = sum(k.seconds for k in p.kernels if k.phase == "fwd")
+    bwd = sum(k.seconds for k in p.kernels if k.phase == "bwd")
+    gemm = sum(k.seconds for k in p.kernels if k.flops > 0)
+    duty = min(max(gemm / (fwd + bwd + hf + hb), 0.0), 1.0) if fwd + bwd + hf + hb > 0 else 0.0
+    sf = sb = 0.0  # the sustained-run seconds of each phase (event law, H200)
+    if law:
         on = spec.name == "H200"  # the sustained-run factor is the H200's power cap: measured there only
         sf = event_law_time_s(recipe, "fwd", fwd, sustained=on) - hf - fwd
         sb = event_law_time_s(recipe, "bwd", bwd, sustained=on) - hb - bwd
-    else:
-        extra = EVENT_OVERHEAD_S if timing == "event" else 0.0
-        host = timing == "event" and measured_eager
-        hf = HOST_SYNCS_FWD * HOST_SYNC_S if host else 0.0
-        hb = HOST_GAP_BWD_S if host else 0.0
-        duty, derate = _derate(p, hf + hb, host and spec.name == "H200")  # measured on the H200 only
-        fwd = sum(k.seconds for k in p.kernels if k.phase == "fwd")
-        bwd = sum(k.seconds for k in p.kernels if k.phase == "bwd")
     return ExpertBlockTime(
         fwd_s=fwd + extra + hf + sf,
         bwd_s=bwd + hb + sb,
@@ -557,29 +556,10 @@ def expert_block_time(
         host_fwd_s=hf,
         host_bwd_s=hb,
         tensor_duty=duty,
-        power_derate=derate,
         sustained_fwd_s=sf,
         sustained_bwd_s=sb,
         event_law=law,
     )
-
-
-def _derate(p: _Pricer, host_s: float, apply: bool) -> tuple[float, float]:
-    """The block's tensor-core duty and, when ``apply``, the sustained-power derate of its backward
-    (:func:`power_derate`), applied in place to the backward kernels (each noted)."""
-    gemm = sum(k.seconds for k in p.kernels if k.flops > 0)
-    busy = sum(k.seconds for k in p.kernels) + host_s
-    duty = min(max(gemm / busy, 0.0), 1.0) if busy > 0 else 0.0
-    if not apply:
-        return duty, 1.0
-    f = power_derate(duty)
-    why = f"sustained-power derate x{f:.4f} (tensor-core duty {duty:.2f}; measured, fit families)"
-    p.kernels = [
-        dataclasses.replace(k, seconds=k.seconds * f, note=f"{k.note}; {why}" if k.note else why)
-        if k.phase == "bwd" else k
-        for k in p.kernels
-    ]  # fmt: skip
-    return duty, f
 
 
 def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = False) -> str:
@@ -603,9 +583,8 @@ def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = Fal
             )
     elif p.eager:
         eager = (
-            "eager kernels below streaming rate, the host syncs and the backward's sustained-power derate measured "
-            "on the fit families' H200 runs (EAGER_SLOWDOWN, HOST_SYNC_S, POWER_DERATE_SLOPE; transferred "
-            "elsewhere)"
+            "eager kernels below streaming rate and the host syncs measured on the fit families' H200 runs "
+            "(EAGER_SLOWDOWN, HOST_SYNC_S; transferred elsewhere)"
         )
     else:
         eager = "every memory kernel at copy bandwidth, no host gaps (measured_eager=False)"

@@ -119,8 +119,8 @@ def power_derate(duty: float) -> float:
     return 1.0 + POWER_DERATE_SLOPE * (float(duty) - POWER_DERATE_DUTY0)
 
 
-#: The eager block's event time on one phase (``measured_eager=True``, ``timing="event"``, eager, recipe bf16 or
-#: rowwise; added 2026-12-04 for issue 33): ``H + k * (1 + a * k / (k + tau))``, ``k`` the phase's priced kernel sum
+#: The block's event time on one phase (``measured_eager=True``, ``timing="event"``, recipe bf16 or rowwise; measured
+#: eager; added 2026-12-04 for issue 33): ``H + k * (1 + a * k / (k + tau))``, ``k`` the phase's priced kernel sum
 #: (every kernel at its measured eager rate, no host gap, no derate), per (recipe, phase) -> ``(H, a, tau)``.
 #:
 #: * ``H`` (s) is the phase's host time the GPU waits for: the two bincount syncs of the forward drain the stream
@@ -140,9 +140,9 @@ def power_derate(duty: float) -> float:
 #: benchmarks/data/h200_2026-12-03b --derive``: ``event_law_*``). The form was chosen after the block scores of the
 #: validation, test and fresh rounds 1-2 had been seen (their bf16 blocks over-predicted at 4096 tokens and under at
 #: 32768, in every split): on those families the figures of this form are post-selection (docs/moe.md). It replaces
-#: :data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S` and :func:`power_derate` where it applies; those stay for compiled
-#: blocks and mxfp8 (never measured here). The sustained-run factor is the H200's (a board power-cap effect): on
-#: other GPUs only ``H`` (host time) is applied.
+#: :data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S` and :func:`power_derate`; compiled blocks take it on their fused
+#: kernels (an estimate), the host constants stay for mxfp8 (never measured here). The sustained-run factor is the
+#: H200's (a board power-cap effect): on other GPUs only ``H`` (host time) is applied.
 EVENT_LAW: Mapping[tuple[str, str], tuple[float, float, float]] = {
     ("bf16", "fwd"): (0.7149e-3, 0.5000, 0.4144),  # a on its bound; rms relative residual 3.7 %
     ("bf16", "bwd"): (0.0, 0.2473, 0.07118),  # H on its bound; rms 4.8 %
