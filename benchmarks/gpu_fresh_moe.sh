@@ -2,7 +2,8 @@
 # The fresh MoE families on one H200, measured after the model that predicts them was committed (pre-registered):
 # grouped GEMMs and expert blocks of $FAMILIES (round 1, the default: qwen3_235b_a22b, olmoe_1b_7b, dbrx, phi35_moe;
 # round 2: granite_3b_a800m, ernie45_21b_a3b, qwen2_57b_a14b, minimax_m1; round 3: glm45_air, glm45, mixtral_8x22b,
-# hunyuan_large; no (K, N) of a round is in any earlier family), and torchao's mxfp8 helper kernels
+# hunyuan_large; round 4: minimax_m2, qwen3_coder_480b, arctic; no (K, N) of a round is in any earlier family), and
+# torchao's mxfp8 helper kernels
 # (perfmodel/bench/mxfp8_kernels.py; MX_S=0 skips them).
 #
 #   DEADLINE_S=540 bash benchmarks/gpu_fresh_moe.sh      # round 1; with $OUT set; carry=[".whl"]
@@ -10,6 +11,8 @@
 #     bash benchmarks/gpu_fresh_moe.sh                   # round 2 (the mxfp8 kernels were measured in round 1)
 #   FAMILIES=glm45_air,glm45,mixtral_8x22b,hunyuan_large MX_S=0 DEADLINE_S=440 \
 #     bash benchmarks/gpu_fresh_moe.sh                   # round 3 (2026-12-04 evening)
+#   FAMILIES=minimax_m2,qwen3_coder_480b,arctic MX_S=0 DEADLINE_S=440 \
+#     bash benchmarks/gpu_fresh_moe.sh                   # round 4 (2026-12-04 night)
 #
 # Phases, each its own process under `timeout`: grouped time (do_bench, L2 flushed; the probe results of
 # benchmarks/data/h200_2026-12-03 reused: same GPU model and software), grouped kernels (torch.profiler), block

@@ -9,9 +9,10 @@ compute-only roofline as torchao's MoE roofline prices it (perfmodel.moe.rooflin
 Splits (by model family, chosen before any score was seen; see docs/moe.md): ``fit``, ``validation`` (looked at
 while the model form was chosen), ``test`` (looked at once), ``held_out`` (validation + test), ``shape_disjoint``
 (held-out families whose (K, N) no fit family has: all but llama4_scout). ``fresh`` (round 1), ``fresh2`` (round 2,
-added 2026-12-04) and ``fresh3`` (round 3, 2026-12-04 evening): families in no fit and with no (K, N) of any earlier
-family, measured in their own sweep folder after the model that scores them was committed (pre-registered; each scored
-once; ``--data``, when given, replaces the round's folder). Output is deterministic.
+added 2026-12-04), ``fresh3`` (round 3, 2026-12-04 evening) and ``fresh4`` (round 4, 2026-12-04 night): families in
+no fit and with no (K, N) of any earlier family, measured in their own sweep folder after the model that scores them
+was committed (pre-registered; each scored once; ``--data``, when given, replaces the round's folder). Output is
+deterministic.
 """
 
 from __future__ import annotations
@@ -47,11 +48,17 @@ FRESH2_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-04f"
 #: with these families before the measurement): 1408 to 18304 wide, no (K, N) of any earlier family or of each other
 FRESH3_FAMILIES = ("glm45_air", "glm45", "mixtral_8x22b", "hunyuan_large")
 FRESH3_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-04t"
+#: fresh round 4 (added 2026-12-04 night, pre-registered: the schema-2 model — torch's three fp8 kernel classes and
+#: the busiest-SM / mean-SM load — committed with these families before the measurement; the form was chosen after
+#: rounds 1-3 were seen, so they are post-selection for it and this round is its test): no (K, N) of any earlier family
+FRESH4_FAMILIES = ("minimax_m2", "qwen3_coder_480b", "arctic")
+FRESH4_DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-04y"
 #: split name -> (families, default sweep folder, round)
 FRESH_SPLITS = {
     "fresh": (FRESH_FAMILIES, FRESH_DATA, 1),
     "fresh2": (FRESH2_FAMILIES, FRESH2_DATA, 2),
     "fresh3": (FRESH3_FAMILIES, FRESH3_DATA, 3),
+    "fresh4": (FRESH4_FAMILIES, FRESH4_DATA, 4),
 }
 
 

@@ -233,6 +233,11 @@ FRESH3 = {  # round 3, 2026-12-04 evening: (hidden, expert inter, experts, top_k
     "mixtral_8x22b": (6144, 16384, 8, 2),  # config.json: hidden_size, intermediate_size, num_local_experts, top-k
     "hunyuan_large": (6400, 18304, 16, 1),  # config.json: hidden_size, intermediate_size, num_experts, moe_topk
 }
+FRESH4 = {  # round 4, 2026-12-04 night: (hidden, expert inter, experts, top_k) from the source each row names
+    "minimax_m2": (3072, 1536, 256, 8),  # config.json: hidden_size, intermediate_size, num_local_experts, top-k
+    "qwen3_coder_480b": (6144, 2560, 160, 8),  # hidden_size, moe_intermediate_size, num_experts, top-k
+    "arctic": (7168, 4864, 128, 2),  # hidden_size, intermediate_size, num_local_experts, num_experts_per_tok
+}
 
 
 def _model(name: str) -> GG.MoEModel:
@@ -248,7 +253,7 @@ def test_fresh_round2_models_match_cited_values():
         m = _model(name)
         assert (m.hidden, m.inter, m.experts, m.top_k) == exp, name
         assert "config.json" in m.source and m.hidden % 16 == 0 and m.inter % 16 == 0
-    assert set(GG.FAMILIES) == {*BEFORE_FRESH, *FRESH1, *FRESH2, *FRESH3, GG.RANDOM_FAMILY}
+    assert set(GG.FAMILIES) == {*BEFORE_FRESH, *FRESH1, *FRESH2, *FRESH3, *FRESH4, GG.RANDOM_FAMILY}
     # by hand: gate/up fused (h, 2i), its dgrad (2i, h), w1/w3 (h, i), w2 (i, h)
     assert _kn("minimax_m1") == {(6144, 18432), (18432, 6144), (6144, 9216), (9216, 6144)}
     assert _kn("granite_3b_a800m") == {(1536, 1024), (1024, 1536), (1536, 512), (512, 1536)}
@@ -270,6 +275,23 @@ def test_fresh_families_share_no_kn_with_earlier_families():
         assert not _kn(fam) & earlier, fam
         assert not _kn(fam) & seen, fam  # nor with another round-3 family
         seen |= _kn(fam)
+    earlier |= seen
+    seen = set()
+    for fam in FRESH4:
+        assert not _kn(fam) & earlier, fam
+        assert not _kn(fam) & seen, fam  # nor with another round-4 family
+        seen |= _kn(fam)
+
+
+def test_fresh_round4_models_match_cited_values():
+    for name, exp in FRESH4.items():
+        m = _model(name)
+        assert (m.hidden, m.inter, m.experts, m.top_k) == exp, name
+        assert "config.json" in m.source and m.hidden % 16 == 0 and m.inter % 16 == 0
+    assert _kn("arctic") == {(7168, 9728), (9728, 7168), (7168, 4864), (4864, 7168)}
+    items, _, info = GG.plan_items(seed=0, families=[*FRESH4], budget_s=170)
+    assert set(info.kept) == set(FRESH4) and all(info.kept[f] > 0 for f in FRESH4)
+    assert {(i.K, i.N) for i in items} <= set().union(*(_kn(f) for f in FRESH4))
 
 
 def test_fresh_round3_models_match_cited_values():

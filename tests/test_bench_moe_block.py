@@ -48,6 +48,9 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "glm45": (5120, 1536, 160, 8, 1536, "sigmoid", 160),
     "mixtral_8x22b": (6144, 16384, 8, 2, 0, "softmax", 8),
     "hunyuan_large": (6400, 18304, 16, 1, 18304, "softmax", 16),  # num_shared_expert 1 x intermediate_size
+    "minimax_m2": (3072, 1536, 256, 8, 0, "sigmoid", 256),  # fresh round 4 (2026-12-04, night)
+    "qwen3_coder_480b": (6144, 2560, 160, 8, 0, "softmax", 160),
+    "arctic": (7168, 4864, 128, 2, 0, "softmax", 128),  # its residual dense MLP is outside the block
 }
 FRESH2 = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 

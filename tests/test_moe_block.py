@@ -233,9 +233,9 @@ def test_totals_and_timing():
 def test_event_law_by_hand():
     # H + k (1 + a k / (k + tau)) with the shipped constants, computed here
     H, a, tau = bm.EVENT_LAW[("bf16", "fwd")]
-    assert (H, a, tau) == (0.7149e-3, 0.5, 0.4144)
-    assert bm.event_law_time_s("bf16", "fwd", 0.01) == pytest.approx(0.7149e-3 + 0.01 * (1 + 0.5 * 0.01 / 0.4244))
-    assert bm.event_law_time_s("bf16", "fwd", 0.01, sustained=False) == pytest.approx(0.7149e-3 + 0.01)
+    assert (H, a, tau) == (0.7282e-3, 0.5, 0.2996)
+    assert bm.event_law_time_s("bf16", "fwd", 0.01) == pytest.approx(0.7282e-3 + 0.01 * (1 + 0.5 * 0.01 / 0.3096))
+    assert bm.event_law_time_s("bf16", "fwd", 0.01, sustained=False) == pytest.approx(0.7282e-3 + 0.01)
     assert bm.event_law_time_s("rowwise", "bwd", 0.0) == bm.EVENT_LAW[("rowwise", "bwd")][0]
     # the rowwise sustained-run term is negative (long rowwise blocks ran faster than their kernels priced alone)
     assert bm.event_law_time_s("rowwise", "bwd", 0.2) < 0.2 + bm.EVENT_LAW[("rowwise", "bwd")][0]
@@ -405,10 +405,10 @@ def test_roofline_cli_predict(tmp_path):
 
 
 def test_power_derate_by_hand():
-    # 1 + 0.1696 (duty - 0.3418): duty 0.3418 -> 1; 0.9 -> 1.09467; 0.1 -> 0.95899; constants of --derive (fit only)
-    assert bm.power_derate(0.3418) == pytest.approx(1.0, rel=1e-12)
-    assert bm.power_derate(0.9) == pytest.approx(1 + 0.1696 * 0.5582, rel=1e-12)
-    assert bm.power_derate(0.1) == pytest.approx(1 - 0.1696 * 0.2418, rel=1e-12)
+    # 1 + 0.1756 (duty - 0.3301): duty 0.3301 -> 1; 0.9 -> 1.10007; 0.1 -> 0.95960; constants of --derive (fit only)
+    assert bm.power_derate(0.3301) == pytest.approx(1.0, rel=1e-12)
+    assert bm.power_derate(0.9) == pytest.approx(1 + 0.1756 * 0.5699, rel=1e-12)
+    assert bm.power_derate(0.1) == pytest.approx(1 - 0.1756 * 0.2301, rel=1e-12)
     for bad in (-0.1, 1.5, float("nan"), "0.5"):
         with pytest.raises(InvalidShapeError, match="duty"):
             bm.power_derate(bad)

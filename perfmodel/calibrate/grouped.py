@@ -29,6 +29,7 @@ import numpy as np
 from .._files import load_json, read_bytes, write_atomic
 from ..errors import CalibrationError, MissingDataError
 from ..moe import grouped as gm
+from ..moe.grouped_kernel import _sm_bound_load
 from ..specs.gpu import get_gpu
 
 __all__ = [
@@ -100,7 +101,7 @@ def load_records(data: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def _features(rec: dict[str, Any], sms: int) -> dict[str, Any]:
     dtype, op = _dtype(rec), rec["op"]
     rows = gm.pad_group_sizes(np.asarray(rec.get("rows_requested") or rec["rows"]), dtype)
-    cfg = gm.kernel_config(dtype, op, int(rows.sum()), rows.size)
+    cfg = gm.kernel_config(dtype, op, int(rows.sum()), rows.size, rec["K"], rec["N"])
     D, C = gm.sm_loads(rows, rec["K"], rec["N"], op, cfg, sms)
     nbytes = gm._bytes(rows, rec["K"], rec["N"], op, 1.0 if dtype == "fp8" else 2.0)
     return {"cfg": cfg.name, "D": D.astype(float), "C": C.astype(float), "bytes": nbytes, "G": rows.size}
@@ -116,8 +117,9 @@ def _unpack(theta: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
     for i, cfg in enumerate(names):
         p["tiles"][cfg] = {"t_kb_s": float(v[2 * i]), "c0": float(v[2 * i + 1])}
     k = 2 * len(names)
+    # mem_eff in (0, 1): the kernel cannot stream faster than the spec HBM bandwidth (the L2 is flushed)
     p["mem_eff"], p["t0_s"], p["t_group_s"], p["p"] = (
-        float(v[k]),
+        float(_sigmoid(theta[k])),
         float(v[k + 1]),
         float(v[k + 2]),
         1.0 + float(v[k + 3]),
@@ -125,6 +127,9 @@ def _unpack(theta: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
     # bounded: the slow-down at full duty in (0, 1), its time scale in (10 us, 100 ms)
     p["throttle"] = float(_sigmoid(theta[k + 4]))
     p["throttle_tau_s"] = float(np.exp(np.log(1e-5) + np.log(1e4) * _sigmoid(theta[k + 5])))
+    # the busiest SM's weight against the mean SM load, and the norm between them in (1, 8)
+    p["sm_weight"] = float(np.exp(np.clip(theta[k + 6], -20.0, 5.0)))
+    p["sm_norm"] = 1.0 + 7.0 * float(_sigmoid(theta[k + 7]))
     return p
 
 
@@ -137,12 +142,13 @@ def _pack(p: dict[str, Any], names: Sequence[str]) -> np.ndarray:
 
     v = [np.log(max(p["tiles"][n][k], 1e-300)) for n in names for k in ("t_kb_s", "c0")]
     v += [
-        np.log(p["mem_eff"]),
+        logit(p["mem_eff"]),
         np.log(max(p["t0_s"], 1e-300)),
         np.log(max(p["t_group_s"], 1e-300)),
         np.log(max(p["p"] - 1.0, 1e-300)),
     ]
     v += [logit(p["throttle"]), logit((np.log(p["throttle_tau_s"]) - np.log(1e-5)) / np.log(1e4))]
+    v += [np.log(p["sm_weight"]), logit((p["sm_norm"] - 1.0) / 7.0)]
     return np.array(v)
 
 
@@ -170,7 +176,8 @@ def _predict(theta: np.ndarray, names: Sequence[str], feats: list[dict[str, Any]
     out = np.empty(len(feats))
     for i, f in enumerate(feats):
         tile = p["tiles"][f["cfg"]]
-        compute = gm._throttled(tile["t_kb_s"] * np.max(f["D"] + tile["c0"] * f["C"]), p)
+        L = f["D"] + tile["c0"] * f["C"]
+        compute = gm._throttled(tile["t_kb_s"] * _sm_bound_load(float(L.max()), float(L.mean()), p), p)
         memory = f["bytes"] / (p["mem_eff"] * bw)
         q = p["p"]
         out[i] = p["t0_s"] + p["t_group_s"] * f["G"] + (compute**q + memory**q) ** (1 / q)
@@ -234,13 +241,16 @@ def fit(records: Iterable[dict[str, Any]], gpu: str = _GPU) -> tuple[dict[str, A
         def resid(th: np.ndarray, feats=feats, y=y, names=names) -> np.ndarray:
             return np.log(_predict(th, names, feats, spec.mem_bw_bytes_per_s)) - y
 
-        # a few starts of the throttle (a, tau): 0.1 or 0.3 at full duty, tau 0.3 ms or 3 ms; keep the best
+        # a few starts of the throttle (a, tau): 0.1 or 0.3 at full duty, tau 0.3 ms or 3 ms; and of the busiest
+        # SM's weight (0.37 or 1); the norm starts at 1.8; keep the best
         best = None
-        for a0, tau0 in ((-2.2, 0.26), (-0.85, 0.26), (-2.2, 0.5), (-0.85, 0.5)):
-            th = _lm(np.array([*np.log([*_start(names, spec), 0.8, 5e-6, 5e-8, 3.0]), a0, tau0]), resid)
-            r = resid(th)
-            if best is None or float(r @ r) < best[0] - 1e-12:
-                best = (float(r @ r), th)
+        for w0 in (-1.0, 0.0):
+            for a0, tau0 in ((-2.2, 0.26), (-0.85, 0.26), (-2.2, 0.5), (-0.85, 0.5)):
+                th0 = np.array([*np.log(_start(names, spec)), 1.4, *np.log([5e-6, 5e-8, 3.0]), a0, tau0, w0, -2.0])
+                th = _lm(th0, resid)
+                r = resid(th)
+                if best is None or float(r @ r) < best[0] - 1e-12:
+                    best = (float(r @ r), th)
         theta = best[1]
         params[key] = _unpack(theta, names)
         residuals[key] = resid(theta)
@@ -342,7 +352,7 @@ def calibration(data: str | os.PathLike[str], gpu: str = _GPU) -> dict[str, Any]
     folder = Path(data)
     meta = load_json(folder / FILES["event"], what="grouped-GEMM sweep", error=CalibrationError).get("meta", {})
     return {
-        "schema": 1,
+        "schema": gm.SCHEMA,
         "gpu": gpu,
         "date": str(meta.get("date", ""))[:10] or "2026-12-03",
         "data": {name: {"file": f"{folder.name}/{name}", "sha256": _sha256(folder / name)} for name in FILES.values()},

@@ -97,10 +97,10 @@ COLWISE_DUAL_PROGRAM_S = 25.0e-9
 #: measured backward time (do_bench fwd+bwd minus fwd, minus :data:`HOST_GAP_BWD_S`) over the model's backward
 #: kernel sum, against that duty, on the fit families' 53 do_bench rows (both recipes, 4096-32768 tokens;
 #: ``--derive``: ``power_derate_slope``, ``power_derate_duty0``). DUTY0 is the duty at which the kernel rates
-#: (profiled at 8192 tokens, both recipes) hold on average. Residual of that line on those rows -0.19..+0.13.
+#: (profiled at 8192 tokens, both recipes) hold on average. Residual of that line on those rows -0.19..+0.14.
 #: Applied on the H200 only (a power-cap effect of that board; other GPUs get factor 1.0, not transferred).
-POWER_DERATE_SLOPE = 0.1696
-POWER_DERATE_DUTY0 = 0.3418
+POWER_DERATE_SLOPE = 0.1756
+POWER_DERATE_DUTY0 = 0.3301
 
 
 def colwise_dual_programs(groups: int, K: int, N: int) -> int:
@@ -124,9 +124,9 @@ def power_derate(duty: float) -> float:
 #: (every kernel at its measured eager rate, no host gap, no derate), per (recipe, phase) -> ``(H, a, tau)``.
 #:
 #: * ``H`` (s) is the phase's host time the GPU waits for: the two bincount syncs of the forward drain the stream
-#:   and the GPU idles while Python re-issues the kernels (0.72 ms bf16, 1.39 ms rowwise, whose eager path issues
+#:   and the GPU idles while Python re-issues the kernels (0.73 ms bf16, 1.53 ms rowwise, whose eager path issues
 #:   13 more kernels, most of them Triton launches, after the syncs); the backward's launch after the forward
-#:   returns (0 bf16, 0.80 ms rowwise).
+#:   returns (0 bf16, 0.93 ms rowwise).
 #: * ``a * k / (k + tau)`` is the sustained-run factor: under do_bench the H200 runs a block back to back at its
 #:   700 W cap (SW power cap in 469 of 1139 nvidia-smi samples of 2026-12-03b), so a long bf16 block runs slower
 #:   than its kernels priced one at a time (``a`` > 0), up to ``a`` for a block much longer than ``tau``. For
@@ -144,10 +144,10 @@ def power_derate(duty: float) -> float:
 #: kernels (an estimate), the host constants stay for mxfp8 (never measured here). The sustained-run factor is the
 #: H200's (a board power-cap effect): on other GPUs only ``H`` (host time) is applied.
 EVENT_LAW: Mapping[tuple[str, str], tuple[float, float, float]] = {
-    ("bf16", "fwd"): (0.7149e-3, 0.5000, 0.4144),  # a on its bound; rms relative residual 3.7 %
-    ("bf16", "bwd"): (0.0, 0.2473, 0.07118),  # H on its bound; rms 4.8 %
-    ("rowwise", "fwd"): (1.3941e-3, -0.03590, 0.03551),  # rms 1.5 %
-    ("rowwise", "bwd"): (0.8029e-3, -0.07193, 0.05389),  # rms 2.2 %
+    ("bf16", "fwd"): (0.7282e-3, 0.5000, 0.2996),  # a on its bound; rms relative residual 3.6 %
+    ("bf16", "bwd"): (0.0, 0.2762, 0.07809),  # H on its bound; rms 4.6 %
+    ("rowwise", "fwd"): (1.5254e-3, -0.02936, 0.008837),  # rms 1.4 %
+    ("rowwise", "bwd"): (0.9347e-3, -0.06272, 0.03090),  # rms 2.1 %
 }
 #: the bounds of the fit: ``|a|`` at most 0.5 (the H200's SM clock under the cap, 1380 MHz at worst against 1980
 #: MHz, slows compute-bound work by at most ~1.43x), ``tau`` within 1 ms .. 1 s

@@ -35,21 +35,27 @@ from ..models.base import TIMINGS
 from ..perfdata import PerfData
 from ..specs.gpu import ORIGINAL_EFFICIENCY, GPUSpec, get_gpu
 from .grouped_kernel import (
+    _LARGE_DIM,
     _OUT_BYTES,
-    _SMALL_MEAN_ROWS,
+    _SMALL_MN,
     CALIBRATION_FILE,
     FP8_GROUP_ALIGN,
     KERNELS,
+    SCHEMA,
+    SIZE_CLASSES,
     KernelConfig,
     _bytes,
     _class_key,
     _round_up,
     _shipped,
+    _sm_bound_load,
     _throttled,
+    fitted_tile,
     kernel_config,
     load_params,
     model_time_s,
     pad_group_sizes,
+    size_class,
     sm_loads,
 )
 
@@ -58,6 +64,8 @@ __all__ = [
     "FP8_GROUP_ALIGN",
     "KERNELS",
     "OPS",
+    "SCHEMA",
+    "SIZE_CLASSES",
     "GroupedGemmTime",
     "KernelConfig",
     "balanced_group_sizes",
@@ -70,6 +78,7 @@ __all__ = [
     "model_time_s",
     "pad_group_sizes",
     "roofline_grouped_gemm_time_s",
+    "size_class",
     "sm_loads",
 ]
 
@@ -411,6 +420,26 @@ def _whole(name: str, v: Any, *, allow_zero: bool) -> int:
     return int(v)
 
 
+def _size_class_pieces(op: str, total: Any, E: int, K: int, N: int) -> list[tuple[str, Any]]:
+    """:func:`size_class` for a symbolic ``total`` padded rows over ``E`` groups: ``[(class, condition), ...]``
+    in order, the last condition ``True``. ``floor(total / E) <= 128`` is ``total < 129 E``; ``>= 2048`` is
+    ``total >= 2048 E``."""
+    small_mean = total < (_SMALL_MN + 1) * E
+    big_mean = total >= _LARGE_DIM * E
+    kb, nb = K >= _LARGE_DIM, N >= _LARGE_DIM
+    if op == "fwd":  # (M, K, N) = (mean rows, K, N)
+        if N <= _SMALL_MN:
+            return [("small", True)]
+        rest = [("large", True)] if kb and nb else [("large", big_mean), ("mid", True)] if kb or nb else [("mid", True)]
+        return [("small", small_mean), *rest]
+    # wgrad: (M, K, N) = (N, mean rows, K)
+    if N <= _SMALL_MN or K <= _SMALL_MN:
+        return [("small", True)]
+    if kb and nb:
+        return [("large", True)]
+    return [("large", big_mean), ("mid", True)] if kb or nb else [("mid", True)]
+
+
 def grouped_gemm_time_s_balanced(
     tokens: Any,
     experts: Any,
@@ -476,19 +505,27 @@ def grouped_gemm_time_s_balanced(
         nbytes = total * (K + N) * in_b + E * K * N * _OUT_BYTES
     memory = nbytes / (p["mem_eff"] * spec.mem_bw_bytes_per_s)
 
-    def compute(small: bool) -> Any:
-        cfg = KERNELS[(dt, op, small)]
-        c0, tkb = sp.Float(p["tiles"][cfg.name]["c0"]), sp.Float(p["tiles"][cfg.name]["t_kb_s"]) / rate
+    def compute(cls: str) -> Any:
+        cfg = KERNELS[(dt, op, cls)]
+        tile = fitted_tile(p, cfg, dt, op, K, N)
+        c0, tkb = sp.Float(tile["c0"]), sp.Float(tile["t_kb_s"]) / rate
         if op == "fwd":
             mt = lambda n: cfg.cluster_m * sp.ceiling(sp.ceiling(n / cfg.bm) / cfg.cluster_m)  # noqa: E731
             tiles = -(-N // cfg.bn) * (r * mt(long_) + (E - r) * mt(short))
-            return _throttled(tkb * _ceil(tiles / P) * (-(-K // cfg.bk) + c0), p)
+            per_tile = -(-K // cfg.bk) + c0
+            return _throttled(tkb * _sm_bound_load(_ceil(tiles / P) * per_tile, tiles * per_tile / P, p), p)
         nt = _round_up(-(-N // cfg.bm), cfg.cluster_m) * -(-K // cfg.bn)
         n_long, n_all = _ceil(r * nt / P), -(-E * nt // P)
         d1, d2 = sp.ceiling(long_ / cfg.bk), sp.ceiling(short / cfg.bk)
-        return _throttled(tkb * (n_long * (d1 + c0) + (n_all - n_long) * (d2 + c0)), p)
+        busiest = n_long * (d1 + c0) + (n_all - n_long) * (d2 + c0)
+        mean = nt * (r * (d1 + c0) + (E - r) * (d2 + c0)) / P
+        return _throttled(tkb * _sm_bound_load(busiest, mean, p), p)
 
     qn = sp.Float(p["p"])
     body = lambda c: (c**qn + memory**qn) ** (1 / qn)  # noqa: E731
-    comp = sp.Piecewise((body(compute(True)), total <= _SMALL_MEAN_ROWS * E), (body(compute(False)), True))
+    pieces = _size_class_pieces(op, total, E, K, N)
+    if len(pieces) == 1:
+        comp = body(compute(pieces[0][0]))
+    else:
+        comp = sp.Piecewise(*((body(compute(c)), w) for c, w in pieces))
     return sp.Float(p["t0_s"]) + sp.Float(p["t_group_s"]) * E + comp

@@ -13,23 +13,29 @@ from typing import Any
 import numpy as np
 
 from .._files import CALIBRATIONS, load_json
-from ..errors import CalibrationError
+from ..errors import CalibrationError, IneligibleShapeError
 from ..specs.gpu import GPUSpec
 
 __all__ = [
     "CALIBRATION_FILE",
     "FP8_GROUP_ALIGN",
     "KERNELS",
+    "SCHEMA",
+    "SIZE_CLASSES",
     "KernelConfig",
+    "fitted_tile",
     "kernel_config",
     "load_params",
     "model_time_s",
     "pad_group_sizes",
+    "size_class",
     "sm_loads",
 ]
 
 #: the shipped calibration (in :data:`perfmodel._files.CALIBRATIONS`)
 CALIBRATION_FILE = "h200_grouped.json"
+#: its schema: 2 since 2026-12-04 (torch's three size classes, the ``sm_weight`` / ``sm_norm`` load terms)
+SCHEMA = 2
 #: fp8 token groups are padded to ``max(n, 16)`` rounded up to 16 rows, as torchtitan/torchao do
 #: (``TOKEN_GROUP_ALIGN_SIZE_M``) and as our sweep ran them (README of benchmarks/data/h200_2026-12-03)
 FP8_GROUP_ALIGN = 16
@@ -51,22 +57,49 @@ class KernelConfig:
     cluster_m: int = 2
 
 
-#: (dtype, op, small) -> the kernel. Read from the mangled kernel names of the profiled sweep
-#: (grouped_gemm_kernels.json.gz, 2250 records): fwd picks Pingpong when mean rows per group <= 128 (no
-#: exception in 844 fwd records), wgrad always Cooperative. BK of the Pingpong and fp8 tiles is a mangled
-#: back-reference: 128 is taken (torch's GroupMM.cu / ScaledGroupMM.cu); c0 absorbs a wrong guess.
-KERNELS: dict[tuple[str, str, bool], KernelConfig] = {
-    ("bf16", "fwd", True): KernelConfig("bf16_pingpong_64x128", "pingpong", 64, 128, 128),
-    ("bf16", "fwd", False): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("bf16", "wgrad", True): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("bf16", "wgrad", False): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("fp8", "fwd", True): KernelConfig("fp8_pingpong_64x128", "pingpong", 64, 128, 128),
-    ("fp8", "fwd", False): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
-    ("fp8", "wgrad", True): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
-    ("fp8", "wgrad", False): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+#: (dtype, op, size class) -> the kernel. The classes are torch 2.11's dispatch on the problem's (M, K, N)
+#: (:func:`size_class`, ``dispatch_*_grouped_gemm_on_tile_size`` in aten/src/ATen/native/cuda/GroupMM.cu and
+#: ScaledGroupMM.cu): "small" when M <= 128 or N <= 128, "large" when two of M, K, N are >= 2048, "mid" otherwise. On
+#: Hopper bf16 runs Pingpong 64x128x128 for small and Cooperative 128x256x64 for the rest; fp8 with fast accumulation
+#: (torchao's call) runs Pingpong 64x128x128 for small, Cooperative 256x128x128 for large and Cooperative 128x256x64
+#: for mid (wgrad "small" is the exception below). Checked against the mangled kernel names of every profiled record
+#: of our four sweeps (h200_2026-12-03, -03f, -04f, -04t: 4,869 records, no exception; the MMA atom and stage count
+#: tell the two fp8 Cooperative kernels apart). BK of the Pingpong and fp8 tiles as torch's source states it.
+KERNELS: dict[tuple[str, str, str], KernelConfig] = {
+    ("bf16", "fwd", "small"): KernelConfig("bf16_pingpong_64x128", "pingpong", 64, 128, 128),
+    ("bf16", "fwd", "mid"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("bf16", "fwd", "large"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    # wgrad "small" (K or N <= 128, no expert shape): torch runs Pingpong 64x128x128, which our sweep never ran for
+    # wgrad; it is priced with the fitted Cooperative tile, an assumption (docs/moe.md says so)
+    ("bf16", "wgrad", "small"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("bf16", "wgrad", "mid"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("bf16", "wgrad", "large"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("fp8", "fwd", "small"): KernelConfig("fp8_pingpong_64x128", "pingpong", 64, 128, 128),
+    ("fp8", "fwd", "mid"): KernelConfig("fp8_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("fp8", "fwd", "large"): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+    ("fp8", "wgrad", "small"): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+    ("fp8", "wgrad", "mid"): KernelConfig("fp8_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("fp8", "wgrad", "large"): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
 }
-#: measured threshold: Pingpong while sum(rows) <= 128 * G
-_SMALL_MEAN_ROWS = 128
+#: torch's thresholds (GroupMM.cu / ScaledGroupMM.cu): small at M or N <= 128, large at two of M, K, N >= 2048
+_SMALL_MN = 128
+_LARGE_DIM = 2048
+#: the size classes of :data:`KERNELS`
+SIZE_CLASSES = ("small", "mid", "large")
+
+
+def size_class(op: str, total_rows: int, groups: int, K: int, N: int) -> str:
+    """torch's size class of a grouped GEMM: "small", "mid" or "large" (see :data:`KERNELS`).
+
+    The (M, K, N) torch classifies: ``fwd`` (2D x 3D) ``M = total_rows // groups`` (the mean rows per group,
+    integer division as in torch), K, N; ``wgrad`` (2D x 2D, computed as ``dy.T @ x``) ``M = N``, ``K = total_rows
+    // groups``, ``N = K``. ``total_rows`` are the padded rows the kernel runs."""
+    mean = int(total_rows) // int(groups)
+    m, k, n = (mean, K, N) if op == "fwd" else (N, mean, K)
+    if m <= _SMALL_MN or n <= _SMALL_MN:
+        return "small"
+    big = (m >= _LARGE_DIM) + (k >= _LARGE_DIM) + (n >= _LARGE_DIM)
+    return "large" if big >= 2 else "mid"
 
 
 # -------------------------------------------------------------------------------------------------
@@ -80,9 +113,27 @@ def pad_group_sizes(group_sizes: Any, dtype: str = "bf16") -> np.ndarray:
     return -(-np.maximum(g, FP8_GROUP_ALIGN) // FP8_GROUP_ALIGN) * FP8_GROUP_ALIGN
 
 
-def kernel_config(dtype: str, op: str, total_rows: int, groups: int) -> KernelConfig:
-    """The kernel of :data:`KERNELS` for ``dtype`` ("bf16"/"fp8"), ``op`` ("fwd"/"wgrad") and the padded rows."""
-    return KERNELS[(dtype, op, total_rows <= _SMALL_MEAN_ROWS * groups)]
+def kernel_config(
+    dtype: str, op: str, total_rows: int, groups: int, K: int | None = None, N: int | None = None
+) -> KernelConfig:
+    """The kernel of :data:`KERNELS` for ``dtype`` ("bf16"/"fp8"), ``op`` ("fwd"/"wgrad"), the padded rows and
+    the problem's K and N (:func:`size_class`).
+
+    Calling it without ``K`` and ``N`` (the form before 2026-12-04) is deprecated: it assumes the large class for a
+    non-small shape, which is wrong for fp8 shapes of torch's "mid" class, and warns."""
+    if K is None or N is None:
+        import warnings
+
+        warnings.warn(
+            "kernel_config(dtype, op, total_rows, groups) without K and N is deprecated: torch's kernel choice "
+            "depends on K and N too (fp8 'mid' shapes run a 128x256 tile); pass K=..., N=...",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        mean = int(total_rows) // int(groups)
+        cls = "small" if op == "fwd" and mean <= _SMALL_MN else "large"
+        return KERNELS[(dtype, op, cls)]
+    return KERNELS[(dtype, op, size_class(op, total_rows, groups, K, N))]
 
 
 def sm_loads(rows: np.ndarray, K: int, N: int, op: str, cfg: KernelConfig, sms: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +172,15 @@ def _throttled(compute: Any, p: dict[str, Any]) -> Any:
     return compute * (1.0 + p["throttle"] * compute / (compute + p["throttle_tau_s"]))
 
 
+def _sm_bound_load(busiest: Any, mean: Any, p: dict[str, Any]) -> Any:
+    """The k-blocks a kernel's compute is priced at: the busiest SM's load (the per-SM critical path, weighted by
+    ``sm_weight``) and the mean load over all SMs (the whole GPU's operand throughput) as an ``sm_norm``-norm,
+    ``((w * busiest)^s + mean^s)^(1/s)``. A partly filled last wave costs less than a full one because the few
+    SMs still running share the L2 and memory bandwidth of all of them; the fit says how much (both fitted)."""
+    w, s = p["sm_weight"], p["sm_norm"]
+    return ((w * busiest) ** s + mean**s) ** (1.0 / s)
+
+
 def _bytes(rows: np.ndarray, K: int, N: int, op: str, in_bytes: float) -> float:
     """Device-memory bytes: ``fwd`` reads the weights of the non-empty groups and the activations, writes the output;
     ``wgrad`` reads both activations and writes G weight gradients (bf16)."""
@@ -137,14 +197,29 @@ def _bytes(rows: np.ndarray, K: int, N: int, op: str, in_bytes: float) -> float:
 @functools.lru_cache(maxsize=1)
 def _shipped() -> dict[str, Any]:
     data = load_json(CALIBRATIONS / CALIBRATION_FILE, what="grouped-GEMM calibration", error=CalibrationError)
-    if data.get("schema") != 1:
-        raise CalibrationError(f"{CALIBRATION_FILE}: schema {data.get('schema')!r}, this perfmodel reads schema 1")
+    if data.get("schema") != SCHEMA:
+        raise CalibrationError(
+            f"{CALIBRATION_FILE}: schema {data.get('schema')!r}, this perfmodel reads schema {SCHEMA}"
+        )
     return data
 
 
 def load_params() -> dict[str, Any]:
     """The shipped calibration (``perfmodel/calibrations/h200_grouped.json``), read on first use."""
     return _shipped()
+
+
+def fitted_tile(p: dict[str, Any], cfg: KernelConfig, dtype: str, op: str, K: int, N: int) -> dict[str, float]:
+    """The fitted ``{"t_kb_s", "c0"}`` of kernel ``cfg`` in one class's parameters ``p``; a named error for a
+    kernel torch picks for this shape but our sweep never ran in this class (wgrad with K or N <= 128)."""
+    tile = p["tiles"].get(cfg.name)
+    if tile is None:
+        raise IneligibleShapeError(
+            f"{dtype} {op} with K={K}, N={N} runs torch's {cfg.name} kernel, which the H200 grouped-GEMM sweep "
+            f"never ran for {op} (its classes are fitted on {', '.join(sorted(p['tiles']))}); expert shapes have K "
+            "and N above 128. time_model='roofline' prices it as a labelled estimate"
+        )
+    return tile
 
 
 def _class_key(timing: str, dtype: str, op: str) -> str:
@@ -156,12 +231,13 @@ def model_time_s(
 ) -> tuple[float, dict[str, Any]]:
     """One padded vector's time with parameters ``p`` (one class of the calibration) on ``spec`` (rescaled from
     ``ref``, the GPU the parameters were fitted on: per-SM tile rate by peak/SM, memory by bandwidth)."""
-    cfg = kernel_config(dtype, op, int(rows.sum()), rows.size)
-    tile = p["tiles"][cfg.name]
+    cfg = kernel_config(dtype, op, int(rows.sum()), rows.size, K, N)
+    tile = fitted_tile(p, cfg, dtype, op, K, N)
     fmt = "bf16" if dtype == "bf16" else "fp8_e4m3"
     rate = (spec.peak_flops_per_s(fmt) / spec.num_sms) / (ref.peak_flops_per_s(fmt) / ref.num_sms)
     D, C = sm_loads(rows, K, N, op, cfg, spec.num_sms)
-    load = float(np.max(D + tile["c0"] * C))
+    L = D + tile["c0"] * C
+    load = float(_sm_bound_load(float(L.max()), float(L.mean()), p))
     compute = _throttled(tile["t_kb_s"] / rate * load, p)
     nbytes = _bytes(rows, K, N, op, 1.0 if dtype == "fp8" else 2.0)
     memory = nbytes / (p["mem_eff"] * spec.mem_bw_bytes_per_s)

@@ -265,6 +265,35 @@ MOE_MODELS: tuple[MoEModel, ...] = (
         1,
         "Hunyuan-A52B-Instruct (Hunyuan-Large) config.json: hidden_size, intermediate_size, num_experts, moe_topk",
     ),
+    # fresh round 4 (added 2026-12-04, night; pre-registered: the schema-2 grouped model and its refitted block law
+    # committed before measurement; no (K, N) of them is in any earlier family nor in another round-4 family)
+    MoEModel(
+        "minimax_m2",
+        3072,
+        1536,
+        256,
+        8,
+        "MiniMax-M2 config.json (as transformers' MiniMaxM2Config defaults and tenstorrent's MiniMaxM2TTConfig "
+        "state it): hidden_size 3072, intermediate_size 1536, num_local_experts 256, num_experts_per_tok 8",
+    ),
+    MoEModel(
+        "qwen3_coder_480b",
+        6144,
+        2560,
+        160,
+        8,
+        "Qwen3-Coder-480B-A35B-Instruct config.json: hidden_size, moe_intermediate_size, num_experts, "
+        "num_experts_per_tok",
+    ),
+    MoEModel(
+        "arctic",
+        7168,
+        4864,
+        128,
+        2,
+        "Snowflake/snowflake-arctic-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
+        "num_experts_per_tok",
+    ),
 )
 RANDOM_FAMILY = "random"
 NEIGHBOUR_FAMILY = "fp8_neighbours"

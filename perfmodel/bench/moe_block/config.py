@@ -172,6 +172,25 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("hunyuan_large", 6400, 18304, 16, 1, 18304, "softmax", 16,
                 "Hunyuan-A52B-Instruct config.json: hidden_size, intermediate_size, num_experts, moe_topk, "
                 "num_shared_expert=1"),
+    # Fresh round 4 (added 2026-12-04, night; pre-registered: the schema-2 grouped-GEMM model and the event law
+    # refitted on it committed before measurement). Every layer's experts on one GPU (the largest, arctic,
+    # 128 x 3 x 7168 x 4864 = 1.34e10 routed parameters, against deepseek_v3's 1.13e10 measured so).
+    # MiniMax-M2 config.json (transformers MiniMaxM2Config defaults): hidden_size 3072, intermediate_size 1536,
+    # 256 local experts, top-8, no shared expert, sigmoid router with a routing bias (the bias is not modelled).
+    BlockConfig("minimax_m2", 3072, 1536, 256, 8, 0, "sigmoid", 256,
+                "MiniMax-M2 config.json (transformers MiniMaxM2Config): hidden_size, intermediate_size, "
+                "num_local_experts, num_experts_per_tok, scoring_func=sigmoid"),
+    # Qwen/Qwen3-Coder-480B-A35B-Instruct config.json: hidden_size 6144, moe_intermediate_size 2560, num_experts
+    # 160, num_experts_per_tok 8, shared_expert_intermediate_size 0, softmax router (norm_topk_prob true).
+    BlockConfig("qwen3_coder_480b", 6144, 2560, 160, 8, 0, "softmax", 160,
+                "Qwen3-Coder-480B-A35B-Instruct config.json: hidden_size, moe_intermediate_size, num_experts, "
+                "num_experts_per_tok"),
+    # Snowflake/snowflake-arctic-instruct config.json: hidden_size 7168, intermediate_size 4864, num_local_experts
+    # 128, num_experts_per_tok 2, softmax router. Its dense residual MLP runs beside the MoE block, not in it: not
+    # part of this block.
+    BlockConfig("arctic", 7168, 4864, 128, 2, 0, "softmax", 128,
+                "snowflake-arctic-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
+                "num_experts_per_tok"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
