@@ -98,6 +98,72 @@ def table(records: list[dict], params: dict) -> str:
     return "\n".join(lines)
 
 
+def params_table(params: dict) -> str:
+    """The shipped parameters, one row per class and kernel. "full-wave TFLOP/s": the tile rate when every SM carries
+    the same load L (busiest = mean = L: compute = t_kb (sm_weight^s + 1)^(1/s) L), before the power-cap term:
+    ``2 BM BN BK x 132 / (t_kb (sm_weight^sm_norm + 1)^(1/sm_norm))``."""
+    cfgs = {c.name: c for c in gm.KERNELS.values()}
+    lines = [
+        "| class | kernel | t_kb µs | full-wave TFLOP/s | c0 k-blocks | mem_eff | t0 µs | t_group ns | p | a | "
+        "tau ms | sm_weight | sm_norm |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for key in sorted(params):
+        q = params[key]
+        for name in sorted(q["tiles"]):
+            t, c = q["tiles"][name], cfgs[name]
+            both = (q["sm_weight"] ** q["sm_norm"] + 1.0) ** (1.0 / q["sm_norm"])
+            rate = 2.0 * c.bm * c.bn * c.bk / (t["t_kb_s"] * both) * 132 / 1e12
+            lines.append(
+                f"| {key} | {name} | {t['t_kb_s'] * 1e6:.3f} | {rate:.0f} | {t['c0']:.2f} | {q['mem_eff']:.2f} | "
+                f"{q['t0_s'] * 1e6:.2f} | {q['t_group_s'] * 1e9:.0f} | {q['p']:.2f} | {q['throttle']:.2f} | "
+                f"{q['throttle_tau_s'] * 1e3:.2f} | {q['sm_weight']:.2f} | {q['sm_norm']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def _all_ops(tab: str) -> str:
+    """Only the ``op = all`` rows of a :func:`table` (header kept)."""
+    rows = tab.split("\n")
+    return "\n".join(rows[:2] + [r for r in rows[2:] if r.split("|")[3].strip() == "all"])
+
+
+def docs_blocks() -> dict[str, str]:
+    """The generated blocks of docs/moe.md, by marker name (``<!-- grouped-NAME:begin -->`` ... ``:end -->``)."""
+    params = gm.load_params()["params"]
+    records = cg.load_records(ROOT / "benchmarks" / "data" / "h200_2026-12-03")
+    overlap = shape_overlap(records)
+    held = SPLITS["held_out"]
+    disjoint = tuple(f for f in held if f not in overlap)
+    out = {"params": params_table(params)}
+    for name, fams, only_all in (
+        ("held-out", held, False),
+        ("test", SPLITS["test"], True),
+        ("validation", SPLITS["validation"], True),
+        ("shape-disjoint", disjoint, True),
+    ):
+        tab = table([r for r in records if r["family"] in fams], params)
+        out[name] = _all_ops(tab) if only_all else tab
+    for split, (fams, folder, _) in FRESH_SPLITS.items():
+        tab = table([r for r in cg.load_records(folder) if r["family"] in fams], params)
+        out[split] = tab if split == "fresh4" else _all_ops(tab)
+    return out
+
+
+def write_docs(path: Path) -> None:
+    """Replace every generated block of ``path`` (docs/moe.md) between its markers; a missing marker is an error."""
+    text = path.read_text()
+    for name, body in docs_blocks().items():
+        begin, end = f"<!-- grouped-{name}:begin -->\n", f"\n<!-- grouped-{name}:end -->"
+        i = text.find(begin)
+        if i < 0:
+            raise SystemExit(f"{path}: no marker {begin.strip()}")
+        i += len(begin)
+        j = text.index(end, i - 1)  # an empty block: its end marker follows the begin marker's newline
+        text = text[:i] + body + text[j:]
+    path.write_text(text)
+
+
 def fresh(folder: Path, families: tuple[str, ...] = FRESH_FAMILIES, name: str = "fresh", round_: int = 1) -> int:
     """The pre-registered score on one round of fresh families (their own sweep folder), all together."""
     records = [r for r in cg.load_records(folder) if r["family"] in families]
@@ -119,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=None, help="sweep folder (default: h200_2026-12-03; a fresh split's own)")
     ap.add_argument("--split", default="all", choices=[*SPLITS, "shape_disjoint", *FRESH_SPLITS, "all"])
+    ap.add_argument("--docs", type=Path, help="rewrite the generated grouped-GEMM tables of this file (docs/moe.md)")
     args = ap.parse_args(argv)
+    if args.docs:
+        write_docs(args.docs)
+        return 0
     if args.split in FRESH_SPLITS:
         fams, folder, round_ = FRESH_SPLITS[args.split]
         return fresh(Path(args.data).resolve() if args.data else folder, fams, args.split, round_)

@@ -326,3 +326,38 @@ def test_the_fitter_names_a_missing_data_folder(tmp_path, capsys):
         cg.load_records(tmp_path)  # a folder without the sweep files
     assert cg.main(["--data", str(tmp_path / "nope"), "--out", str(tmp_path / "cal.json")]) == 2
     assert "no such data folder" in capsys.readouterr().err and not (tmp_path / "cal.json").exists()
+
+
+@needs_data
+def test_the_grouped_tables_in_the_docs_are_the_script_output():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("validate_grouped", ROOT / "benchmarks" / "validate_grouped.py")
+    vg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vg)
+    text = (ROOT / "docs" / "moe.md").read_text()
+    blocks = vg.docs_blocks()
+    assert set(blocks) >= {"params", "held-out", "fresh4"}
+    for name, body in blocks.items():
+        begin, end = f"<!-- grouped-{name}:begin -->\n", f"\n<!-- grouped-{name}:end -->"
+        assert begin in text, name
+        got = text.split(begin, 1)[1].split(end, 1)[0]
+        assert got == body, (
+            f"docs/moe.md grouped-{name} is stale: python benchmarks/validate_grouped.py --docs docs/moe.md"
+        )
+    # the round-4 event cells meet the targets (MdAPE <= 5 %, p90 <= 15 %): the figures docs/moe.md states
+    for row in blocks["fresh4"].split("\n")[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if cells[0] == "event":
+            assert float(cells[5]) <= 5.0 and float(cells[6]) <= 15.0, cells
+
+
+def test_the_preset_table_in_the_docs_is_the_script_output():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("moe_preset_table", ROOT / "benchmarks" / "moe_preset_table.py")
+    mt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mt)
+    text = (ROOT / "docs" / "moe.md").read_text()
+    got = text.split(mt.BEGIN, 1)[1].split(mt.END, 1)[0]
+    assert got == mt.table(), "stale: python benchmarks/moe_preset_table.py --docs docs/moe.md"

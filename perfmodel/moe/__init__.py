@@ -39,6 +39,7 @@ from .grouped import (
     grouped_gemm_time_s,
     grouped_gemm_time_s_balanced,
     roofline_grouped_gemm_time_s,
+    size_class,
 )
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "roofline_grouped_gemm_time_s",
     "routed_experts_section",
     "should_use",
+    "size_class",
     "skewed_counts",
     "speedup",
 ]

@@ -1,0 +1,65 @@
+"""The preset table of docs/moe.md ("Decisions"): predicted rowwise speedups of the MoE presets on the H200 (balanced
+routing; eager as torchao 0.17 runs, and ``compiled=True``) at 8192 and 32768 tokens, and the break-even tokens per
+step (per expert) up to ``max_tokens`` 2^18, from :mod:`perfmodel.moe` as shipped.
+
+    python benchmarks/moe_preset_table.py                   # prints the markdown table
+    python benchmarks/moe_preset_table.py --docs docs/moe.md  # rewrites it between its markers there
+
+Deterministic; a prediction, not a measurement (the measured blocks are in "Block validation").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import perfmodel as pm  # noqa: E402
+
+PRESETS = ("mixtral-8x7b", "deepseek-v3", "deepseek-v3-16b", "qwen3-30b-a3b", "llama4-scout", "llama4-maverick",
+           "gpt-oss-120b")  # fmt: skip
+MAX_TOKENS = 1 << 18
+BEGIN, END = "<!-- moe-presets:begin -->\n", "\n<!-- moe-presets:end -->"
+
+
+def _be(preset: str, compiled: bool) -> tuple[str, bool]:
+    b = pm.moe.break_even_tokens(preset, gpu="H200", recipe="rowwise", max_tokens=MAX_TOKENS, compiled=compiled)
+    if b.tokens is None:
+        return "none", b.monotone
+    return f"{b.tokens} ({b.tokens_per_expert:.0f} per expert)", b.monotone
+
+
+def table() -> str:
+    lines = [
+        "| preset | T = 8192 eager | T = 8192 compiled | T = 32768 eager | T = 32768 compiled | break-even eager | "
+        "break-even compiled |",
+        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for p in PRESETS:
+        s = [pm.moe.speedup(p, tokens=t, gpu="H200", recipe="rowwise", compiled=c) for t in (8192, 32768)
+             for c in (False, True)]  # fmt: skip
+        (be, _), (bc, _) = _be(p, False), _be(p, True)
+        lines.append(f"| {p} | {s[0]:.3f} | {s[1]:.3f} | {s[2]:.3f} | {s[3]:.3f} | {be} | {bc} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--docs", type=Path, help="rewrite the table between its markers in this file")
+    args = ap.parse_args(argv)
+    tab = table()
+    if not args.docs:
+        print(tab)
+        return 0
+    text = args.docs.read_text()
+    i = text.index(BEGIN) + len(BEGIN)
+    j = text.index(END, i - 1)
+    args.docs.write_text(text[:i] + tab + text[j:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
