@@ -104,6 +104,10 @@ def test_kernel_switch_and_fp8_padding():
     assert gm.kernel_config("fp8", "wgrad", 1000 * 8, 8, 1536, 4096).name == "fp8_cooperative_128x256"
     mid = gm.KERNELS[("fp8", "fwd", "mid")]
     assert (mid.bm, mid.bn, mid.bk, mid.schedule) == (128, 256, 64, "cooperative")
+    # a calibration whose class never saw the kernel torch picks: a named error, not another kernel's numbers
+    one = {**CAL["params"]["event/fp8/fwd"], "tiles": {"fp8_pingpong_64x128": {"t_kb_s": 1e-7, "c0": 1.0}}}
+    with pytest.raises(IneligibleShapeError, match="fp8_cooperative_128x256 kernel, which this calibration"):
+        gm.model_time_s(np.full(8, 1000), 4096, 1536, "fwd", "fp8", one, H200, H200)
     # the old four-argument form still answers, with a DeprecationWarning
     with pytest.warns(DeprecationWarning, match="pass K=..., N=..."):
         assert gm.kernel_config("fp8", "fwd", 1000 * 8, 8).name == "fp8_cooperative_256x128"

@@ -210,14 +210,15 @@ def load_params() -> dict[str, Any]:
 
 
 def fitted_tile(p: dict[str, Any], cfg: KernelConfig, dtype: str, op: str, K: int, N: int) -> dict[str, float]:
-    """The fitted ``{"t_kb_s", "c0"}`` of kernel ``cfg`` in one class's parameters ``p``; a named error for a
-    kernel torch picks for this shape but our sweep never ran in this class (wgrad with K or N <= 128)."""
+    """The fitted ``{"t_kb_s", "c0"}`` of kernel ``cfg`` in one class's parameters ``p``. A class whose fit never saw
+    the kernel torch runs for this shape (a calibration fitted on sweeps without it) is a named error, not another
+    kernel's numbers; the shipped calibration has every kernel :data:`KERNELS` maps to."""
     tile = p["tiles"].get(cfg.name)
     if tile is None:
         raise IneligibleShapeError(
-            f"{dtype} {op} with K={K}, N={N} runs torch's {cfg.name} kernel, which the H200 grouped-GEMM sweep "
-            f"never ran for {op} (its classes are fitted on {', '.join(sorted(p['tiles']))}); expert shapes have K "
-            "and N above 128. time_model='roofline' prices it as a labelled estimate"
+            f"{dtype} {op} with K={K}, N={N} runs torch's {cfg.name} kernel, which this calibration's {op} fit never "
+            f"saw (it has {', '.join(sorted(p['tiles']))}); refit on a sweep that runs it, or pass "
+            "time_model='roofline' for a labelled estimate"
         )
     return tile
 
