@@ -51,6 +51,9 @@ FRESH3 = {"glm45_air", "glm45", "mixtral_8x22b", "hunyuan_large"}
 #: round 4, measured 2026-12-04 night (benchmarks/data/h200_2026-12-04y) after the schema-2 grouped-GEMM model and the
 #: event law re-derived on it were committed: pre-registered, scored once
 FRESH4 = {"minimax_m2", "qwen3_coder_480b", "arctic"}
+#: round 5, blocks only, measured 2026-12-04 night (benchmarks/data/h200_2026-12-04zz) after the round-4 model was
+#: committed unchanged: pre-registered, scored once; grok-1's experts, the largest few-expert blocks measured
+FRESH5 = {"grok1"}
 RECIPE = {"bf16": "bf16", "fp8_rowwise": "rowwise"}
 
 # measured kernel name -> class (first match wins); the model's kernels map to the same classes (MODEL_CLASS)
@@ -158,6 +161,8 @@ def split_of(model: str) -> str:
         return "fresh3"
     if model in FRESH4:
         return "fresh4"
+    if model in FRESH5:
+        return "fresh5"
     return "fit" if model in FIT else "validation" if model in VALIDATION else "test" if model in TEST else "other"
 
 
@@ -463,6 +468,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fresh2", action="store_true", help="score the round-2 fresh families (their folder), once")
     ap.add_argument("--fresh3", action="store_true", help="score the round-3 fresh families (their folder), once")
     ap.add_argument("--fresh4", action="store_true", help="score the round-4 fresh families (their folder), once")
+    ap.add_argument("--fresh5", action="store_true", help="score the round-5 fresh blocks (their folder), once")
     ap.add_argument("--kernels", action="store_true", help="measured kernels vs the model's, class by class")
     ap.add_argument("--derive", action="store_true", help="the block constants from the fit families' profiles")
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
@@ -490,8 +496,9 @@ def main(argv: list[str]) -> int:
             text = head + sep + body + "\n" + rest[rest.index(f"<!-- {tag}:end -->") :]
         a.docs.write_text(text)
         return 0
-    if a.fresh or a.fresh2 or a.fresh3 or a.fresh4:
-        name = "fresh" if a.fresh else "fresh2" if a.fresh2 else "fresh3" if a.fresh3 else "fresh4"
+    if a.fresh or a.fresh2 or a.fresh3 or a.fresh4 or a.fresh5:
+        flags = (("fresh", a.fresh), ("fresh2", a.fresh2), ("fresh3", a.fresh3), ("fresh4", a.fresh4))
+        name = next((n for n, on in flags if on), "fresh5")
         print(score(recs, [name]))
         return 0
     if a.derive:

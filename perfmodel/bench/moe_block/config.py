@@ -191,6 +191,15 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("arctic", 7168, 4864, 128, 2, 0, "softmax", 128,
                 "snowflake-arctic-instruct config.json: hidden_size, intermediate_size, num_local_experts, "
                 "num_experts_per_tok"),
+    # Round 5, blocks only (added 2026-12-04, night; pre-registered: the model of round 4 unchanged, committed before
+    # measurement): a few-expert family with the largest experts, where eager rowwise comes nearest to paying.
+    # xai-org/grok-1 run.py: emb_size 48 x 128 = 6144, widening_factor 8 -> ffn_size 32768 (model.py ffn_size:
+    # int(8 x 6144) x 2 // 3, a multiple of 8), num_experts 8, num_selected_experts 2; softmax router, no shared
+    # expert. Its expert GEMM shapes (6144 x 32768, 32768 x 6144) are in round 3's grouped sweep (mixtral_8x22b's
+    # fused w13), in no fit.
+    BlockConfig("grok1", 6144, 32768, 8, 2, 0, "softmax", 8,
+                "grok-1 run.py/model.py (config.json equivalent): emb_size, ffn_size(emb_size, widening_factor=8), "
+                "num_experts, num_selected_experts"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
