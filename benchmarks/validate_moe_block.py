@@ -400,6 +400,44 @@ def _derive_power(fit_times: list[dict[str, Any]]) -> dict[str, float]:
             "n_power_rows": float(len(duty))}  # fmt: skip
 
 
+#: every block-time folder measured (fit and held-out families, fresh rounds 1-5), for --gemm-dense
+BLOCK_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-03f", "h200_2026-12-04f", "h200_2026-12-04t", "h200_2026-12-04y",
+                 "h200_2026-12-04zz")  # fmt: skip
+
+
+def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
+    """The float8 rowwise speedup's error above and below GEMM_DENSE_LOAD (the bf16 block's ``tensor_load`` as
+    priced, event timing), over every measured pair of :data:`BLOCK_FOLDERS` under ``data``: |pred / meas - 1|
+    median and p90 (%), the pred / meas ratio's median, range and the share under 1, the count; ``bf16_block``: the
+    same for the GEMM-dense bf16 blocks' own fwd+bwd time."""
+    from perfmodel.moe.block import GEMM_DENSE_LOAD
+
+    pairs: dict[tuple[str, str], dict[str, Any]] = {}
+    for folder in BLOCK_FOLDERS:
+        for r in load(data / folder):
+            pairs.setdefault((folder, r["id"]), {})[r["recipe"]] = r
+    out: dict[str, list[tuple[float, str]]] = {"dense": [], "other": [], "bf16_block": []}
+    for pair in pairs.values():
+        if "bf16" in pair:
+            b = predict(pair["bf16"])
+            if b.tensor_load >= GEMM_DENSE_LOAD:
+                out["bf16_block"].append((b.total_s / pair["bf16"]["fwd_bwd_s"], split_of(pair["bf16"]["model"])))
+        if set(pair) != set(RECIPE):
+            continue
+        b, f = predict(pair["bf16"]), predict(pair["fp8_rowwise"])
+        ratio = (b.total_s / f.total_s) / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"])
+        out["dense" if b.tensor_load >= GEMM_DENSE_LOAD else "other"].append((ratio, split_of(pair["bf16"]["model"])))
+    res = {}
+    for name, v in out.items():
+        q = np.array([x for x, _ in v])
+        e = np.abs(q - 1) * 100
+        res[name] = {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
+                     "median_ratio": float(np.median(q)), "min_ratio": float(q.min()), "max_ratio": float(q.max()),
+                     "under": float(np.mean(q < 1)), "n": float(q.size),
+                     "n_fit": float(sum(s == "fit" for _, s in v))}  # fmt: skip
+    return res
+
+
 # -------------------------------------------------------------------------------------------------
 # scores
 # -------------------------------------------------------------------------------------------------
@@ -471,8 +509,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fresh5", action="store_true", help="score the round-5 fresh blocks (their folder), once")
     ap.add_argument("--kernels", action="store_true", help="measured kernels vs the model's, class by class")
     ap.add_argument("--derive", action="store_true", help="the block constants from the fit families' profiles")
+    ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
+                    "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
     a = ap.parse_args(argv[1:])
+    if a.gemm_dense:
+        for name, v in gemm_dense_error(a.folder).items():
+            print(name, " ".join(f"{k}={x:.4g}" for k, x in v.items()))
+        return 0
     recs = load(a.folder)
     if not recs:
         print("no ok records")

@@ -455,7 +455,7 @@ def test_block_constants_are_the_fit_families_medians():
 
 
 def test_block_error_bar_only_where_validated():
-    r = bm.expert_block_time("mixtral-8x7b", tokens=8192)
+    r = bm.expert_block_time("deepseek-v3", tokens=8192)  # tensor load 0.42: not GEMM-dense
     assert (r.error_bar["p50"], r.error_bar["p90"]) == (2.9, 9.3) and "pre-registered" in r.error_bar["basis"]
     assert bm.expert_block_time("mixtral-8x7b", tokens=8192, recipe="rowwise").error_bar["p90"] == 4.5
     for kw in ({"timing": "kernel"}, {"measured_eager": False}, {"gpu": "H100-SXM"}, {"compiled": True}):
@@ -474,3 +474,52 @@ def test_a_decision_inside_the_speedup_error_says_so():
     # against another threshold, and where no block error was measured (off the H200): no flag
     assert not pm.moe.block_decision(m, tokens=32768, recipe="rowwise", min_speedup=1.3).close_call
     assert not pm.moe.block_decision(m, tokens=32768, recipe="rowwise", gpu="H100-SXM").close_call
+
+
+def test_gemm_dense_blocks_say_the_model_under_predicts_them():
+    from perfmodel.moe.block import GEMM_DENSE_LOAD, GEMM_DENSE_SPEEDUP_ERROR
+
+    m = {"name": "mixtral_8x22b", "dim": 6144, "moe_inter": 16384, "experts": 8, "top_k": 2}
+    d = pm.moe.block_decision(m, tokens=32768, recipe="rowwise")
+    assert d.bf16.tensor_load >= GEMM_DENSE_LOAD and d.gemm_dense and d.close_call
+    assert "GEMM-dense block" in d.reason and "likely higher" in d.reason and "p90 12 %" in d.reason
+    small = pm.moe.block_decision("deepseek-v3", tokens=8192, recipe="rowwise")
+    assert 0 < small.bf16.tensor_load < GEMM_DENSE_LOAD and not small.gemm_dense and "GEMM-dense" not in small.reason
+    # off the H200 nothing was validated: no regime note
+    assert not pm.moe.block_decision(m, tokens=32768, recipe="rowwise", gpu="H100-SXM").gemm_dense
+    # by hand: one bf16 GEMM of 2 * 1024 * 4096 * 4096 FLOPs priced at s seconds, out of a kernel sum of 2 s
+    k = [bm.BlockKernel("g", "fwd", 1.0, 0.0, 2 * 1024 * 4096**2, "gemm", "bf16_x"),
+         bm.BlockKernel("m", "fwd", 1.0, 1e9, 0.0, "memory")]  # fmt: skip
+    h200 = pm.get_gpu("H200")
+    assert bm._tensor_load(k, "bf16", h200) == pytest.approx(2 * 1024 * 4096**2 / h200.peak_flops_per_s("bf16") / 2)
+    assert bm._tensor_load(k, "rowwise", h200) == pytest.approx(
+        2 * 1024 * 4096**2 / h200.peak_flops_per_s("fp8_e4m3") / 2
+    )
+    assert GEMM_DENSE_SPEEDUP_ERROR["n"] == 61
+    # the bf16 block's own error bar in that regime
+    bar = d.bf16.error_bar
+    assert (bar["p50"], bar["p90"]) == (5.2, 10.7) and "GEMM-dense bf16 block" in bar["basis"]
+    assert d.fp8.error_bar["p90"] == 4.5  # rowwise twins keep the rowwise bar
+
+
+def test_gemm_dense_error_is_what_the_blocks_give():
+    import importlib.util
+
+    from perfmodel.moe.block import GEMM_DENSE_SPEEDUP_ERROR as E
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("validate_moe_block", root / "benchmarks" / "validate_moe_block.py")
+    v = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(v)
+    got = v.gemm_dense_error(root / "benchmarks" / "data")["dense"]
+    assert got["n"] == E["n"] and got["n_fit"] == 0
+    for key in ("p50", "p90"):
+        assert got[key] == pytest.approx(E[key], abs=0.05), key
+    for key in ("median_ratio", "min_ratio", "max_ratio"):
+        assert got[key] == pytest.approx(E[key], abs=5e-4), key
+    from perfmodel.moe.block import GEMM_DENSE_BF16_BLOCK_ERROR as B
+
+    blk = v.gemm_dense_error(root / "benchmarks" / "data")["bf16_block"]
+    assert blk["n"] == B["n"] and blk["n_fit"] == 1  # one fit-family bf16 block (no rowwise twin) is GEMM-dense
+    assert (blk["p50"], blk["p90"]) == pytest.approx((B["p50"], B["p90"]), abs=0.05)
+    assert (blk["median_ratio"], blk["min_ratio"]) == pytest.approx((B["median_ratio"], B["min_ratio"]), abs=5e-4)

@@ -87,6 +87,9 @@ def test_section_text_and_rows():
     (row,) = rows
     assert row["recipe"] == "rowwise" and row["speedup"] == pytest.approx(row["bf16_ms"] / row["recipe_ms"], rel=1e-9)
     assert "filter_fn=" in text and "--quantize.grouped_mm.float8.fqns" in text
+    assert row["gemm_dense"] is False and row["close_call"] is False  # a small-expert block, far from 1
+    _, (dense,) = pm.moe.routed_experts_section("mixtral-8x7b", tokens=32768, recipes=("rowwise",))
+    assert dense["gemm_dense"] is True and "GEMM-dense block" in dense["reason"]
 
 
 def test_moe_preset_refused_by_dense_apis_with_a_pointer():
