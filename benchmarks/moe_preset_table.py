@@ -18,11 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
+from benchmarks.harness.tables import Block, write_blocks  # noqa: E402
 
 PRESETS = ("mixtral-8x7b", "deepseek-v3", "deepseek-v3-16b", "qwen3-30b-a3b", "llama4-scout", "llama4-maverick",
            "gpt-oss-120b")  # fmt: skip
 MAX_TOKENS = 1 << 18
-BEGIN, END = "<!-- moe-presets:begin -->\n", "\n<!-- moe-presets:end -->"
+#: the generated block of docs/moe.md (between ``<!-- moe-presets:begin -->`` and ``<!-- moe-presets:end -->``)
+BLOCK = "moe-presets"
 
 
 def _be(preset: str, compiled: bool) -> tuple[str, bool]:
@@ -54,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.docs:
         print(tab)
         return 0
-    text = args.docs.read_text()
-    i = text.index(BEGIN) + len(BEGIN)
-    j = text.index(END, i - 1)
-    args.docs.write_text(text[:i] + tab + text[j:])
+    write_blocks([Block(doc=args.docs, name=BLOCK, body=tab)])
     return 0
 
 

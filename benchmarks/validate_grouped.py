@@ -26,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness.tables import Block, write_blocks  # noqa: E402
 from perfmodel.calibrate import grouped as cg  # noqa: E402
 from perfmodel.moe import grouped as gm  # noqa: E402
 
@@ -129,7 +130,7 @@ def _all_ops(tab: str) -> str:
 
 
 def docs_blocks() -> dict[str, str]:
-    """The generated blocks of docs/moe.md, by marker name (``<!-- grouped-NAME:begin -->`` ... ``:end -->``)."""
+    """The generated blocks of docs/moe.md, by name (between ``<!-- grouped-NAME:begin -->`` and ``:end -->``)."""
     params = gm.load_params()["params"]
     records = cg.load_records(ROOT / "benchmarks" / "data" / "h200_2026-12-03")
     overlap = shape_overlap(records)
@@ -151,17 +152,9 @@ def docs_blocks() -> dict[str, str]:
 
 
 def write_docs(path: Path) -> None:
-    """Replace every generated block of ``path`` (docs/moe.md) between its markers; a missing marker is an error."""
-    text = path.read_text()
-    for name, body in docs_blocks().items():
-        begin, end = f"<!-- grouped-{name}:begin -->\n", f"\n<!-- grouped-{name}:end -->"
-        i = text.find(begin)
-        if i < 0:
-            raise SystemExit(f"{path}: no marker {begin.strip()}")
-        i += len(begin)
-        j = text.index(end, i - 1)  # an empty block: its end marker follows the begin marker's newline
-        text = text[:i] + body + text[j:]
-    path.write_text(text)
+    """Replace every generated block of ``path`` (docs/moe.md) between its markers ``grouped-NAME``
+    (:func:`benchmarks.harness.tables.write_blocks`: a missing marker is a ``BlockError``)."""
+    write_blocks(Block(doc=path, name=f"grouped-{name}", body=body) for name, body in docs_blocks().items())
 
 
 def fresh(folder: Path, families: tuple[str, ...] = FRESH_FAMILIES, name: str = "fresh", round_: int = 1) -> int:

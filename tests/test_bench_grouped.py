@@ -264,23 +264,13 @@ def test_fresh_families_share_no_kn_with_earlier_families():
     for fam in FRESH1:
         assert not _kn(fam) & earlier, fam
     earlier |= set().union(*(_kn(f) for f in FRESH1))
-    seen: set[tuple[int, int]] = set()
-    for fam in FRESH2:
-        assert not _kn(fam) & earlier, fam
-        assert not _kn(fam) & seen, fam  # nor with another round-2 family
-        seen |= _kn(fam)
-    earlier |= seen
-    seen = set()
-    for fam in FRESH3:
-        assert not _kn(fam) & earlier, fam
-        assert not _kn(fam) & seen, fam  # nor with another round-3 family
-        seen |= _kn(fam)
-    earlier |= seen
-    seen = set()
-    for fam in FRESH4:
-        assert not _kn(fam) & earlier, fam
-        assert not _kn(fam) & seen, fam  # nor with another round-4 family
-        seen |= _kn(fam)
+    for rnd in (FRESH2, FRESH3, FRESH4):
+        seen: set[tuple[int, int]] = set()
+        for fam in rnd:
+            assert not _kn(fam) & earlier, fam
+            assert not _kn(fam) & seen, fam  # nor with another family of the same round
+            seen |= _kn(fam)
+        earlier |= seen
 
 
 def test_fresh_round4_models_match_cited_values():

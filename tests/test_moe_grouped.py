@@ -339,16 +339,14 @@ def test_the_grouped_tables_in_the_docs_are_the_script_output():
     spec = importlib.util.spec_from_file_location("validate_grouped", ROOT / "benchmarks" / "validate_grouped.py")
     vg = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(vg)
+    from benchmarks.harness.tables import block_text
+
     text = (ROOT / "docs" / "moe.md").read_text()
     blocks = vg.docs_blocks()
     assert set(blocks) >= {"params", "held-out", "fresh4"}
     for name, body in blocks.items():
-        begin, end = f"<!-- grouped-{name}:begin -->\n", f"\n<!-- grouped-{name}:end -->"
-        assert begin in text, name
-        got = text.split(begin, 1)[1].split(end, 1)[0]
-        assert got == body, (
-            f"docs/moe.md grouped-{name} is stale: python benchmarks/validate_grouped.py --docs docs/moe.md"
-        )
+        stale = f"docs/moe.md grouped-{name} is stale: python benchmarks/validate_grouped.py --docs docs/moe.md"
+        assert block_text(text, f"grouped-{name}", doc="docs/moe.md") == body, stale
     # the round-4 event cells meet the targets (MdAPE <= 5 %, p90 <= 15 %): the figures docs/moe.md states
     for row in blocks["fresh4"].split("\n")[2:]:
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -362,6 +360,7 @@ def test_the_preset_table_in_the_docs_is_the_script_output():
     spec = importlib.util.spec_from_file_location("moe_preset_table", ROOT / "benchmarks" / "moe_preset_table.py")
     mt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mt)
-    text = (ROOT / "docs" / "moe.md").read_text()
-    got = text.split(mt.BEGIN, 1)[1].split(mt.END, 1)[0]
+    from benchmarks.harness.tables import block_text
+
+    got = block_text((ROOT / "docs" / "moe.md").read_text(), mt.BLOCK, doc="docs/moe.md")
     assert got == mt.table(), "stale: python benchmarks/moe_preset_table.py --docs docs/moe.md"
