@@ -90,6 +90,20 @@ def test_size_classes_are_torchs_rule_by_hand():
     assert gm.size_class("wgrad", 8 * 100, 8, 1536, 4096) == "mid"  # M = 4096 only
     assert gm.size_class("wgrad", 8 * 2048, 8, 1536, 4096) == "large"  # M and K = 2048
     assert gm.size_class("wgrad", 8 * 100, 8, 1536, 128) == "small"
+    assert gm.size_class("dgrad", 1000 * 8, 8, 1536, 4096) == gm.size_class("fwd", 1000 * 8, 8, 4096, 1536) == "mid"
+    assert pm.moe.size_class("fwd", np.int32(8000), np.int64(8), 4096.0, 1536) == "mid"  # whole numbers of any type
+    for args, err in (
+        (("bwd", 8000, 8, 4096, 1536), UnknownOptionError),
+        (("fwd", 8000, 0, 4096, 1536), InvalidShapeError),  # G = 0
+        (("fwd", -1, 8, 4096, 1536), InvalidShapeError),
+        (("fwd", 8000.5, 8, 4096, 1536), InvalidShapeError),
+        (("fwd", 8000, 8, float("nan"), 1536), InvalidShapeError),
+        (("fwd", 8000, 8, 4096, True), InvalidShapeError),
+        (("fwd", "8000", 8, 4096, 1536), InvalidShapeError),
+        (("fwd", 8000, 8, np.ma.masked, 1536), InvalidShapeError),
+    ):
+        with pytest.raises(err):
+            gm.size_class(*args)
 
 
 def test_kernel_switch_and_fp8_padding():

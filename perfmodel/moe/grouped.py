@@ -48,6 +48,7 @@ from .grouped_kernel import (
     _class_key,
     _round_up,
     _shipped,
+    _size_class,
     _sm_bound_load,
     _throttled,
     fitted_tile,
@@ -55,7 +56,6 @@ from .grouped_kernel import (
     load_params,
     model_time_s,
     pad_group_sizes,
-    size_class,
     sm_loads,
 )
 
@@ -418,6 +418,27 @@ def _whole(name: str, v: Any, *, allow_zero: bool) -> int:
     ):
         raise InvalidShapeError(f"{name} must be a whole number {'>= 0' if allow_zero else '> 0'}, got {v!r}")
     return int(v)
+
+
+def size_class(op: str, total_rows: Any, groups: Any, K: Any, N: Any) -> str:
+    """torch 2.11's size class of a grouped GEMM, "small", "mid" or "large", which picks its CUTLASS kernel
+    (:data:`KERNELS`; the rule of ``dispatch_*_grouped_gemm_on_tile_size`` in aten's GroupMM.cu / ScaledGroupMM.cu).
+
+    Args:
+        op: "fwd" (``x[T, K] @ w[G, K, N]``), "dgrad" (classified as fwd with K and N swapped) or "wgrad".
+        total_rows: the rows all groups run, ``sum(group_sizes)`` (fp8: after :func:`pad_group_sizes`), >= 0.
+        groups: G, > 0. K, N: the GEMM's sizes as in :func:`grouped_gemm`, > 0.
+
+    Raises:
+        UnknownOptionError: ``op`` not one of :data:`OPS`. InvalidShapeError: a size not a whole number in range.
+    """
+    if op not in OPS:
+        raise UnknownOptionError(f"op={op!r}: use one of {', '.join(OPS)}")
+    T = _whole("total_rows", total_rows, allow_zero=True)
+    G, K, N = _positive_int("groups", groups), _positive_int("K", K), _positive_int("N", N)
+    if op == "dgrad":
+        K, N, op = N, K, "fwd"
+    return _size_class(op, T, G, K, N)
 
 
 def _size_class_pieces(op: str, total: Any, E: int, K: int, N: int) -> list[tuple[str, Any]]:

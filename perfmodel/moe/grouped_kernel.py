@@ -28,7 +28,6 @@ __all__ = [
     "load_params",
     "model_time_s",
     "pad_group_sizes",
-    "size_class",
     "sm_loads",
 ]
 
@@ -58,7 +57,7 @@ class KernelConfig:
 
 
 #: (dtype, op, size class) -> the kernel. The classes are torch 2.11's dispatch on the problem's (M, K, N)
-#: (:func:`size_class`, ``dispatch_*_grouped_gemm_on_tile_size`` in aten/src/ATen/native/cuda/GroupMM.cu and
+#: (:func:`_size_class`, ``dispatch_*_grouped_gemm_on_tile_size`` in aten/src/ATen/native/cuda/GroupMM.cu and
 #: ScaledGroupMM.cu): "small" when M <= 128 or N <= 128, "large" when two of M, K, N are >= 2048, "mid" otherwise. On
 #: Hopper bf16 runs Pingpong 64x128x128 for small and Cooperative 128x256x64 for the rest; fp8 with fast accumulation
 #: (torchao's call) runs Pingpong 64x128x128 for small, Cooperative 256x128x128 for large and Cooperative 128x256x64
@@ -88,8 +87,9 @@ _LARGE_DIM = 2048
 SIZE_CLASSES = ("small", "mid", "large")
 
 
-def size_class(op: str, total_rows: int, groups: int, K: int, N: int) -> str:
-    """torch's size class of a grouped GEMM: "small", "mid" or "large" (see :data:`KERNELS`).
+def _size_class(op: str, total_rows: int, groups: int, K: int, N: int) -> str:
+    """torch's size class of a grouped GEMM: "small", "mid" or "large" (see :data:`KERNELS`); unchecked (the
+    model's inner loop; :func:`perfmodel.moe.grouped.size_class` is the checked public form).
 
     The (M, K, N) torch classifies: ``fwd`` (2D x 3D) ``M = total_rows // groups`` (the mean rows per group,
     integer division as in torch), K, N; ``wgrad`` (2D x 2D, computed as ``dy.T @ x``) ``M = N``, ``K = total_rows
@@ -117,7 +117,7 @@ def kernel_config(
     dtype: str, op: str, total_rows: int, groups: int, K: int | None = None, N: int | None = None
 ) -> KernelConfig:
     """The kernel of :data:`KERNELS` for ``dtype`` ("bf16"/"fp8"), ``op`` ("fwd"/"wgrad"), the padded rows and
-    the problem's K and N (:func:`size_class`).
+    the problem's K and N (:func:`_size_class`).
 
     Calling it without ``K`` and ``N`` (the form before 2026-12-04) is deprecated: it assumes the large class for a
     non-small shape, which is wrong for fp8 shapes of torch's "mid" class, and warns."""
@@ -133,7 +133,7 @@ def kernel_config(
         mean = int(total_rows) // int(groups)
         cls = "small" if op == "fwd" and mean <= _SMALL_MN else "large"
         return KERNELS[(dtype, op, cls)]
-    return KERNELS[(dtype, op, size_class(op, total_rows, groups, K, N))]
+    return KERNELS[(dtype, op, _size_class(op, total_rows, groups, K, N))]
 
 
 def sm_loads(rows: np.ndarray, K: int, N: int, op: str, cfg: KernelConfig, sms: int) -> tuple[np.ndarray, np.ndarray]:
