@@ -54,6 +54,15 @@ FRESH4 = {"minimax_m2", "qwen3_coder_480b", "arctic"}
 #: round 5, blocks only, measured 2026-12-04 night (benchmarks/data/h200_2026-12-04zz) after the round-4 model was
 #: committed unchanged: pre-registered, scored once; grok-1's experts, the largest few-expert blocks measured
 FRESH5 = {"grok1"}
+#: round 6, blocks only, measured 2026-12-05 after the model with the H200 power-cap term (POWER_CAP_SLOPE, fitted on
+#: the fit families and llama4_scout) was committed: pre-registered, scored once
+FRESH6 = {"skywork_moe"}
+#: round 6's in-shape check of the power-cap term: llama4_maverick's expert shapes (a fit family's) at EP16, 8 local
+#: experts, GEMM-dense; measured with round 6, not a held-out family
+INSHAPE6 = {"llama4_maverick_ep16"}
+#: the scored-once rounds: split name -> families
+ROUNDS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6,
+          "inshape6": INSHAPE6}  # fmt: skip
 RECIPE = {"bf16": "bf16", "fp8_rowwise": "rowwise"}
 
 # measured kernel name -> class (first match wins); the model's kernels map to the same classes (MODEL_CLASS)
@@ -153,16 +162,9 @@ def load_kernels(folder: Path) -> list[dict[str, Any]]:
 
 
 def split_of(model: str) -> str:
-    if model in FRESH:
-        return "fresh"
-    if model in FRESH2:
-        return "fresh2"
-    if model in FRESH3:
-        return "fresh3"
-    if model in FRESH4:
-        return "fresh4"
-    if model in FRESH5:
-        return "fresh5"
+    for name, fams in ROUNDS.items():
+        if model in fams:
+            return name
     return "fit" if model in FIT else "validation" if model in VALIDATION else "test" if model in TEST else "other"
 
 
@@ -405,12 +407,40 @@ BLOCK_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-03f", "h200_2026-12-04f", "h2
                  "h200_2026-12-04zz")  # fmt: skip
 
 
+def derive_power_cap(data: Path) -> dict[str, float]:
+    """POWER_CAP_SLOPE (perfmodel.moe.block_constants): least squares on the relative fwd+bwd error of the event
+    law times the power-cap factor, over the do_bench rows of POWER_CAP_FIT_FAMILIES in :data:`BLOCK_FOLDERS` under
+    ``data`` (both recipes), the slope on a grid of 0.001 in 0..2; ``_rms``: that fit's rms relative residual,
+    ``_rows`` / ``_rows_above``: rows used / rows whose tensor load is above POWER_CAP_LOAD0."""
+    from perfmodel.moe.block_constants import POWER_CAP_FIT_FAMILIES, POWER_CAP_LOAD0, block_event_times_s
+
+    rows = [r for f in BLOCK_FOLDERS for r in load(data / f) if r["model"] in POWER_CAP_FIT_FAMILIES]
+    ks = [predict(r, True, "kernel") for r in rows]
+    meas = np.array([r["fwd_bwd_s"] for r in rows])
+
+    def rel(b: float) -> np.ndarray:
+        pred = []
+        for r, k in zip(rows, ks, strict=True):
+            f, bw, _ = block_event_times_s(RECIPE[r["recipe"]], k.fwd_s, k.total_s - k.fwd_s, k.tensor_load, slope=b)
+            pred.append(f + bw)
+        return np.array(pred) / meas - 1
+
+    grid = np.round(np.arange(0.0, 2.0005, 0.001), 3)
+    sse = [float(rel(b) @ rel(b)) for b in grid]
+    b = float(grid[int(np.argmin(sse))])
+    return {"power_cap_slope": b, "power_cap_slope_rms": float(np.sqrt(min(sse) / meas.size)),
+            "power_cap_rows": float(meas.size),
+            "power_cap_rows_above": float(sum(k.tensor_load > POWER_CAP_LOAD0 for k in ks))}  # fmt: skip
+
+
 def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
     """The float8 rowwise speedup's error above and below GEMM_DENSE_LOAD (the bf16 block's ``tensor_load`` as
     priced, event timing), over every measured pair of :data:`BLOCK_FOLDERS` under ``data``: |pred / meas - 1|
     median and p90 (%), the pred / meas ratio's median, range and the share under 1, the count; ``bf16_block``: the
-    same for the GEMM-dense bf16 blocks' own fwd+bwd time."""
+    same for the GEMM-dense bf16 blocks' own fwd+bwd time. Rows of POWER_CAP_FIT_FAMILIES (the power-cap term's fit)
+    are left out (``n_fit_left_out``): every figure is on families held out by shape from every fit."""
     from perfmodel.moe.block import GEMM_DENSE_LOAD
+    from perfmodel.moe.block_constants import POWER_CAP_FIT_FAMILIES
 
     pairs: dict[tuple[str, str], dict[str, Any]] = {}
     for folder in BLOCK_FOLDERS:
@@ -421,20 +451,20 @@ def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
         if "bf16" in pair:
             b = predict(pair["bf16"])
             if b.tensor_load >= GEMM_DENSE_LOAD:
-                out["bf16_block"].append((b.total_s / pair["bf16"]["fwd_bwd_s"], split_of(pair["bf16"]["model"])))
+                out["bf16_block"].append((b.total_s / pair["bf16"]["fwd_bwd_s"], pair["bf16"]["model"]))
         if set(pair) != set(RECIPE):
             continue
         b, f = predict(pair["bf16"]), predict(pair["fp8_rowwise"])
         ratio = (b.total_s / f.total_s) / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"])
-        out["dense" if b.tensor_load >= GEMM_DENSE_LOAD else "other"].append((ratio, split_of(pair["bf16"]["model"])))
+        out["dense" if b.tensor_load >= GEMM_DENSE_LOAD else "other"].append((ratio, pair["bf16"]["model"]))
     res = {}
-    for name, v in out.items():
-        q = np.array([x for x, _ in v])
+    for name, rows in out.items():
+        q = np.array([x for x, m in rows if m not in POWER_CAP_FIT_FAMILIES])
         e = np.abs(q - 1) * 100
         res[name] = {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
                      "median_ratio": float(np.median(q)), "min_ratio": float(q.min()), "max_ratio": float(q.max()),
                      "under": float(np.mean(q < 1)), "n": float(q.size),
-                     "n_fit": float(sum(s == "fit" for _, s in v))}  # fmt: skip
+                     "n_fit_left_out": float(sum(m in POWER_CAP_FIT_FAMILIES for _, m in rows))}  # fmt: skip
     return res
 
 
@@ -507,12 +537,24 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fresh3", action="store_true", help="score the round-3 fresh families (their folder), once")
     ap.add_argument("--fresh4", action="store_true", help="score the round-4 fresh families (their folder), once")
     ap.add_argument("--fresh5", action="store_true", help="score the round-5 fresh blocks (their folder), once")
+    ap.add_argument("--fresh6", action="store_true", help="score the round-6 fresh blocks (their folder), once")
+    ap.add_argument("--inshape6", action="store_true", help="score round 6's in-shape check (llama4_maverick_ep16)")
     ap.add_argument("--kernels", action="store_true", help="measured kernels vs the model's, class by class")
     ap.add_argument("--derive", action="store_true", help="the block constants from the fit families' profiles")
+    ap.add_argument(
+        "--derive-power-cap",
+        action="store_true",
+        help="POWER_CAP_SLOPE from the power-cap fit "
+        "families' do_bench rows in every block folder under FOLDER (benchmarks/data)",
+    )
     ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
     a = ap.parse_args(argv[1:])
+    if a.derive_power_cap:
+        for name, v in derive_power_cap(a.folder).items():
+            print(f"{name} = {v:.4g}")
+        return 0
     if a.gemm_dense:
         for name, v in gemm_dense_error(a.folder).items():
             print(name, " ".join(f"{k}={x:.4g}" for k, x in v.items()))
@@ -540,10 +582,9 @@ def main(argv: list[str]) -> int:
             text = head + sep + body + "\n" + rest[rest.index(f"<!-- {tag}:end -->") :]
         a.docs.write_text(text)
         return 0
-    if a.fresh or a.fresh2 or a.fresh3 or a.fresh4 or a.fresh5:
-        flags = (("fresh", a.fresh), ("fresh2", a.fresh2), ("fresh3", a.fresh3), ("fresh4", a.fresh4))
-        name = next((n for n, on in flags if on), "fresh5")
-        print(score(recs, [name]))
+    chosen = [n for n in ROUNDS if getattr(a, n)]
+    if chosen:
+        print(score(recs, chosen))
         return 0
     if a.derive:
         for k, v in derive(load_kernels(a.folder), recs).items():

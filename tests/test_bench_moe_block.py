@@ -52,6 +52,8 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "qwen3_coder_480b": (6144, 2560, 160, 8, 0, "softmax", 160),
     "arctic": (7168, 4864, 128, 2, 0, "softmax", 128),  # its residual dense MLP is outside the block
     "grok1": (6144, 32768, 8, 2, 0, "softmax", 8),  # round 5, blocks only: ffn_size(6144, 8) = 49152 * 2 // 3
+    "skywork_moe": (4608, 12288, 16, 2, 0, "softmax", 16),  # round 6, blocks only
+    "llama4_maverick_ep16": (5120, 8192, 8, 1, 8192, "sigmoid", 128),  # round 6's in-shape check (EP16)
 }
 FRESH2 = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 

@@ -78,10 +78,14 @@ from .block_constants import (
     HOST_GAP_BWD_S,
     HOST_SYNC_S,
     HOST_SYNCS_FWD,
+    POWER_CAP_LOAD0,
+    POWER_CAP_SLOPE,
     POWER_DERATE_DUTY0,
     POWER_DERATE_SLOPE,
+    block_event_times_s,
     colwise_dual_programs,
     event_law_time_s,
+    power_cap_factor,
     power_derate,
 )
 from .grouped import check_timing, grouped_gemm
@@ -102,6 +106,8 @@ __all__ = [
     "HOST_SYNC_S",
     "KINDS",
     "PHASES",
+    "POWER_CAP_LOAD0",
+    "POWER_CAP_SLOPE",
     "POWER_DERATE_DUTY0",
     "POWER_DERATE_SLOPE",
     "RECIPES",
@@ -113,6 +119,7 @@ __all__ = [
     "event_law_time_s",
     "expert_block_time",
     "expert_block_time_s",
+    "power_cap_factor",
     "power_derate",
     "skewed_counts",
 ]
@@ -175,7 +182,11 @@ class ExpertBlockTime:
             ``measured_eager``: the event law's ``H`` (:data:`EVENT_LAW`) for eager bf16 and rowwise, else
             :data:`HOST_SYNC_S` per bincount sync and :data:`HOST_GAP_BWD_S`); included above.
         sustained_fwd_s, sustained_bwd_s: the event law's sustained-run seconds of each phase (``k * a * k / (k +
-            tau)`` of :data:`EVENT_LAW`; H200 only; negative where the fit says faster); included above.
+            tau)`` of :data:`EVENT_LAW`, on the kernel sum times ``power_cap_factor``, plus that factor's own
+            seconds; H200 only; negative where the fit says faster); included above.
+        power_cap_factor: the H200's power-cap factor on each phase's kernel sum (:func:`power_cap_factor` of
+            ``tensor_load``: above :data:`POWER_CAP_LOAD0` the board's 700 W cap lowers the SM clock); 1.0 elsewhere
+            and off the event law.
         event_law: whether the event time is the measured event law (bf16 or rowwise, ``timing="event"``,
             ``measured_eager``; ``compiled=True`` blocks take the eager law on their fused kernels, an estimate);
             False: the kernel sum + host constants (mxfp8).
@@ -214,6 +225,7 @@ class ExpertBlockTime:
     sustained_bwd_s: float = 0.0
     event_law: bool = False
     tensor_load: float = 0.0
+    power_cap_factor: float = 1.0
 
     def by_kind(self) -> dict[str, float]:
         """Seconds per kind (:data:`KINDS`), fwd + bwd."""
@@ -240,6 +252,7 @@ class ExpertBlockTime:
             rows.append(
                 f"  host (ms): fwd {self.host_fwd_s * 1e3:.3f}, bwd {self.host_bwd_s * 1e3:.3f}; sustained run (ms): "
                 f"fwd {self.sustained_fwd_s * 1e3:+.3f}, bwd {self.sustained_bwd_s * 1e3:+.3f}"
+                + (f" (power-cap factor {self.power_cap_factor:.3f} included)" if self.power_cap_factor != 1.0 else "")
             )
         rows.append(f"  fwd {self.fwd_s * 1e3:.3f} ms + bwd {self.bwd_s * 1e3:.3f} ms = {self.total_s * 1e3:.3f} ms")
         rows.append(f"  {self.provenance}")
@@ -542,10 +555,11 @@ def expert_block_time(
     duty = min(max(gemm / (fwd + bwd + hf + hb), 0.0), 1.0) if fwd + bwd + hf + hb > 0 else 0.0
     load = _tensor_load(p.kernels, recipe, spec)
     sf = sb = 0.0  # the sustained-run seconds of each phase (event law, H200)
+    cap = 1.0  # the H200's power-cap factor on GEMM-dense blocks (POWER_CAP_SLOPE)
     if law:
-        on = spec.name == "H200"  # the sustained-run factor is the H200's power cap: measured there only
-        sf = event_law_time_s(recipe, "fwd", fwd, sustained=on) - hf - fwd
-        sb = event_law_time_s(recipe, "bwd", bwd, sustained=on) - hb - bwd
+        on = spec.name == "H200"  # the sustained-run and power-cap terms are the H200's board: measured there only
+        tf, tb, cap = block_event_times_s(recipe, fwd, bwd, load, h200=on)
+        sf, sb = tf - hf - fwd, tb - hb - bwd
     return ExpertBlockTime(
         fwd_s=fwd + extra + hf + sf,
         bwd_s=bwd + hb + sb,
@@ -568,6 +582,7 @@ def expert_block_time(
         sustained_fwd_s=sf,
         sustained_bwd_s=sb,
         event_law=law,
+        power_cap_factor=cap,
     )
 
 
@@ -593,7 +608,12 @@ def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = Fal
     head = mx if recipe == "mxfp8" else f"grouped GEMMs {', '.join(kinds)}"
     if law:
         on = p.spec.name == "H200"
-        sustained = "its sustained-run factor measured" if on else "no sustained-run factor (H200 only)"
+        sustained = (
+            "its sustained-run factor and the power-cap term (POWER_CAP_SLOPE, on tensor loads above "
+            f"{POWER_CAP_LOAD0:g}) measured"
+            if on
+            else "no sustained-run factor or power-cap term (H200 only)"
+        )
         eager = (
             "eager kernels below streaming rate measured on the fit families' H200 runs (EAGER_SLOWDOWN); event time "
             f"by the measured event law (EVENT_LAW: host time, transferred off the H200; {sustained})"
@@ -630,27 +650,32 @@ _BLOCK_BARS = {"bf16": (2.9, 9.3), "rowwise": (1.5, 4.5)}
 #: than p90 to its threshold is flagged (:func:`perfmodel.moe.block_decision`): round 3's one wrong clear call,
 #: 0.938x predicted and 1.062x measured, is such a close call.
 SPEEDUP_ERROR_BAR = {"p50": 3.3, "p90": 8.4}
-#: GEMM-dense blocks: a bf16 block whose ``tensor_load`` is at least this. No fit family has one (their bf16 loads
-#: are 0.2-0.5); every measured one is a held-out few-expert, large-expert family (mixtral_8x7b, mixtral_8x22b, dbrx,
-#: hunyuan_large, llama4_scout, minimax_m1, phi35_moe, qwen2_57b_a14b, grok1). The threshold was read off the
-#: measured blocks (the speedup error turns one-sided above it): a post-hoc regime, not a fitted term.
+#: GEMM-dense blocks: a bf16 block whose ``tensor_load`` is at least this. No event-law fit family has one but
+#: llama4_maverick's block at 32768 tokens (their bf16 loads are 0.2-0.5); the measured ones are few-expert,
+#: large-expert families (mixtral_8x7b, mixtral_8x22b, dbrx, hunyuan_large, llama4_scout, minimax_m1, phi35_moe,
+#: qwen2_57b_a14b, grok1). The threshold was read off the measured blocks (the speedup error turns one-sided above
+#: it): a post-hoc regime. The power-cap term (:data:`POWER_CAP_SLOPE`) prices most of that bias since 2026-12-05;
+#: the regime keeps its wider error.
 GEMM_DENSE_LOAD = 0.55
-#: the float8 rowwise speedup's error on the 61 measured GEMM-dense configurations (rounds 1-5 and the held-out
-#: families, H200, event law): |predicted / measured - 1| median and p90 (%), and the predicted / measured ratio's
-#: median and range: the model under-predicts their speedup (79 % of them), by a median 6.5 % and up to 18 %
-#: (``python benchmarks/validate_moe_block.py benchmarks/data --gemm-dense``; docs/moe.md "Block validation"). Below
-#: the threshold the same error is 2.3 / 6.5 % (115 configurations, 22 of them fit families').
-#: the bf16 block's own fwd+bwd event-time error on the 62 GEMM-dense bf16 blocks measured (same rounds; one of them a
-#: fit family's): |predicted / measured - 1| median and p90 (%), the ratio's median and minimum: priced fast (90 % of
-#: them); their rowwise twins are within 2.3 / 5.2 %. ``--gemm-dense`` prints it (``bf16_block``).
-GEMM_DENSE_BF16_BLOCK_ERROR = {"p50": 5.2, "p90": 10.7, "median_ratio": 0.951, "min_ratio": 0.809, "n": 62}
+#: the float8 rowwise speedup's error on the 54 measured GEMM-dense configurations of families held out by shape
+#: (rounds 1-5 and the held-out families, H200, event law with the power-cap term; the 7 of llama4_scout and
+#: llama4_maverick, the term's fit, left out): |predicted / measured - 1| median and p90 (%), and the predicted /
+#: measured ratio's median and range: the model still under-predicts their speedup more often than not (70 %), by a
+#: median 2.9 % (before the power-cap term: 61 configurations, 6.7 / 11.8 %, median ratio 0.935). The term's form was
+#: chosen after these blocks were seen: post-selection figures (``python benchmarks/validate_moe_block.py
+#: benchmarks/data --gemm-dense``; docs/moe.md "Block validation"). Below the threshold the same error is 2.4 / 6.9 %
+#: (92 held-out configurations).
+#: the bf16 block's own fwd+bwd event-time error on the same 54 GEMM-dense bf16 blocks: |predicted / measured - 1|
+#: median and p90 (%), the ratio's median and minimum (before the term 5.2 / 10.7 %, median ratio 0.951).
+#: ``--gemm-dense`` prints it (``bf16_block``).
+GEMM_DENSE_BF16_BLOCK_ERROR = {"p50": 3.2, "p90": 8.5, "median_ratio": 0.990, "min_ratio": 0.844, "n": 54}
 GEMM_DENSE_SPEEDUP_ERROR = {
-    "p50": 6.7,
-    "p90": 11.8,
-    "median_ratio": 0.935,
-    "min_ratio": 0.822,
-    "max_ratio": 1.118,
-    "n": 61,
+    "p50": 3.7,
+    "p90": 11.1,
+    "median_ratio": 0.971,
+    "min_ratio": 0.857,
+    "max_ratio": 1.144,
+    "n": 54,
 }
 _BLOCK_BASIS = (
     "block fwd+bwd event time on 7 held-out H200 families (rounds 3 and 4, the larger figure of the two; round 4 "
@@ -679,8 +704,8 @@ def _error_bar(p: _Pricer, recipe: str, timing: str, law: bool = False, load: fl
             out["p50"], out["p90"] = e["p50"], e["p90"]
             out["basis"] = (
                 f"GEMM-dense bf16 block (tensor load {load:.2f} >= {GEMM_DENSE_LOAD:g}): over {e['n']} such measured "
-                f"H200 blocks the model priced them fast (predicted / measured median {e['median_ratio']:.3f}, down "
-                f"to {e['min_ratio']:.2f}); " + _BLOCK_BASIS
+                f"H200 blocks of held-out families (post-selection for the power-cap term) predicted / measured "
+                f"median {e['median_ratio']:.3f}, down to {e['min_ratio']:.2f}; " + _BLOCK_BASIS
             )
     return out
 

@@ -56,8 +56,9 @@ class BlockDecision:
     (:data:`~perfmodel.moe.block.SPEEDUP_ERROR_BAR` p90, H200 event-law blocks) of ``min_speedup``, so the call can
     be wrong (the reason says so; measure before deciding); False where the block is not validated.
     ``gemm_dense``: the bf16 block's tensor load is at least :data:`~perfmodel.moe.block.GEMM_DENSE_LOAD` on a
-    validated H200 block, where the model has under-predicted the speedup (median 6.5 %, up to 18 %): the reason
-    says so, and ``close_call`` uses that regime's error (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`)."""
+    validated H200 block, where the model's speedup has been low more often than high (median 2.9 %, up to 17 %,
+    with the power-cap term): the reason says so, and ``close_call`` uses that regime's error
+    (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`)."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -122,8 +123,9 @@ def block_decision(
         e = GEMM_DENSE_SPEEDUP_ERROR
         reason += (
             f"; a GEMM-dense block (bf16 tensor load {b.tensor_load:.2f} >= {GEMM_DENSE_LOAD:g}): on the H200 the "
-            f"model under-predicted such blocks' speedup (measured / predicted median {1 / e['median_ratio']:.3f}, "
-            f"up to {1 / e['min_ratio']:.2f}, {e['n']} configurations), so the speedup is likely higher than this"
+            f"model's speedup for such blocks was low more often than high (measured / predicted median "
+            f"{1 / e['median_ratio']:.3f}, up to {1 / e['min_ratio']:.2f}, {e['n']} held-out configurations), so the "
+            f"speedup may be higher than this"
         )
     if close:
         reason += (

@@ -200,6 +200,19 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("grok1", 6144, 32768, 8, 2, 0, "softmax", 8,
                 "grok-1 run.py/model.py (config.json equivalent): emb_size, ffn_size(emb_size, widening_factor=8), "
                 "num_experts, num_selected_experts"),
+    # Round 6, blocks only (added 2026-12-05; pre-registered: the model with the H200 power-cap term,
+    # POWER_CAP_SLOPE, committed before measurement).
+    # Skywork/Skywork-MoE-Base config.json: hidden_size 4608, intermediate_size 12288, num_experts [16]; top-2 routing
+    # (Skywork-MoE tech report, arXiv 2406.06563; 52 layers x 2 x 3 x 4608 x 12288 = 17.7e9 active expert parameters
+    # of its 22e9 active), softmax gate, no shared expert. Its expert GEMM shapes (4608 x 12288) are in no sweep.
+    BlockConfig("skywork_moe", 4608, 12288, 16, 2, 0, "softmax", 16,
+                "Skywork-MoE-Base config.json: hidden_size, intermediate_size, num_experts; top-2 (tech report)"),
+    # The llama4_maverick layer as one of EP=16 GPUs holds it: 128 / 16 = 8 local experts, top-1, the shared expert
+    # and the 128-output router kept (as deepseek_v3_ep8). A fit family's expert shapes in the GEMM-dense regime: an
+    # in-shape check of the power-cap term, not a held-out family.
+    BlockConfig("llama4_maverick_ep16", 5120, 8192, 8, 1, 8192, "sigmoid", 128,
+                "Llama-4-Maverick-17B-128E config.json as above; local-experts variant 128/EP16 = 8 experts on this "
+                "GPU"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
