@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: benchmarks.harness
+
 import perfmodel as pm
 
 FIT = {"deepseek_v3", "deepseek_v3_ep8", "qwen3_30b_a3b", "llama4_maverick"}
@@ -54,8 +56,9 @@ FRESH4 = {"minimax_m2", "qwen3_coder_480b", "arctic"}
 #: round 5, blocks only, measured 2026-12-04 night (benchmarks/data/h200_2026-12-04zz) after the round-4 model was
 #: committed unchanged: pre-registered, scored once; grok-1's experts, the largest few-expert blocks measured
 FRESH5 = {"grok1"}
-#: round 6, blocks only, measured 2026-12-05 after the model with the H200 power-cap term (POWER_CAP_SLOPE, fitted on
-#: the fit families and llama4_scout) was committed: pre-registered, scored once
+#: round 6, blocks only, measured 2026-12-04 20:40 UTC (benchmarks/data/h200_2026-12-04r6) after the model with the
+#: H200 power-cap term (POWER_CAP_SLOPE, fitted on the fit families and llama4_scout) was committed (a04d7f4):
+#: pre-registered, scored once
 FRESH6 = {"skywork_moe"}
 #: round 6's in-shape check of the power-cap term: llama4_maverick's expert shapes (a fit family's) at EP16, 8 local
 #: experts, GEMM-dense; measured with round 6, not a held-out family
@@ -402,9 +405,18 @@ def _derive_power(fit_times: list[dict[str, Any]]) -> dict[str, float]:
             "n_power_rows": float(len(duty))}  # fmt: skip
 
 
-#: every block-time folder measured (fit and held-out families, fresh rounds 1-5), for --gemm-dense
+#: every block-time folder measured (fit and held-out families, fresh rounds 1-6), for --gemm-dense and
+#: --derive-power-cap (round 6's repeat of rounds 3 and 5 configurations, h200_2026-12-04r6-repeat, is left out: the
+#: same configurations twice)
 BLOCK_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-03f", "h200_2026-12-04f", "h200_2026-12-04t", "h200_2026-12-04y",
-                 "h200_2026-12-04zz")  # fmt: skip
+                 "h200_2026-12-04zz", "h200_2026-12-04r6")  # fmt: skip
+#: the scored rounds' folders, in order (--rounds): split name -> folder; "repeat" re-measured eight configurations
+#: of rounds 3 and 5 (mixtral_8x22b, grok1 at 16384 and 32768 tokens, the same counts) on round 6's board
+ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fresh3": "h200_2026-12-04t",
+                 "fresh4": "h200_2026-12-04y", "fresh5": "h200_2026-12-04zz", "fresh6": "h200_2026-12-04r6",
+                 "inshape6": "h200_2026-12-04r6", "repeat": "h200_2026-12-04r6-repeat"}  # fmt: skip
+#: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
+SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 
 
 def derive_power_cap(data: Path) -> dict[str, float]:
@@ -437,10 +449,10 @@ def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
     """The float8 rowwise speedup's error above and below GEMM_DENSE_LOAD (the bf16 block's ``tensor_load`` as
     priced, event timing), over every measured pair of :data:`BLOCK_FOLDERS` under ``data``: |pred / meas - 1|
     median and p90 (%), the pred / meas ratio's median, range and the share under 1, the count; ``bf16_block``: the
-    same for the GEMM-dense bf16 blocks' own fwd+bwd time. Rows of POWER_CAP_FIT_FAMILIES (the power-cap term's fit)
-    are left out (``n_fit_left_out``): every figure is on families held out by shape from every fit."""
+    same for the GEMM-dense bf16 blocks' own fwd+bwd time. Rows of :data:`SHAPE_OF_FIT` (the power-cap term's fit,
+    and round 6's in-shape check) are left out (``n_fit_left_out``): every figure is on families held out by shape
+    from every fit."""
     from perfmodel.moe.block import GEMM_DENSE_LOAD
-    from perfmodel.moe.block_constants import POWER_CAP_FIT_FAMILIES
 
     pairs: dict[tuple[str, str], dict[str, Any]] = {}
     for folder in BLOCK_FOLDERS:
@@ -459,13 +471,53 @@ def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
         out["dense" if b.tensor_load >= GEMM_DENSE_LOAD else "other"].append((ratio, pair["bf16"]["model"]))
     res = {}
     for name, rows in out.items():
-        q = np.array([x for x, m in rows if m not in POWER_CAP_FIT_FAMILIES])
+        q = np.array([x for x, m in rows if m not in SHAPE_OF_FIT])
         e = np.abs(q - 1) * 100
         res[name] = {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
                      "median_ratio": float(np.median(q)), "min_ratio": float(q.min()), "max_ratio": float(q.max()),
                      "under": float(np.mean(q < 1)), "n": float(q.size),
-                     "n_fit_left_out": float(sum(m in POWER_CAP_FIT_FAMILIES for _, m in rows))}  # fmt: skip
+                     "n_fit_left_out": float(sum(m in SHAPE_OF_FIT for _, m in rows))}  # fmt: skip
     return res
+
+
+def rounds_table(data: Path) -> str:
+    """Markdown: every scored round under today's model (event timing, measured eager), one row each: families, the
+    bf16 and rowwise fwd+bwd |pred / meas - 1| (MdAPE / p90 %), the float8 speedup's (MdAPE / p90 %), the clear
+    calls (measured speedup more than 5 % from 1) right, and each wrong clear call. Rounds 1-5 were measured before
+    the power-cap term existed (post-selection for it); round 6 after (pre-registered)."""
+    from benchmarks.harness.tables import table
+
+    def ms(v: list[float]) -> str:
+        return f"{np.median(v):.1f} / {np.percentile(v, 90):.1f}" if v else "—"
+
+    rows = []
+    for split, folder in ROUND_FOLDERS.items():
+        recs = [r for r in load(data / folder) if split == "repeat" or split_of(r["model"]) == split]
+        by: dict[str, dict[str, Any]] = {}
+        for r in recs:
+            by.setdefault(r["id"], {})[r["recipe"]] = r
+        err: dict[str, list[float]] = {"bf16": [], "fp8_rowwise": [], "speedup": []}
+        clear, wrong = 0, []
+        for key, pair in sorted(by.items()):
+            pred = {rec: predict(r) for rec, r in pair.items()}
+            for rec, r in pair.items():
+                err[rec].append(ape(pred[rec].total_s, r["fwd_bwd_s"]))
+            if set(pair) != set(RECIPE):
+                continue
+            m = pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"]
+            p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
+            err["speedup"].append(ape(p, m))
+            if abs(m - 1) > 0.05:
+                clear += 1
+                if (p >= 1) != (m >= 1):
+                    wrong.append(f"{key} ({p:.3f}x predicted, {m:.3f}x measured)")
+        fams = ", ".join(sorted({r["model"] for r in recs}))
+        right = clear - len(wrong)
+        rows.append((split, fams, len(err["speedup"]), ms(err["bf16"]), ms(err["fp8_rowwise"]), ms(err["speedup"]),
+                     f"{right}/{clear}", "; ".join(wrong) or "none"))  # fmt: skip
+    head = ("round", "families", "pairs", "bf16 fwd+bwd MdAPE / p90 %", "rowwise fwd+bwd MdAPE / p90 %",
+            "speedup MdAPE / p90 %", "clear calls right", "wrong clear calls")  # fmt: skip
+    return table(head, rows)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -547,10 +599,25 @@ def main(argv: list[str]) -> int:
         help="POWER_CAP_SLOPE from the power-cap fit "
         "families' do_bench rows in every block folder under FOLDER (benchmarks/data)",
     )
+    ap.add_argument(
+        "--rounds",
+        action="store_true",
+        help="every scored round under today's model, one row each "
+        "(FOLDER: benchmarks/data; with --docs, written to its moe-block-rounds block)",
+    )
     ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
     a = ap.parse_args(argv[1:])
+    if a.rounds:
+        body = rounds_table(a.folder)
+        if a.docs:
+            from benchmarks.harness.tables import Block, write_blocks
+
+            write_blocks([Block(doc=a.docs, name="moe-block-rounds", body=body)])
+        else:
+            print(body)
+        return 0
     if a.derive_power_cap:
         for name, v in derive_power_cap(a.folder).items():
             print(f"{name} = {v:.4g}")

@@ -181,7 +181,7 @@ def event_law_time_s(recipe: str, phase: str, kernel_s: float, *, sustained: boo
     return H + k * (1.0 + (a * k / (k + tau) if sustained else 0.0))
 
 
-#: The H200's power-cap term for GEMM-dense blocks (added 2026-12-05 for issue 33). A block whose tensor cores are
+#: The H200's power-cap term for GEMM-dense blocks (added 2026-12-04 for issue 33). A block whose tensor cores are
 #: busier than the fit families' ever were (``ExpertBlockTime.tensor_load`` above :data:`POWER_CAP_LOAD0`) draws
 #: more than the board's 700 W under do_bench and runs at a lower SM clock than its kernels priced one at a time:
 #: the nvidia-smi log of round 5 (gpu_clocks.csv of 2026-12-04zz, grok1's bf16 blocks) has the SW power cap active

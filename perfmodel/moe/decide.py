@@ -56,7 +56,7 @@ class BlockDecision:
     (:data:`~perfmodel.moe.block.SPEEDUP_ERROR_BAR` p90, H200 event-law blocks) of ``min_speedup``, so the call can
     be wrong (the reason says so; measure before deciding); False where the block is not validated.
     ``gemm_dense``: the bf16 block's tensor load is at least :data:`~perfmodel.moe.block.GEMM_DENSE_LOAD` on a
-    validated H200 block, where the model's speedup has been low more often than high (median 2.9 %, up to 17 %,
+    validated H200 block, where the model's speedup has been low more often than high (median 2.7 %, up to 17 %,
     with the power-cap term): the reason says so, and ``close_call`` uses that regime's error
     (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`)."""
 

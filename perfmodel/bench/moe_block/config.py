@@ -200,7 +200,7 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("grok1", 6144, 32768, 8, 2, 0, "softmax", 8,
                 "grok-1 run.py/model.py (config.json equivalent): emb_size, ffn_size(emb_size, widening_factor=8), "
                 "num_experts, num_selected_experts"),
-    # Round 6, blocks only (added 2026-12-05; pre-registered: the model with the H200 power-cap term,
+    # Round 6, blocks only (added 2026-12-04, night; pre-registered: the model with the H200 power-cap term,
     # POWER_CAP_SLOPE, committed before measurement).
     # Skywork/Skywork-MoE-Base config.json: hidden_size 4608, intermediate_size 12288, num_experts [16]; top-2 routing
     # (Skywork-MoE tech report, arXiv 2406.06563; 52 layers x 2 x 3 x 4608 x 12288 = 17.7e9 active expert parameters
