@@ -37,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: benchmarks.harness
 
 import perfmodel as pm
+from benchmarks.harness.tables import Block, table, write_blocks
 
 FIT = {"deepseek_v3", "deepseek_v3_ep8", "qwen3_30b_a3b", "llama4_maverick"}
 VALIDATION = {"deepseek_v3_16b", "llama4_scout"}
@@ -497,7 +498,6 @@ def rounds_table(data: Path) -> str:
     bf16 and rowwise fwd+bwd |pred / meas - 1| (MdAPE / p90 %), the float8 speedup's (MdAPE / p90 %), the clear
     calls (measured speedup more than 5 % from 1) right, and each wrong clear call. Rounds 1-5 were measured before
     the power-cap term existed (post-selection for it); round 6 after (pre-registered)."""
-    from benchmarks.harness.tables import table
 
     def ms(v: list[float]) -> str:
         return f"{np.median(v):.1f} / {np.percentile(v, 90):.1f}" if v else "—"
@@ -627,8 +627,6 @@ def main(argv: list[str]) -> int:
     if a.rounds:
         body = rounds_table(a.folder)
         if a.docs:
-            from benchmarks.harness.tables import Block, write_blocks
-
             write_blocks([Block(doc=a.docs, name="moe-block-rounds", body=body)])
         else:
             print(body)
@@ -651,18 +649,12 @@ def main(argv: list[str]) -> int:
             return 2
         d = derive(load_kernels(a.folder), recs)
         consts = "\n".join(f"| {k} | {v:.4g} |" for k, v in d.items() if not k.endswith(("_min", "_max")))
-        text = a.docs.read_text()
-        for tag, body in (
+        bodies = (
             ("moe-block-derive", _DERIVE_HEAD + consts),
             ("moe-block-kernels", kernel_tables(load_kernels(a.folder), recs)),
             ("moe-block-score", score(recs, ["fit", "validation", "test", "held-out"])),
-        ):
-            head, sep, rest = text.partition(f"<!-- {tag}:begin -->\n")
-            if not sep or f"<!-- {tag}:end -->" not in rest:
-                print(f"{a.docs}: no <!-- {tag}:begin --> ... <!-- {tag}:end --> markers", file=sys.stderr)
-                return 2
-            text = head + sep + body + "\n" + rest[rest.index(f"<!-- {tag}:end -->") :]
-        a.docs.write_text(text)
+        )
+        write_blocks([Block(doc=a.docs, name=tag, body=body) for tag, body in bodies])
         return 0
     chosen = [n for n in [*ROUNDS, "fresh7"] if getattr(a, n)]
     if chosen:

@@ -30,12 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
+from benchmarks.harness.tables import Block, markers, write_blocks  # noqa: E402
 from perfmodel.calibrate import grouped as cg  # noqa: E402
 
 __all__ = ["BEGIN", "END", "PUBLISHED", "fit_coverage", "price", "render", "rows_from_offs", "score", "write_docs"]
 
-BEGIN = "<!-- published-moe:begin -->"
-END = "<!-- published-moe:end -->"
+#: the generated block of docs/moe.md this script writes (benchmarks/harness/tables.write_blocks)
+BLOCK = "published-moe"
+BEGIN, END = markers(BLOCK)
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03"
 #: a published speedup this close to 1 has no direction to get right (issue 33, "Done when")
 DIRECTION_BAND = 0.03
@@ -378,15 +380,11 @@ def render(rows: list[dict[str, Any]] | None = None) -> str:
 
 
 def write_docs(path: Path, table: str) -> None:
-    """Replace the text between :data:`BEGIN` and :data:`END` in ``path`` with ``table``.
+    """Write ``table`` as the :data:`BLOCK` block of ``path`` (the project's one generated-block writer).
 
     Raises:
-        ValueError: the markers are missing or out of order."""
-    text = path.read_text()
-    i, j = text.find(BEGIN), text.find(END)
-    if i < 0 or j < i:
-        raise ValueError(f"{path}: needs the markers {BEGIN} ... {END} (in that order)")
-    path.write_text(text[: i + len(BEGIN)] + "\n" + table + "\n" + text[j:])
+        BlockError: the markers are missing or out of order (it names the doc, the block and the fix)."""
+    write_blocks([Block(doc=path, name=BLOCK, body=table)])
 
 
 def main(argv: list[str] | None = None) -> int:
