@@ -426,8 +426,8 @@ BLOCK_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-03f", "h200_2026-12-04f", "h2
 #: of rounds 3 and 5 (mixtral_8x22b, grok1 at 16384 and 32768 tokens, the same counts) on round 6's board
 ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fresh3": "h200_2026-12-04t",
                  "fresh4": "h200_2026-12-04y", "fresh5": "h200_2026-12-04zz", "fresh6": "h200_2026-12-04r6",
-                 "inshape6": "h200_2026-12-04r6", "repeat": "h200_2026-12-04r6-repeat",
-                 "fresh7": "h200_2026-12-04r7"}  # fmt: skip
+                 "inshape6": "h200_2026-12-04r6", "fresh7": "h200_2026-12-04r7",
+                 "repeat": "h200_2026-12-04r6-repeat"}  # fmt: skip
 #: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
 SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 
@@ -456,6 +456,36 @@ def derive_power_cap(data: Path) -> dict[str, float]:
     return {"power_cap_slope": b, "power_cap_slope_rms": float(np.sqrt(min(sse) / meas.size)),
             "power_cap_rows": float(meas.size),
             "power_cap_rows_above": float(sum(k.tensor_load > POWER_CAP_LOAD0 for k in ks))}  # fmt: skip
+
+
+def long_step_error(data: Path) -> dict[str, dict[str, float]]:
+    """The model's error beyond LONG_STEP_TOKENS (perfmodel.moe.block), from round 7 (``ROUND_FOLDERS["fresh7"]``
+    under ``data``: 65536 and 131072 tokens, pre-registered): ``speedup`` (|pred / meas - 1| median and p90 %, the
+    pred / meas ratio's median, range and the share above 1), ``bf16_block`` and ``rowwise_block`` (fwd+bwd, the same
+    statistics), each with its count."""
+    from perfmodel.moe.block import LONG_STEP_TOKENS
+
+    pairs: dict[str, dict[str, Any]] = {}
+    for r in load(data / ROUND_FOLDERS["fresh7"]):
+        if r["tokens"] > LONG_STEP_TOKENS:
+            pairs.setdefault(r["id"], {})[r["recipe"]] = r
+    q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": []}
+    for pair in pairs.values():
+        pred = {rec: predict(r) for rec, r in pair.items()}
+        for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block")):
+            if rec in pair:
+                q[key].append(pred[rec].total_s / pair[rec]["fwd_bwd_s"])
+        if set(pair) == set(RECIPE):
+            p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
+            q["speedup"].append(p / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"]))
+    out = {}
+    for name, v in q.items():
+        a = np.array(v)
+        e = np.abs(a - 1) * 100
+        out[name] = {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
+                     "median_ratio": float(np.median(a)), "min_ratio": float(a.min()), "max_ratio": float(a.max()),
+                     "over": float(np.mean(a > 1)), "n": float(a.size)}  # fmt: skip
+    return out
 
 
 def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
@@ -620,6 +650,9 @@ def main(argv: list[str]) -> int:
         help="every scored round under today's model, one row each "
         "(FOLDER: benchmarks/data; with --docs, written to its moe-block-rounds block)",
     )
+    ap.add_argument(
+        "--long-step", action="store_true", help="the error beyond LONG_STEP_TOKENS (round 7; FOLDER: benchmarks/data)"
+    )
     ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
@@ -634,6 +667,10 @@ def main(argv: list[str]) -> int:
     if a.derive_power_cap:
         for name, v in derive_power_cap(a.folder).items():
             print(f"{name} = {v:.4g}")
+        return 0
+    if a.long_step:
+        for name, v in long_step_error(a.folder).items():
+            print(name, " ".join(f"{k}={x:.4g}" for k, x in v.items()))
         return 0
     if a.gemm_dense:
         for name, v in gemm_dense_error(a.folder).items():

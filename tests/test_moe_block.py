@@ -590,3 +590,33 @@ def test_the_rounds_table_in_the_docs_is_the_script_output():
     assert v.ROUND_FOLDERS["repeat"] not in v.BLOCK_FOLDERS
     fresh6 = next(line for line in body.splitlines() if line.startswith("| fresh6 |"))
     assert "| 8/8 | none |" in fresh6
+
+
+def test_long_step_blocks_say_the_model_over_predicts_their_speedup():
+    from perfmodel.moe.block import LONG_STEP_ERROR, LONG_STEP_TOKENS
+
+    d = pm.moe.block_decision("mixtral-8x7b", tokens=131072, recipe="rowwise")
+    assert d.long_step and not d.gemm_dense and d.close_call  # 1.000x predicted; round 7 measured 0.92-0.96x
+    assert "likely lower" in d.reason and "p90 15 %" in d.reason
+    assert d.bf16.error_bar["p90"] == LONG_STEP_ERROR["bf16"]["p90"] and "beyond 32768" in d.bf16.error_bar["basis"]
+    assert d.fp8.error_bar["p90"] == LONG_STEP_ERROR["rowwise"]["p90"]
+    assert "known wrong in direction beyond 32768" in d.fp8.provenance
+    # at the longest measured step of every fit, and off the H200: not in the regime
+    at = pm.moe.block_decision("mixtral-8x7b", tokens=LONG_STEP_TOKENS, recipe="rowwise")
+    assert not at.long_step and "known wrong" not in at.fp8.provenance
+    off = pm.moe.block_decision("mixtral-8x7b", tokens=131072, recipe="rowwise", gpu="H100-SXM")
+    assert not off.long_step and "known wrong in direction beyond" not in off.fp8.provenance
+    be = pm.moe.break_even_tokens("mixtral-8x7b", recipe="rowwise", max_tokens=1 << 18)
+    assert be.tokens > LONG_STEP_TOKENS and "break-even is likely later" in be.note
+
+
+def test_long_step_error_is_what_round_7_gives():
+    from perfmodel.moe.block import LONG_STEP_ERROR as E
+
+    got = _validator().long_step_error(pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data")
+    for name, key in (("speedup", "speedup"), ("bf16_block", "bf16"), ("rowwise_block", "rowwise")):
+        assert got[name]["n"] == E[key]["n"] == 18, name
+        assert (got[name]["p50"], got[name]["p90"]) == pytest.approx((E[key]["p50"], E[key]["p90"]), abs=0.05), name
+        for k in ("median_ratio", "min_ratio", "max_ratio"):
+            assert got[name][k] == pytest.approx(E[key][k], abs=5e-4), (name, k)
+    assert got["bf16_block"]["min_ratio"] > 1  # every bf16 block there priced slow: the stated direction

@@ -30,10 +30,13 @@ from .block import (
     ALIGN,
     GEMM_DENSE_LOAD,
     GEMM_DENSE_SPEEDUP_ERROR,
+    LONG_STEP_ERROR,
+    LONG_STEP_TOKENS,
     SPEEDUP_ERROR_BAR,
     ExpertBlockTime,
     as_moe_shape,
     expert_block_time,
+    is_long_step,
 )
 
 __all__ = [
@@ -58,7 +61,10 @@ class BlockDecision:
     ``gemm_dense``: the bf16 block's tensor load is at least :data:`~perfmodel.moe.block.GEMM_DENSE_LOAD` on a
     validated H200 block, where the model's speedup has been low more often than high (median 2.7 %, up to 17 %,
     with the power-cap term): the reason says so, and ``close_call`` uses that regime's error
-    (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`)."""
+    (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`). ``long_step``: a validated H200 block of more than
+    :data:`~perfmodel.moe.block.LONG_STEP_TOKENS` tokens, beyond every fit, where round 7 measured the model
+    over-predicting the speedup (median 3.6 %, up to 16 %): the reason says the speedup is likely lower, and
+    ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`); it replaces ``gemm_dense`` there."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -68,6 +74,7 @@ class BlockDecision:
     reason: str
     close_call: bool = False
     gemm_dense: bool = False
+    long_step: bool = False
 
 
 def _with_experts(config: Any, experts: int | None) -> MoEShape:
@@ -115,10 +122,19 @@ def block_decision(
         f"quantization: speedup {s:.3f} {'>=' if use else '<'} {ms:g}"
     )
     validated = f.error_bar.get("p50") is not None
-    dense = validated and b.tensor_load >= GEMM_DENSE_LOAD
-    bar = GEMM_DENSE_SPEEDUP_ERROR if dense else SPEEDUP_ERROR_BAR
+    long_step = validated and is_long_step(b.gpu, "bf16", b.event_law, b.tokens)
+    dense = validated and b.tensor_load >= GEMM_DENSE_LOAD and not long_step
+    bar = LONG_STEP_ERROR["speedup"] if long_step else GEMM_DENSE_SPEEDUP_ERROR if dense else SPEEDUP_ERROR_BAR
     p90 = bar["p90"] / 100
     close = validated and abs(s / ms - 1) < p90
+    if long_step:
+        e = LONG_STEP_ERROR["speedup"]
+        reason += (
+            f"; beyond {LONG_STEP_TOKENS} tokens per step, where the H200 measurements of round 7 found the model "
+            f"over-predicting the speedup (predicted / measured median {e['median_ratio']:.3f}, up to "
+            f"{e['max_ratio']:.2f}, {int(e['n'])} configurations of held-out families), so the speedup is likely lower "
+            f"than this"
+        )
     if dense:
         e = GEMM_DENSE_SPEEDUP_ERROR
         reason += (
@@ -130,10 +146,19 @@ def block_decision(
     if close:
         reason += (
             f"; a close call: within the model's speedup error of {ms:g} (p90 {100 * p90:.0f} % on "
-            f"{'GEMM-dense ' if dense else 'pre-registered '}H200 blocks, docs/moe.md), so measure before deciding"
+            f"{'long-step ' if long_step else 'GEMM-dense ' if dense else 'pre-registered '}H200 blocks, docs/moe.md), "
+            "so measure before deciding"
         )
     return BlockDecision(
-        bf16=b, fp8=f, speedup=s, use=use, min_speedup=ms, reason=reason, close_call=close, gemm_dense=dense
+        bf16=b,
+        fp8=f,
+        speedup=s,
+        use=use,
+        min_speedup=ms,
+        reason=reason,
+        close_call=close,
+        gemm_dense=dense,
+        long_step=long_step,
     )
 
 
@@ -226,6 +251,15 @@ def break_even_tokens(
     note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
     if not monotone:
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
+    if hi_t > LONG_STEP_TOKENS:
+        d = block_decision(m, tokens=hi_t, gpu=gpu, recipe=recipe, min_speedup=ms, **block)
+        if d.long_step:
+            e = LONG_STEP_ERROR["speedup"]
+            note += (
+                f"; beyond {LONG_STEP_TOKENS} tokens per step, where the model over-predicted the speedup on the H200 "
+                f"(round 7: predicted / measured median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}): the "
+                "break-even is likely later, if there is one"
+            )
     return BreakEven(hi_t, hi_t * m.top_k / m.experts, s_hi, ms, monotone, crossings, note)
 
 
@@ -316,6 +350,7 @@ def routed_experts_section(
                 "use": d.use,
                 "close_call": d.close_call,
                 "gemm_dense": d.gemm_dense,
+                "long_step": d.long_step,
                 "reason": d.reason,
                 "provenance": d.fp8.provenance,
             }
