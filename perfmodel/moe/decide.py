@@ -64,7 +64,8 @@ class BlockDecision:
     (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`). ``long_step``: a validated H200 block of more than
     :data:`~perfmodel.moe.block.LONG_STEP_TOKENS` tokens, beyond every fit, where round 7 measured the model
     over-predicting the speedup (median 3.6 %, up to 16 %): the reason says the speedup is likely lower, and
-    ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`); it replaces ``gemm_dense`` there."""
+    ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`) instead of the GEMM-dense one
+    (``gemm_dense`` still says whether the block is GEMM-dense)."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -123,7 +124,7 @@ def block_decision(
     )
     validated = f.error_bar.get("p50") is not None
     long_step = validated and is_long_step(b.gpu, "bf16", b.event_law, b.tokens)
-    dense = validated and b.tensor_load >= GEMM_DENSE_LOAD and not long_step
+    dense = validated and b.tensor_load >= GEMM_DENSE_LOAD
     bar = LONG_STEP_ERROR["speedup"] if long_step else GEMM_DENSE_SPEEDUP_ERROR if dense else SPEEDUP_ERROR_BAR
     p90 = bar["p90"] / 100
     close = validated and abs(s / ms - 1) < p90
@@ -135,7 +136,7 @@ def block_decision(
             f"{e['max_ratio']:.2f}, {int(e['n'])} configurations of held-out families), so the speedup is likely lower "
             f"than this"
         )
-    if dense:
+    elif dense:  # the GEMM-dense regime's error was measured up to LONG_STEP_TOKENS only
         e = GEMM_DENSE_SPEEDUP_ERROR
         reason += (
             f"; a GEMM-dense block (bf16 tensor load {b.tensor_load:.2f} >= {GEMM_DENSE_LOAD:g}): on the H200 the "
