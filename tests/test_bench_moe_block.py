@@ -54,6 +54,11 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "grok1": (6144, 32768, 8, 2, 0, "softmax", 8),  # round 5, blocks only: ffn_size(6144, 8) = 49152 * 2 // 3
     "skywork_moe": (4608, 12288, 16, 2, 0, "softmax", 16),  # round 6, blocks only
     "llama4_maverick_ep16": (5120, 8192, 8, 1, 8192, "sigmoid", 128),  # round 6's in-shape check (EP16)
+    "synth_a": (3328, 11776, 8, 2, 0, "softmax", 8),  # synthetic fit shapes (GEMM-dense regime), not models
+    "synth_b": (5632, 14848, 8, 2, 0, "softmax", 8),
+    "synth_c": (4352, 20480, 16, 2, 0, "softmax", 16),
+    "synth_d": (7680, 10240, 8, 1, 0, "softmax", 8),
+    "synth_e": (6656, 28672, 8, 2, 0, "softmax", 8),
 }
 FRESH2 = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 
@@ -63,9 +68,19 @@ def test_config_table_matches_cited_values():
     for name, exp in EXPECTED.items():
         c = MB.MODEL_BY_NAME[name]
         assert (c.dim, c.inter, c.experts, c.top_k, c.shared_inter, c.score_func, c.router_experts) == exp, name
-        assert "config.json" in c.source or "Megatron-Bridge" in c.source
+        assert "config.json" in c.source or "Megatron-Bridge" in c.source or c.source.startswith("synthetic"), name
         # fp8 rowwise needs K and N multiples of 16 in every expert GEMM
         assert c.dim % 16 == 0 and c.inter % 16 == 0
+
+
+def test_synthetic_fit_shapes_are_no_named_familys():
+    synth = {n: c for n, c in MB.MODEL_BY_NAME.items() if n.startswith("synth_")}
+    named = {(c.dim, c.inter) for n, c in MB.MODEL_BY_NAME.items() if n not in synth}
+    dims = {d for pair in named for d in pair}
+    assert len(synth) == 5
+    for n, c in synth.items():
+        assert c.source.startswith("synthetic") and (c.dim, c.inter) not in named, n
+        assert c.dim not in dims and c.inter not in dims, n  # no K or N of any named family's expert GEMMs
 
 
 def test_expert_params_by_hand():

@@ -213,6 +213,15 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("llama4_maverick_ep16", 5120, 8192, 8, 1, 8192, "sigmoid", 128,
                 "Llama-4-Maverick-17B-128E config.json as above; local-experts variant 128/EP16 = 8 experts on this "
                 "GPU"),
+    # Synthetic fit shapes (added 2026-12-04, night; not models): few-expert, large-expert blocks in the GEMM-dense
+    # regime (bf16 tensor loads 0.62-0.72 as priced), whose (dim, inter) no named family has, measured as fit data
+    # for a refit of the event law at long steps (the only fit-family shape that reaches that regime is
+    # llama4_maverick's). Never a held-out family.
+    BlockConfig("synth_a", 3328, 11776, 8, 2, 0, "softmax", 8, "synthetic fit shape (not a model)"),
+    BlockConfig("synth_b", 5632, 14848, 8, 2, 0, "softmax", 8, "synthetic fit shape (not a model)"),
+    BlockConfig("synth_c", 4352, 20480, 16, 2, 0, "softmax", 16, "synthetic fit shape (not a model)"),
+    BlockConfig("synth_d", 7680, 10240, 8, 1, 0, "softmax", 8, "synthetic fit shape (not a model)"),
+    BlockConfig("synth_e", 6656, 28672, 8, 2, 0, "softmax", 8, "synthetic fit shape (not a model)"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
