@@ -4,8 +4,9 @@ Every constant here was derived on the fit families only (deepseek_v3, deepseek_
 llama4_maverick) from the H200 measurements of benchmarks/data/h200_2026-12-03b (``moe_block_kernels.json``:
 torch.profiler kernels at 8192 tokens; ``moe_block_time.json``: do_bench block times), by
 ``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive`` (docs/moe.md, "Block
-validation"). They price what eager torch / torchao 0.17 launch and how the H200 runs it; on other GPUs they are
-assumed to hold as fractions of that GPU's rates (transferred, not measured).
+validation"). One exception: :data:`POWER_CAP_SLOPE` also uses llama4_scout, whose expert GEMMs are a fit family's
+(``--derive-power-cap``). They price what eager torch / torchao 0.17 launch and how the H200 runs it; on other GPUs
+they are assumed to hold as fractions of that GPU's rates (transferred, not measured).
 """
 
 from __future__ import annotations
