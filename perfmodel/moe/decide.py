@@ -248,19 +248,18 @@ def break_even_tokens(
             hi_t = mid
         else:
             lo_t = mid
-    s_hi = s_of(hi_t)
+    d = block_decision(m, tokens=hi_t, gpu=gpu, recipe=recipe, min_speedup=ms, **block)  # one pricing: s and regime
+    s_hi = d.speedup
     note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
     if not monotone:
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
-    if hi_t > LONG_STEP_TOKENS:
-        d = block_decision(m, tokens=hi_t, gpu=gpu, recipe=recipe, min_speedup=ms, **block)
-        if d.long_step:
-            e = LONG_STEP_ERROR["speedup"]
-            note += (
-                f"; beyond {LONG_STEP_TOKENS} tokens per step, where the model over-predicted the speedup on the H200 "
-                f"(round 7: predicted / measured median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}): the "
-                "break-even is likely later, if there is one"
-            )
+    if d.long_step:
+        e = LONG_STEP_ERROR["speedup"]
+        note += (
+            f"; beyond {LONG_STEP_TOKENS} tokens per step, where the model over-predicted the speedup on the H200 "
+            f"(round 7: predicted / measured median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}): the "
+            "break-even is likely later, if there is one"
+        )
     return BreakEven(hi_t, hi_t * m.top_k / m.experts, s_hi, ms, monotone, crossings, note)
 
 
