@@ -188,6 +188,22 @@ def in_split(model: str, split: str) -> bool:
     return split_of(model) in (("validation", "test") if split == "held-out" else (split,))
 
 
+def pairs_by_config(recs: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any] | None = None) -> dict[Any, dict]:
+    """Each configuration's records by recipe, ``{key: {recipe: record}}`` (``key`` default the record's ``id``)."""
+    out: dict[Any, dict[str, dict[str, Any]]] = {}
+    for r in recs:
+        out.setdefault(key(r) if key else r["id"], {})[r["recipe"]] = r
+    return out
+
+
+def ratio_stats(q: Any) -> dict[str, float]:
+    """Of predicted / measured ratios ``q``: |q - 1| median and p90 (%), q's median, minimum and maximum, the count."""
+    a = np.asarray(q, dtype=float)
+    e = np.abs(a - 1) * 100
+    return {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)), "median_ratio": float(np.median(a)),
+            "min_ratio": float(a.min()), "max_ratio": float(a.max()), "n": float(a.size)}  # fmt: skip
+
+
 def predict(r: dict[str, Any], measured_eager: bool = True, timing: str = "event") -> Any:
     cfg = {
         "name": r["model"], "dim": r["dim"], "inter": r["inter"], "experts": r["experts"], "top_k": r["top_k"],
@@ -465,10 +481,7 @@ def long_step_error(data: Path) -> dict[str, dict[str, float]]:
     statistics), each with its count."""
     from perfmodel.moe.block import LONG_STEP_TOKENS
 
-    pairs: dict[str, dict[str, Any]] = {}
-    for r in load(data / ROUND_FOLDERS["fresh7"]):
-        if r["tokens"] > LONG_STEP_TOKENS:
-            pairs.setdefault(r["id"], {})[r["recipe"]] = r
+    pairs = pairs_by_config([r for r in load(data / ROUND_FOLDERS["fresh7"]) if r["tokens"] > LONG_STEP_TOKENS])
     q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": []}
     for pair in pairs.values():
         pred = {rec: predict(r) for rec, r in pair.items()}
@@ -478,14 +491,7 @@ def long_step_error(data: Path) -> dict[str, dict[str, float]]:
         if set(pair) == set(RECIPE):
             p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
             q["speedup"].append(p / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"]))
-    out = {}
-    for name, v in q.items():
-        a = np.array(v)
-        e = np.abs(a - 1) * 100
-        out[name] = {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
-                     "median_ratio": float(np.median(a)), "min_ratio": float(a.min()), "max_ratio": float(a.max()),
-                     "over": float(np.mean(a > 1)), "n": float(a.size)}  # fmt: skip
-    return out
+    return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
 
 
 def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
@@ -497,10 +503,8 @@ def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
     from every fit."""
     from perfmodel.moe.block import GEMM_DENSE_LOAD
 
-    pairs: dict[tuple[str, str], dict[str, Any]] = {}
-    for folder in BLOCK_FOLDERS:
-        for r in load(data / folder):
-            pairs.setdefault((folder, r["id"]), {})[r["recipe"]] = r
+    recs = [{**r, "_folder": folder} for folder in BLOCK_FOLDERS for r in load(data / folder)]
+    pairs = pairs_by_config(recs, key=lambda r: (r["_folder"], r["id"]))
     out: dict[str, list[tuple[float, str]]] = {"dense": [], "other": [], "bf16_block": []}
     for pair in pairs.values():
         if "bf16" in pair:
@@ -515,10 +519,7 @@ def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
     res = {}
     for name, rows in out.items():
         q = np.array([x for x, m in rows if m not in SHAPE_OF_FIT])
-        e = np.abs(q - 1) * 100
-        res[name] = {"p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
-                     "median_ratio": float(np.median(q)), "min_ratio": float(q.min()), "max_ratio": float(q.max()),
-                     "under": float(np.mean(q < 1)), "n": float(q.size),
+        res[name] = {**ratio_stats(q), "under": float(np.mean(q < 1)),
                      "n_fit_left_out": float(sum(m in SHAPE_OF_FIT for _, m in rows))}  # fmt: skip
     return res
 
@@ -537,9 +538,7 @@ def rounds_table(data: Path) -> str:
         if not (data / folder).is_dir():
             continue  # a registered round not measured yet
         recs = [r for r in load(data / folder) if split in FOLDER_ROUNDS or split_of(r["model"]) == split]
-        by: dict[str, dict[str, Any]] = {}
-        for r in recs:
-            by.setdefault(r["id"], {})[r["recipe"]] = r
+        by = pairs_by_config(recs)
         err: dict[str, list[float]] = {"bf16": [], "fp8_rowwise": [], "speedup": []}
         clear, wrong = 0, []
         for key, pair in sorted(by.items()):
@@ -586,9 +585,7 @@ def score(recs: list[dict[str, Any]], splits: list[str]) -> str:
                     f"{np.percentile(e[False], 90):.1f} | {np.median(e[True]):.1f} | {np.percentile(e[True], 90):.1f} "
                     f"| {q:.2f} |"
                 )
-    by: dict[str, dict[str, Any]] = {}
-    for r in recs:
-        by.setdefault(r["id"], {})[r["recipe"]] = r
+    by = pairs_by_config(recs)
     res: dict[str, dict[bool, list[tuple[float, bool, bool]]]] = {s: {False: [], True: []} for s in splits}
     for pair in by.values():
         if set(pair) != set(RECIPE):
