@@ -64,21 +64,26 @@ class KernelConfig:
 #: for mid (wgrad "small" is the exception below). Checked against the mangled kernel names of every profiled record
 #: of our four sweeps (h200_2026-12-03, -03f, -04f, -04t: 4,869 records, no exception; the MMA atom and stage count
 #: tell the two fp8 Cooperative kernels apart). BK of the Pingpong and fp8 tiles as torch's source states it.
+_BF16_PINGPONG = KernelConfig("bf16_pingpong_64x128", "pingpong", 64, 128, 128)
+_BF16_COOPERATIVE = KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64)
+_FP8_PINGPONG = KernelConfig("fp8_pingpong_64x128", "pingpong", 64, 128, 128)
+_FP8_COOPERATIVE_128X256 = KernelConfig("fp8_cooperative_128x256", "cooperative", 128, 256, 64)
+_FP8_COOPERATIVE_256X128 = KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128)
 KERNELS: dict[tuple[str, str, str], KernelConfig] = {
-    ("bf16", "fwd", "small"): KernelConfig("bf16_pingpong_64x128", "pingpong", 64, 128, 128),
-    ("bf16", "fwd", "mid"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("bf16", "fwd", "large"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
+    ("bf16", "fwd", "small"): _BF16_PINGPONG,
+    ("bf16", "fwd", "mid"): _BF16_COOPERATIVE,
+    ("bf16", "fwd", "large"): _BF16_COOPERATIVE,
     # wgrad "small" (K or N <= 128, no expert shape): torch runs Pingpong 64x128x128, which our sweep never ran for
     # wgrad; it is priced with the fitted Cooperative tile, an assumption (docs/moe.md says so)
-    ("bf16", "wgrad", "small"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("bf16", "wgrad", "mid"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("bf16", "wgrad", "large"): KernelConfig("bf16_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("fp8", "fwd", "small"): KernelConfig("fp8_pingpong_64x128", "pingpong", 64, 128, 128),
-    ("fp8", "fwd", "mid"): KernelConfig("fp8_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("fp8", "fwd", "large"): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
-    ("fp8", "wgrad", "small"): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
-    ("fp8", "wgrad", "mid"): KernelConfig("fp8_cooperative_128x256", "cooperative", 128, 256, 64),
-    ("fp8", "wgrad", "large"): KernelConfig("fp8_cooperative_256x128", "cooperative", 256, 128, 128),
+    ("bf16", "wgrad", "small"): _BF16_COOPERATIVE,
+    ("bf16", "wgrad", "mid"): _BF16_COOPERATIVE,
+    ("bf16", "wgrad", "large"): _BF16_COOPERATIVE,
+    ("fp8", "fwd", "small"): _FP8_PINGPONG,
+    ("fp8", "fwd", "mid"): _FP8_COOPERATIVE_128X256,
+    ("fp8", "fwd", "large"): _FP8_COOPERATIVE_256X128,
+    ("fp8", "wgrad", "small"): _FP8_COOPERATIVE_256X128,
+    ("fp8", "wgrad", "mid"): _FP8_COOPERATIVE_128X256,
+    ("fp8", "wgrad", "large"): _FP8_COOPERATIVE_256X128,
 }
 #: torch's thresholds (GroupMM.cu / ScaledGroupMM.cu): small at M or N <= 128, large at two of M, K, N >= 2048
 _SMALL_MN = 128
