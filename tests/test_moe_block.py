@@ -638,3 +638,16 @@ def test_the_fit_families_long_steps_over_predict_the_speedup_as_stated():
             assert rb > 1.04, key  # GEMM-dense: priced slow
         else:
             assert 0.89 <= rb <= 1.025, key  # non-dense: priced fast (or within 2 %)
+
+
+def test_block_event_times_refuse_bad_input():
+    from perfmodel.moe.block_constants import block_event_times_s
+
+    with pytest.raises(pm.InvalidShapeError, match="kernel_s"):
+        block_event_times_s("bf16", -1e-3, 0.01, 0.6)
+    with pytest.raises(pm.InvalidShapeError, match="kernel_s"):
+        block_event_times_s("bf16", 0.01, float("nan"), 0.6)
+    with pytest.raises(pm.InvalidShapeError, match="tensor load"):
+        block_event_times_s("bf16", 0.01, 0.01, float("nan"))
+    with pytest.raises(pm.InvalidShapeError, match="no measured event law"):
+        block_event_times_s("mxfp8", 0.01, 0.01, 0.6)
