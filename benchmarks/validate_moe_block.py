@@ -5,6 +5,7 @@
     python benchmarks/validate_moe_block.py DIR --kernels  # measured kernels vs the model's, class by class
     python benchmarks/validate_moe_block.py DIR --derive   # the block constants, from the fit families only
     python benchmarks/validate_moe_block.py DIR --final --docs docs/moe.md   # rewrite the generated tables there
+    python benchmarks/validate_moe_block.py benchmarks/data --fp8-in-block  # grouped GEMMs in the block vs alone
 
 DIR holds ``moe_block_results.tar.gz`` (or its JSON files: ``moe_block_time.json``, ``moe_block_kernels.json``).
 
@@ -321,6 +322,7 @@ def derive(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> dict[str
         out[f"slowdown_{c}"] = float(np.median(v))
         out[f"slowdown_{c}_min"], out[f"slowdown_{c}_max"] = float(min(v)), float(max(v))
     out.update(_derive_colwise(fit))
+    out.update(_derive_fp8_in_block(krecs))
     wall = {(r["id"], r["recipe"]): r for r in trecs}
     gf, gb = [], []
     for r in fit:
@@ -336,6 +338,70 @@ def derive(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> dict[str
     out.update(_derive_power([r for r in trecs if r["model"] in FIT]))
     out.update(_derive_event_law([r for r in trecs if r["model"] in FIT]))
     return out
+
+
+def fp8_in_block_ratios(krecs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per fp8 rowwise kernel profile: the grouped-GEMM model's seconds (isolated price, before
+    FP8_GEMM_IN_BLOCK_SPEEDUP) over the profiled grouped-GEMM seconds, fwd+bwd; ``fit``: the fit families', ``other``:
+    every other family's."""
+    from perfmodel.moe.block_constants import FP8_GEMM_IN_BLOCK_SPEEDUP
+
+    out: dict[str, list[float]] = {"fit": [], "other": []}
+    for r in krecs:
+        if r["recipe"] != "fp8_rowwise":
+            continue
+        meas = measured_by_class(r)["grouped_gemm"][1]
+        model = model_by_class(predict(r, True, "kernel"))["grouped_gemm"][1] * FP8_GEMM_IN_BLOCK_SPEEDUP
+        if meas > 0:
+            out["fit" if r["model"] in FIT else "other"].append(model / meas)
+    return out
+
+
+def _derive_fp8_in_block(krecs: list[dict[str, Any]]) -> dict[str, float]:
+    """FP8_GEMM_IN_BLOCK_SPEEDUP: the median of :func:`fp8_in_block_ratios` over the fit families' profiles, with its
+    range, and the other families' range (shown, not fitted)."""
+    q = fp8_in_block_ratios(krecs)
+    if not q["fit"]:
+        return {}
+    out = {"fp8_gemm_in_block_speedup": float(np.median(q["fit"])), "fp8_gemm_in_block_min": float(min(q["fit"])),
+           "fp8_gemm_in_block_max": float(max(q["fit"])), "fp8_gemm_in_block_n": float(len(q["fit"]))}  # fmt: skip
+    if q["other"]:
+        out |= {"fp8_gemm_in_block_other_min": float(min(q["other"])),
+                "fp8_gemm_in_block_other_max": float(max(q["other"])),
+                "fp8_gemm_in_block_other_n": float(len(q["other"]))}  # fmt: skip
+    return out
+
+
+#: every folder of block kernel profiles (torch.profiler, both recipes or bf16 only), for --fp8-in-block
+KERNEL_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-04x", "h200_2026-12-04z")
+
+
+def gemm_in_block_table(data: Path) -> str:
+    """Markdown: per block kernel profile of :data:`KERNEL_FOLDERS` under ``data``, the grouped GEMMs' share of the
+    profiled kernel sum, the model's isolated grouped-GEMM price over the profiled grouped-GEMM seconds (fwd+bwd,
+    before FP8_GEMM_IN_BLOCK_SPEEDUP) and the profiled rate; the fit families first. Then the range per recipe and
+    set (what FP8_GEMM_IN_BLOCK_SPEEDUP's docstring quotes)."""
+    from perfmodel.moe.block_constants import FP8_GEMM_IN_BLOCK_SPEEDUP
+
+    rows, q = [], {}
+    recs = [(f, r) for f in KERNEL_FOLDERS for r in load_kernels(data / f)]
+    recs.sort(key=lambda fr: (fr[1]["model"] not in FIT, fr[1]["recipe"], fr[1]["model"], fr[1]["tokens"]))
+    for folder, r in recs:
+        m = measured_by_class(r)
+        meas = m["grouped_gemm"][1]
+        model = model_by_class(predict(r, True, "kernel"))["grouped_gemm"][1]
+        if r["recipe"] == "fp8_rowwise":
+            model *= FP8_GEMM_IN_BLOCK_SPEEDUP  # the isolated price
+        share = meas / sum(v[1] for v in m.values())
+        split = "fit" if r["model"] in FIT else "other"
+        q.setdefault((r["recipe"], split), []).append(model / meas)
+        rows.append((split, folder.removeprefix("h200_"), r["id"], r["recipe"], f"{share:.2f}", f"{model / meas:.3f}",
+                     f"{3 * r['expert_flops_fwd'] / meas / 1e12:.0f}"))  # fmt: skip
+    head = ("split", "folder", "config", "recipe", "GEMM share (measured)", "isolated price / in-block measured",
+            "in-block TFLOP/s")  # fmt: skip
+    summary = "; ".join(f"{rec} {split}: {min(v):.3f}-{max(v):.3f} (median {np.median(v):.3f}, n {len(v)})"
+                        for (rec, split), v in sorted(q.items()))  # fmt: skip
+    return table(head, rows) + "\n\nRange: " + summary + "."
 
 
 def _fit_event_law(k: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
@@ -381,7 +447,8 @@ def _derive_event_law(fit_times: list[dict[str, Any]]) -> dict[str, float]:
         ):
             H, a, tau, rms = _fit_event_law(k, y)
             key = f"event_law_{name}_{phase}"
-            out.update({f"{key}_H_s": H, f"{key}_a": a, f"{key}_tau_s": tau, f"{key}_rms": rms})
+            out.update({f"{key}_H_s": H, f"{key}_a": a, f"{key}_tau_s": tau, f"{key}_rms": rms,
+                        f"{key}_k_max_s": float(k.max())})  # fmt: skip
         out[f"event_law_{name}_rows"] = float(len(rows))
     return out
 
@@ -474,23 +541,33 @@ def derive_power_cap(data: Path) -> dict[str, float]:
             "power_cap_rows_above": float(sum(k.tensor_load > POWER_CAP_LOAD0 for k in ks))}  # fmt: skip
 
 
+#: the folders of the long-step figures (--long-step): round 7 (held out by shape, pre-registered for the model of
+#: its day) and the fit families' own long steps (in-shape, measured after round 7, in no fit)
+LONG_STEP_FOLDERS = ("h200_2026-12-04r7", "h200_2026-12-04r7-fit")
+
+
 def long_step_error(data: Path) -> dict[str, dict[str, float]]:
-    """The model's error beyond LONG_STEP_TOKENS (perfmodel.moe.block), from round 7 (``ROUND_FOLDERS["fresh7"]``
-    under ``data``: 65536 and 131072 tokens, pre-registered): ``speedup`` (|pred / meas - 1| median and p90 %, the
-    pred / meas ratio's median, range and the share above 1), ``bf16_block`` and ``rowwise_block`` (fwd+bwd, the same
-    statistics), each with its count."""
+    """The model's error beyond LONG_STEP_TOKENS (perfmodel.moe.block) over :data:`LONG_STEP_FOLDERS` under ``data``
+    (65536 and 131072 tokens): ``speedup`` (|pred / meas - 1| median and p90 %, the pred / meas ratio's median,
+    range and the share above 1), ``bf16_block`` and ``rowwise_block`` (fwd+bwd, the same statistics), each with its
+    count, on both folders pooled; ``speedup_held_out`` / ``speedup_in_shape``: the speedup on round 7 alone / on the
+    fit families' own long steps alone."""
     from perfmodel.moe.block import LONG_STEP_TOKENS
 
-    pairs = pairs_by_config([r for r in load(data / ROUND_FOLDERS["fresh7"]) if r["tokens"] > LONG_STEP_TOKENS])
-    q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": []}
-    for pair in pairs.values():
-        pred = {rec: predict(r) for rec, r in pair.items()}
-        for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block")):
-            if rec in pair:
-                q[key].append(pred[rec].total_s / pair[rec]["fwd_bwd_s"])
-        if set(pair) == set(RECIPE):
-            p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
-            q["speedup"].append(p / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"]))
+    q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": [], "speedup_held_out": [],
+                                 "speedup_in_shape": []}  # fmt: skip
+    for folder in LONG_STEP_FOLDERS:
+        pairs = pairs_by_config([r for r in load(data / folder) if r["tokens"] > LONG_STEP_TOKENS])
+        for pair in pairs.values():
+            pred = {rec: predict(r) for rec, r in pair.items()}
+            for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block")):
+                if rec in pair:
+                    q[key].append(pred[rec].total_s / pair[rec]["fwd_bwd_s"])
+            if set(pair) == set(RECIPE):
+                p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
+                ratio = p / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"])
+                q["speedup"].append(ratio)
+                q["speedup_held_out" if folder == LONG_STEP_FOLDERS[0] else "speedup_in_shape"].append(ratio)
     return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
 
 
@@ -652,15 +729,19 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
+    ap.add_argument("--fp8-in-block", action="store_true", help="the grouped GEMMs' isolated price over their "
+                    "in-block profiled time, per kernel profile (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
     a = ap.parse_args(argv[1:])
-    if a.rounds:
-        body = rounds_table(a.folder)
-        if a.docs:
-            write_blocks([Block(doc=a.docs, name="moe-block-rounds", body=body)])
-        else:
-            print(body)
-        return 0
+    for flag, make, block in (("fp8_in_block", gemm_in_block_table, "moe-gemm-in-block"),
+                              ("rounds", rounds_table, "moe-block-rounds")):  # fmt: skip
+        if getattr(a, flag):
+            body = make(a.folder)
+            if a.docs:
+                write_blocks([Block(doc=a.docs, name=block, body=body)])
+            else:
+                print(body)
+            return 0
     if a.derive_power_cap:
         for name, v in derive_power_cap(a.folder).items():
             print(f"{name} = {v:.4g}")

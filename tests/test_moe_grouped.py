@@ -378,3 +378,6 @@ def test_the_preset_table_in_the_docs_is_the_script_output():
 
     got = block_text((ROOT / "docs" / "moe.md").read_text(), mt.BLOCK, doc="docs/moe.md")
     assert got == mt.table(), "stale: python benchmarks/moe_preset_table.py --docs docs/moe.md"
+    ex = block_text((ROOT / "docs" / "moe.md").read_text(), mt.EXAMPLE_BLOCK, doc="docs/moe.md")
+    assert ex == mt.worked_example(), "stale: python benchmarks/moe_preset_table.py --docs docs/moe.md"
+    assert "| rowwise (eager) |" in ex and "The fp8 GEMMs save" in ex

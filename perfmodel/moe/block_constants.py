@@ -21,7 +21,9 @@ __all__ = [
     "EAGER_SLOWDOWN",
     "EVENT_LAW",
     "EVENT_LAW_A_MAX",
+    "EVENT_LAW_K_MAX_S",
     "EVENT_LAW_TAU_RANGE_S",
+    "FP8_GEMM_IN_BLOCK_SPEEDUP",
     "HOST_GAP_BWD_S",
     "HOST_SYNCS_FWD",
     "HOST_SYNC_S",
@@ -90,6 +92,25 @@ HOST_GAP_BWD_S = 0.401e-3
 #: ``colwise_dual_program_s``); per-config residual of the pair on those profiles -7 %..+2 %.
 COLWISE_DUAL_PROGRAM_S = 25.0e-9
 
+#: The fp8 rowwise grouped GEMMs run faster inside the eager block than the grouped-GEMM model prices them
+#: (``measured_eager=True``, H200; added 2026-12-05 for issue 33). :func:`perfmodel.moe.grouped_gemm_time_s` is fitted
+#: on, and validated against, isolated ``torch._scaled_grouped_mm`` calls timed back to back
+#: (benchmarks/data/h200_2026-12-03, L2 flushed); in the block's torch.profiler kernels the same GEMMs take less:
+#: the model's grouped-GEMM seconds over the measured ones are 1.054-1.189 on the fit families' six fp8 profiles
+#: (median 1.154; benchmarks/data/h200_2026-12-03b, 8192 tokens) and 1.06-1.29 on the twelve of the other families
+#: (mixtral_8x7b, mixtral_8x22b, hunyuan_large, gpt_oss_120b, deepseek_v3_16b, llama4_scout; 8192-32768 tokens; the
+#: highest, 1.29, is mixtral_8x22b at 32768 tokens, whose in-block fp8 GEMMs ran at 1330 TFLOP/s against at most
+#: about 1220 in any isolated sweep). The bf16 GEMMs show no such gain (0.80-1.09; below 1 in GEMM-dense blocks,
+#: which the event law and :data:`POWER_CAP_SLOPE` price). Why, we did not measure. One reading: between the fp8
+#: GEMMs the block runs torchao's memory-bound casts (half its time and more), so the board stays further below its
+#: 700 W cap and the SM clock higher than in a sweep of GEMMs alone. Each fp8 grouped GEMM of an eager H200 block is
+#: priced at its grouped-GEMM time divided by this factor: the median over the fit families' profiles only
+#: (``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive``: ``fp8_gemm_in_block_*``).
+#: The factor was looked for after every block round had been seen (the rowwise blocks with a large GEMM share were
+#: priced slow, and the event law's rowwise sustained term came out negative): every round's figures with it are
+#: post-selection (docs/moe.md). Applied on the H200 only (a board effect, not transferred: elsewhere 1.0).
+FP8_GEMM_IN_BLOCK_SPEEDUP = 1.154
+
 #: Sustained-power clock derate of the backward (``measured_eager=True``, ``timing="event"``). Under do_bench the
 #: H200 runs the block back to back at its 700 W cap: the run's nvidia-smi log (gpu_clocks.csv of 2026-12-03b) has
 #: the SW power cap active in 469 of 1139 samples, SM clock 1380-1980 MHz. The backward, which follows the forward
@@ -105,8 +126,11 @@ COLWISE_DUAL_PROGRAM_S = 25.0e-9
 #: ``--derive``: ``power_derate_slope``, ``power_derate_duty0``). DUTY0 is the duty at which the kernel rates
 #: (profiled at 8192 tokens, both recipes) hold on average. Residual of that line on those rows -0.19..+0.14.
 #: Applied on the H200 only (a power-cap effect of that board; other GPUs get factor 1.0, not transferred).
-POWER_DERATE_SLOPE = 0.1756
-POWER_DERATE_DUTY0 = 0.3301
+#: Re-derived 2026-12-05 with the in-block fp8 GEMM rate (:data:`FP8_GEMM_IN_BLOCK_SPEEDUP`), which moves the fp8
+#: rows' duty and backward kernel sum (first derived as 0.1756 / 0.3301); superseded by :data:`EVENT_LAW`, so no
+#: block is priced with it.
+POWER_DERATE_SLOPE = 0.1195
+POWER_DERATE_DUTY0 = 0.1403
 
 
 def colwise_dual_programs(groups: int, K: int, N: int) -> int:
@@ -136,8 +160,15 @@ def power_derate(duty: float) -> float:
 #: * ``a * k / (k + tau)`` is the sustained-run factor: under do_bench the H200 runs a block back to back at its
 #:   700 W cap (SW power cap in 469 of 1139 nvidia-smi samples of 2026-12-03b), so a long bf16 block runs slower
 #:   than its kernels priced one at a time (``a`` > 0), up to ``a`` for a block much longer than ``tau``. For
-#:   rowwise ``a`` came out negative (long rowwise blocks 4-7 % faster than their kernels priced alone); we do not
-#:   know why (one guess: operands still in L2 from the kernel before), and report it as fitted.
+#:   rowwise ``a`` came out negative (-0.03 forward, -0.06 backward: long rowwise blocks 4-7 % faster than their
+#:   kernels priced alone) until the in-block fp8 GEMM rate (:data:`FP8_GEMM_IN_BLOCK_SPEEDUP`) was found in the
+#:   kernel profiles. Refitted on the same rows with it (2026-12-05), the rowwise factor is at most -1.2 % forward
+#:   and -1.3 % backward over the fit rows; reported as fitted.
+#: * ``k`` in the sustained factor is held at :data:`EVENT_LAW_K_MAX_S`, the largest phase kernel sum among the
+#:   law's fit rows: the factor is not extrapolated beyond the blocks it was fitted on (bf16 fwd 64 ms, the length
+#:   of a 32768-token deepseek_v3_ep8 forward). Extrapolated, ``1 + a k / (k + tau)`` kept growing towards
+#:   ``1 + a`` (1.5 for the bf16 forward) and priced long bf16 blocks 3-17 % slow (round 7). This rule, too, was
+#:   chosen after round 7 had been seen: post-selection there (docs/moe.md).
 #:
 #: Fitted per (recipe, phase) on the fit families' do_bench rows only (deepseek_v3, deepseek_v3_ep8, qwen3_30b_a3b,
 #: llama4_maverick; 4096-32768 tokens, balanced and skewed; 31 bf16 and 22 rowwise rows of 2026-12-03b; the backward
@@ -152,8 +183,16 @@ def power_derate(duty: float) -> float:
 EVENT_LAW: Mapping[tuple[str, str], tuple[float, float, float]] = {
     ("bf16", "fwd"): (0.7282e-3, 0.5000, 0.2996),  # a on its bound; rms relative residual 3.6 %
     ("bf16", "bwd"): (0.0, 0.2762, 0.07809),  # H on its bound; rms 4.6 %
-    ("rowwise", "fwd"): (1.5254e-3, -0.02936, 0.008837),  # rms 1.4 %
-    ("rowwise", "bwd"): (0.9347e-3, -0.06272, 0.03090),  # rms 2.1 %
+    ("rowwise", "fwd"): (1.5068e-3, -0.08934, 1.0),  # tau on its bound; rms 1.5 %
+    ("rowwise", "bwd"): (1.0485e-3, -0.02276, 0.1300),  # rms 1.8 %
+}
+#: the largest priced kernel sum (s) of each phase among :data:`EVENT_LAW`'s fit rows (``--derive``:
+#: ``event_law_*_k_max_s``): the sustained factor's ``k`` is held there (not extrapolated)
+EVENT_LAW_K_MAX_S: Mapping[tuple[str, str], float] = {
+    ("bf16", "fwd"): 0.06386,
+    ("bf16", "bwd"): 0.1110,
+    ("rowwise", "fwd"): 0.1519,
+    ("rowwise", "bwd"): 0.1610,
 }
 #: the bounds of the fit: ``|a|`` at most 0.5 (the H200's SM clock under the cap, 1380 MHz at worst against 1980
 #: MHz, slows compute-bound work by at most ~1.43x), ``tau`` within 1 ms .. 1 s
@@ -163,7 +202,8 @@ EVENT_LAW_TAU_RANGE_S = (1e-3, 1.0)
 
 def event_law_time_s(recipe: str, phase: str, kernel_s: float, *, sustained: bool = True) -> float:
     """One phase's event time (s) from its priced kernel sum ``kernel_s`` (s) by :data:`EVENT_LAW`:
-    ``H + k * (1 + a * k / (k + tau))``; ``sustained=False`` drops the H200's sustained-run factor (other GPUs).
+    ``H + k * (1 + a * c / (c + tau))``, ``c = min(k, EVENT_LAW_K_MAX_S)`` (the sustained factor held at the end of
+    its fit rows); ``sustained=False`` drops the H200's sustained-run factor (other GPUs).
 
     Raises:
         InvalidShapeError: ``kernel_s`` negative or not finite, or no law for ``(recipe, phase)`` (valid: bf16 and
@@ -179,7 +219,8 @@ def event_law_time_s(recipe: str, phase: str, kernel_s: float, *, sustained: boo
         raise InvalidShapeError(f"kernel_s must be a finite number of seconds >= 0, got {kernel_s!r}")
     H, a, tau = law
     k = float(kernel_s)
-    return H + k * (1.0 + (a * k / (k + tau) if sustained else 0.0))
+    c = min(k, EVENT_LAW_K_MAX_S[(recipe, phase)])
+    return H + k * (1.0 + (a * c / (c + tau) if sustained else 0.0))
 
 
 #: The H200's power-cap term for GEMM-dense blocks (added 2026-12-04 for issue 33). A block whose tensor cores are

@@ -59,12 +59,13 @@ class BlockDecision:
     (:data:`~perfmodel.moe.block.SPEEDUP_ERROR_BAR` p90, H200 event-law blocks) of ``min_speedup``, so the call can
     be wrong (the reason says so; measure before deciding); False where the block is not validated.
     ``gemm_dense``: the bf16 block's tensor load is at least :data:`~perfmodel.moe.block.GEMM_DENSE_LOAD` on a
-    validated H200 block, where the model's speedup has been low more often than high (median 2.7 %, up to 17 %,
-    with the power-cap term): the reason says so, and ``close_call`` uses that regime's error
-    (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`). ``long_step``: a validated H200 block of more than
-    :data:`~perfmodel.moe.block.LONG_STEP_TOKENS` tokens, beyond every fit, where round 7 measured the model
-    over-predicting the speedup (median 3.6 %, up to 16 %): the reason says the speedup is likely lower, and
-    ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`) instead of the GEMM-dense one
+    validated H200 block, where the model's speedup has been low a little more often than high (59 % of 61
+    held-out configurations, predicted / measured down to 0.88): the reason says so, and ``close_call`` uses that
+    regime's error (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`). ``long_step``: a validated H200 block of
+    more than :data:`~perfmodel.moe.block.LONG_STEP_TOKENS` tokens, beyond every fit, where the model over-predicted
+    the speedup more often than not (76 % of 34 measured configurations, predicted / measured up to 1.15): the reason
+    says the speedup is likely lower, and ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`)
+    instead of the GEMM-dense one
     (``gemm_dense`` still says whether the block is GEMM-dense)."""
 
     bf16: ExpertBlockTime
@@ -131,10 +132,10 @@ def block_decision(
     if long_step:
         e = LONG_STEP_ERROR["speedup"]
         reason += (
-            f"; beyond {LONG_STEP_TOKENS} tokens per step, where the H200 measurements of round 7 found the model "
-            f"over-predicting the speedup (predicted / measured median {e['median_ratio']:.3f}, up to "
-            f"{e['max_ratio']:.2f}, {int(e['n'])} configurations of held-out families), so the speedup is likely lower "
-            f"than this"
+            f"; beyond {LONG_STEP_TOKENS} tokens per step, where the H200 measurements at 65536-131072 tokens found "
+            f"the model over-predicting the speedup more often than not (predicted / measured median "
+            f"{e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}, {int(e['n'])} configurations: round 7's held-out "
+            f"families and the fit families' own), so the speedup is likely lower than this"
         )
     elif dense:  # the GEMM-dense regime's error was measured up to LONG_STEP_TOKENS only
         e = GEMM_DENSE_SPEEDUP_ERROR
@@ -257,8 +258,8 @@ def break_even_tokens(
         e = LONG_STEP_ERROR["speedup"]
         note += (
             f"; beyond {LONG_STEP_TOKENS} tokens per step, where the model over-predicted the speedup on the H200 "
-            f"(round 7: predicted / measured median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}): the "
-            "break-even is likely later, if there is one"
+            f"more often than not (65536-131072 tokens: predicted / measured median {e['median_ratio']:.3f}, up to "
+            f"{e['max_ratio']:.2f}): the break-even is likely later, if there is one"
         )
     return BreakEven(hi_t, hi_t * m.top_k / m.experts, s_hi, ms, monotone, crossings, note)
 
