@@ -330,6 +330,26 @@ def test_cli_rejects_bad_arguments(tmp_path, capsys):
     assert "valid:" in capsys.readouterr().err
 
 
+def test_rep_ms_for_times_at_least_min_reps_runs():
+    # do_bench times max(1, int(rep / estimate)) runs: a 0.4 s call under the default 100 ms rep is timed once
+    assert MB.rep_ms_for(0.4) == MB.REP_MS == 100.0
+    assert MB.rep_ms_for(0.4, 3) == pytest.approx(3 * 400 * 1.05)  # 1260 ms: int(1260 / 400) = 3 runs
+    assert int(MB.rep_ms_for(0.4, 3) / 400) == 3 and int(MB.rep_ms_for(0.01, 3) / 10) == 10  # short calls keep REP_MS
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(MB.MoEBlockError, match="min_reps"):
+            MB.rep_ms_for(0.4, bad)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(MB.MoEBlockError, match="call_s"):
+            MB.rep_ms_for(bad, 3)
+
+
+def test_min_reps_raises_the_plan_estimate_and_is_refused_below_one(tmp_path, capsys):
+    it = MB.plan_items(["mixtral_8x22b"], [131072], ["balanced"])[0]
+    assert MB.estimate_item_s(it, min_reps=3) > MB.estimate_item_s(it) > 0
+    assert MB.main(["plan", "--min-reps", "0", "--out", str(tmp_path)]) == 2
+    assert "--min-reps must be an integer >= 1" in capsys.readouterr().err
+
+
 def test_plan_cli_writes_items(tmp_path):
     assert MB.main(["plan", "--budget-s", "30", "--out", str(tmp_path), "--models", "mixtral_8x7b"]) == 0
     data = json.loads((tmp_path / "moe_block_plan.json").read_text())

@@ -96,7 +96,16 @@ from .measure import (  # noqa: F401
     measure_pieces,
     measure_time,
 )
-from .plan import BlockItem, _call_s, _do_bench_wall_s, estimate_item_s, estimate_memory_bytes, fits_memory, plan_items  # noqa: F401
+from .plan import (  # noqa: F401
+    BlockItem,
+    _call_s,
+    _do_bench_wall_s,
+    estimate_item_s,
+    estimate_memory_bytes,
+    fits_memory,
+    plan_items,
+    rep_ms_for,
+)
 from .results import Measure, Recorder, _after_error, _error_fields, _error_record, _json_default, run_items  # noqa: F401
 from .seed import SEED_CASE, SEED_DTYPES, _proton_finalize, _seed_loop, run_seed, seed_batches  # noqa: F401
 from .selftest import (  # noqa: F401
@@ -130,6 +139,7 @@ __all__ = [
     "padded_group_sizes",
     "permutation_reference",
     "plan_items",
+    "rep_ms_for",
     "run_items",
     "seed_batches",
 ]

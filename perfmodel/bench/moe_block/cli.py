@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--routings", type=_name_list(ALL_ROUTINGS), default=list(ROUTINGS))
     p.add_argument("--recipes", type=_name_list(RECIPES), default=list(RECIPES))
     p.add_argument("--resume", action="store_true", help="keep the records already in the phase's file")
+    p.add_argument("--min-reps", type=int, default=1, help="time: at least this many timed runs per do_bench "
+                   "(default 1: do_bench's own count, one run for any call over 100 ms)")  # fmt: skip
     p.add_argument("--device", default=None, help="selftest: cpu or cuda (default: cuda if available)")
     p.add_argument("--tk-dir", type=Path, default=Path(".tk/triton_kernels"), help="seed: python/triton_kernels")
     p.add_argument("--seed-root", type=Path, default=None, help="seed: profile root (default OUT/seed_logs)")
@@ -118,11 +120,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.budget_s > 0:
         print("error: --budget-s must be > 0", file=sys.stderr)
         return 2
+    if args.min_reps < 1:
+        print(f"error: --min-reps must be an integer >= 1, got {args.min_reps}", file=sys.stderr)
+        return 2
     command = "python -m perfmodel.bench.moe_block " + shlex.join(list(sys.argv[1:] if argv is None else argv))
     args.out.mkdir(parents=True, exist_ok=True)
     items = plan_items(args.models, args.tokens, args.routings)
     if args.phase == "plan":
-        rows = [{"id": it.id, "est_time_s": estimate_item_s(it, args.recipes),
+        rows = [{"id": it.id, "est_time_s": estimate_item_s(it, args.recipes, min_reps=args.min_reps),
                  "est_kernels_s": estimate_item_s(it, args.recipes, phase="kernels"),
                  "est_memory_bytes": {r: estimate_memory_bytes(it, r) for r in args.recipes},
                  "fits": {r: fits_memory(it, r) for r in args.recipes}} for it in items]  # fmt: skip
@@ -145,22 +150,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .._device import require_cuda
 
     require_cuda()
-    rec = Recorder(args.out / WRITE_NAMES[args.phase], collect_meta(command), resume=args.resume)
+    rec = Recorder(args.out / WRITE_NAMES[args.phase], collect_meta(command) | {"min_reps": args.min_reps},
+                   resume=args.resume)  # fmt: skip
     if args.phase == "pieces":
         st = run_items(items, measure_pieces, budget_s=args.budget_s, recorder=rec,
                        estimate=lambda it: 3.0 + 14 * _do_bench_wall_s(_call_s(it, "bf16") / 9), log=_log)  # fmt: skip
     else:
-        fn = measure_time if args.phase == "time" else measure_kernels
         first: set[tuple[int, int]] = set()
 
         def est(it: BlockItem) -> float:  # the first fp8 item of each (dim, inter) pays Triton JIT + autotune
             key = (it.cfg.dim, it.cfg.inter)
             extra = EST_FIRST_FP8_S[args.phase] if "fp8_rowwise" in args.recipes and key not in first else 0.0
-            return estimate_item_s(it, args.recipes, phase=args.phase) + extra
+            return estimate_item_s(it, args.recipes, phase=args.phase, min_reps=args.min_reps) + extra
 
         def measure(it: BlockItem) -> list[dict[str, Any]]:
             first.add((it.cfg.dim, it.cfg.inter))
-            return fn(it, args.recipes)
+            if args.phase == "time":
+                return measure_time(it, args.recipes, args.min_reps)
+            return measure_kernels(it, args.recipes)
 
         st = run_items(items, measure, budget_s=args.budget_s, recorder=rec, estimate=est, log=_log)
     _log(f"{args.phase}: {st['ok_items']} ok, {st['error_items']} failed, {len(st['skipped_budget'])} not started "

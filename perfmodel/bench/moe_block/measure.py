@@ -7,7 +7,7 @@ from typing import Any
 
 from .block import _rel, build_block, convert_fp8, permute_plan, routing_indices
 from .config import ALIGN, PROFILE_ITERS, RECIPES, REP_MS, SKEW_ALPHA, WARMUP_MS, MoEBlockError
-from .plan import BlockItem, estimate_memory_bytes, fits_memory
+from .plan import BlockItem, estimate_memory_bytes, fits_memory, rep_ms_for
 from .results import _after_error, _error_fields
 from .shapes import max_rows, padded_group_sizes
 
@@ -20,10 +20,17 @@ __all__ = [
 # ---- GPU phases -------------------------------------------------------------------------------------------------
 
 
-def _bench(fn: Callable[[], Any]) -> dict[str, float]:
+def _bench(fn: Callable[[], Any], rep_ms: float = REP_MS) -> dict[str, float]:
     from .._device import bench
 
-    return bench(fn, warmup_ms=WARMUP_MS, rep_ms=REP_MS)
+    return bench(fn, warmup_ms=WARMUP_MS, rep_ms=rep_ms)
+
+
+def _utc() -> str:
+    """Now, UTC, to the millisecond (aligns a record with the nvidia-smi log of its run)."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _prepared(torch: Any, item: BlockItem, recipe: str) -> tuple[Any, Any, Any, dict[str, Any]]:
@@ -66,13 +73,17 @@ def _fwd_bwd_fns(torch: Any, blk: Any, x: Any, g: Any) -> tuple[Callable[[], Any
     return fwd, fwd_bwd
 
 
-def _peak_bytes(torch: Any, fn: Callable[[], Any]) -> tuple[int, int]:
+def _peak_bytes(torch: Any, fn: Callable[[], Any]) -> tuple[int, int, float]:
+    """Peak and starting allocated bytes of one call of ``fn``, and its wall seconds (synchronized)."""
+    import time
+
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
     fn()
     torch.cuda.synchronize()
-    return int(torch.cuda.max_memory_allocated()), int(base)
+    return int(torch.cuda.max_memory_allocated()), int(base), time.perf_counter() - t0
 
 
 def _base_record(item: BlockItem, recipe: str) -> dict[str, Any]:
@@ -86,9 +97,12 @@ def _base_record(item: BlockItem, recipe: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def measure_time(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[dict[str, Any]]:
+def measure_time(item: BlockItem, recipes: Sequence[str] = RECIPES, min_reps: int = 1) -> list[dict[str, Any]]:
     """do_bench of fwd and fwd+bwd for each recipe (bf16 first; fp8 converts the same block in place, so the
-    weights are identical and no second copy is held). A failing recipe is recorded and the next one still runs."""
+    weights are identical and no second copy is held), each timing at least ``min_reps`` runs (:func:`rep_ms_for`
+    of the fwd+bwd call's wall time; the forward is timed with the same ``rep``). Each record carries the UTC start
+    and end of its do_bench calls (``t_start_utc``, ``t_end_utc``) and the ``rep_ms`` used. A failing recipe is
+    recorded and the next one still runs."""
     from .._device import require_cuda
 
     torch = require_cuda()
@@ -115,11 +129,12 @@ def measure_time(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[dict
                 rec["rel_err_vs_bf16"] = _rel(torch, out, ref_out)
             del out
             fwd_bwd()
-            peak, base = _peak_bytes(torch, fwd_bwd)
-            rec.update(peak_memory_bytes=peak, memory_before_bytes=base)
-            f = _bench(fwd)
-            fb = _bench(fwd_bwd)
-            rec["status"] = "ok"
+            peak, base, call_s = _peak_bytes(torch, fwd_bwd)
+            rep_ms = rep_ms_for(call_s, min_reps)
+            rec.update(peak_memory_bytes=peak, memory_before_bytes=base, rep_ms=rep_ms, t_start_utc=_utc())
+            f = _bench(fwd, rep_ms)
+            fb = _bench(fwd_bwd, rep_ms)
+            rec.update(status="ok", t_end_utc=_utc())
             for key, r in (("fwd_s", f), ("fwd_bwd_s", fb)):
                 rec.update({key: r["time_s"], f"{key}_p20": r["time_s_p20"], f"{key}_p80": r["time_s_p80"],
                             f"{key}_mean": r["time_s_mean"], f"{key}_reps": r["reps"]})  # fmt: skip

@@ -33,6 +33,7 @@ __all__ = [
     "estimate_memory_bytes",
     "fits_memory",
     "plan_items",
+    "rep_ms_for",
 ]
 
 # ---- plan ----------------------------------------------------------------------------------------------------------
@@ -91,21 +92,40 @@ def _call_s(item: BlockItem, recipe: str) -> float:
     return max(fl / EST_FLOPS_PER_S[recipe] + byt / EST_BYTES_PER_S, EST_HOST_CALL_S[recipe])
 
 
-def _do_bench_wall_s(call_s: float) -> float:
-    """do_bench: 1 + 5 estimate runs, then warmup/rep runs (at least one of each), plus the 256 MB flush."""
-    n = max(1, math.ceil(WARMUP_MS * 1e-3 / call_s)) + max(1, math.ceil(REP_MS * 1e-3 / call_s))
+def rep_ms_for(call_s: float, min_reps: int = 1) -> float:
+    """do_bench's ``rep`` (ms) that times at least ``min_reps`` runs of a call of ``call_s`` seconds: ``REP_MS``
+    (always for ``min_reps`` 1: do_bench's own count), or ``min_reps`` calls' worth (plus 5 %) where that is longer.
+    do_bench runs ``max(1, int(rep / estimate))`` timed calls, so with the default ``REP_MS`` (100 ms) every call
+    over 100 ms is timed once.
+
+    Raises:
+        MoEBlockError: ``min_reps`` not an int >= 1, or ``call_s`` not a finite number > 0.
+    """
+    if isinstance(min_reps, bool) or not isinstance(min_reps, int) or min_reps < 1:
+        raise MoEBlockError(f"min_reps must be an integer >= 1, got {min_reps!r}")
+    if not (isinstance(call_s, (int, float)) and math.isfinite(call_s) and call_s > 0):
+        raise MoEBlockError(f"call_s must be a finite number of seconds > 0, got {call_s!r}")
+    return REP_MS if min_reps == 1 else max(REP_MS, min_reps * call_s * 1e3 * 1.05)
+
+
+def _do_bench_wall_s(call_s: float, min_reps: int = 1) -> float:
+    """do_bench: 1 + 5 estimate runs, then warmup/rep runs (at least one warm-up, at least ``min_reps`` timed), plus
+    the 256 MB flush."""
+    n = max(1, math.ceil(WARMUP_MS * 1e-3 / call_s)) + max(min_reps, math.ceil(REP_MS * 1e-3 / call_s))
     return (6 + n) * (call_s + 1e-4)
 
 
-def estimate_item_s(item: BlockItem, recipes: Sequence[str] = RECIPES, *, phase: str = "time") -> float:
-    """Wall seconds one item takes in ``phase`` (time: fwd and fwd+bwd do_bench per recipe; kernels: warm-up plus
-    profiled iterations per recipe), plus weight setup."""
+def estimate_item_s(
+    item: BlockItem, recipes: Sequence[str] = RECIPES, *, phase: str = "time", min_reps: int = 1
+) -> float:
+    """Wall seconds one item takes in ``phase`` (time: fwd and fwd+bwd do_bench per recipe, each timing at least
+    ``min_reps`` runs; kernels: warm-up plus profiled iterations per recipe), plus weight setup."""
     c = item.cfg
     s = EST_ITEM_SETUP_S + 3 * c.expert_params * 2 / 0.3e12
     for r in recipes:
         t = _call_s(item, r)
         if phase == "time":
-            s += _do_bench_wall_s(t / 3) + _do_bench_wall_s(t) + 3 * t
+            s += _do_bench_wall_s(t / 3, min_reps) + _do_bench_wall_s(t, min_reps) + 3 * t
         else:
             s += (3 + 2 * PROFILE_ITERS) * t + 1.0
     return s
