@@ -71,8 +71,14 @@ INSHAPE6 = {"llama4_maverick_ep16"}
 #: its folder (benchmarks/data/h200_2026-12-04r7) is in the round, whatever its family (not in ROUNDS: its families
 #: keep their earlier splits)
 FRESH7 = {"mixtral_8x7b", "mixtral_8x22b", "dbrx", "skywork_moe", "hunyuan_large", "qwen2_57b_a14b"}
+#: round 8, blocks only, registered 2026-12-05 with today's model (the in-block fp8 GEMM rate and the held sustained
+#: factor, 1845be0): new step lengths of held-out families near break-even and two families never measured beyond
+#: 32768 tokens, at least 3 timed runs per do_bench; its items, counts and predictions are in
+#: benchmarks/registered/round8.json (benchmarks/register_moe_round.py); scored by folder once measured. "repeat2"
+#: (registered/repeat2.json) measures round 3's contested mixtral_8x22b configuration at 32768 tokens a third time
+FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi35_moe", "skywork_moe"}
 #: the rounds scored by folder, not by family (their families were measured before at other token counts)
-FOLDER_ROUNDS = {"repeat", "fresh7"}
+FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2"}
 #: the scored-once rounds: split name -> families
 ROUNDS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6,
           "inshape6": INSHAPE6}  # fmt: skip
@@ -510,7 +516,8 @@ BLOCK_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-03f", "h200_2026-12-04f", "h2
 ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fresh3": "h200_2026-12-04t",
                  "fresh4": "h200_2026-12-04y", "fresh5": "h200_2026-12-04zz", "fresh6": "h200_2026-12-04r6",
                  "inshape6": "h200_2026-12-04r6", "fresh7": "h200_2026-12-04r7",
-                 "repeat": "h200_2026-12-04r6-repeat"}  # fmt: skip
+                 "repeat": "h200_2026-12-04r6-repeat", "fresh8": "h200_2026-12-05r8",
+                 "repeat2": "h200_2026-12-05r8-repeat"}  # fmt: skip
 #: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
 SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 

@@ -715,3 +715,34 @@ def test_the_in_block_gemm_table_in_the_docs_is_the_script_output_and_the_consta
     assert float(np.median(q["fit"])) == pytest.approx(bm.FP8_GEMM_IN_BLOCK_SPEEDUP, rel=5e-4)
     # what the constant's docstring states: every fp8 profile, fit or not, ran its GEMMs faster in the block
     assert min(q["fit"] + q["other"]) > 1.05 and max(q["other"]) == pytest.approx(1.290, abs=5e-4)
+
+
+def test_registered_rounds_hold_todays_predictions_until_measured():
+    from perfmodel.bench.moe_block.cli import build_parser
+    from perfmodel.bench.moe_block.config import MODEL_BY_NAME
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    v = _validator()
+    regs = {p.stem: json.loads(p.read_text()) for p in (root / "benchmarks" / "registered").glob("*.json")}
+    assert {"round8", "repeat2"} <= set(regs)
+    assert len(regs["round8"]["items"]) == 14 and len(regs["repeat2"]["items"]) == 2
+    assert not {r["model"] for r in regs["round8"]["items"]} & v.SHAPE_OF_FIT  # held out by shape from every fit
+    for name, reg in regs.items():
+        assert reg["folder"] == v.ROUND_FOLDERS[{"round8": "fresh8"}.get(name, name)], name
+        for cmd in reg["commands"]:  # what the device call runs parses as the bench's own CLI
+            a = build_parser().parse_args([*cmd.split()[3:], "--out", "x"])
+            assert a.phase == "time" and a.min_reps == reg["min_reps"], cmd
+        measured = (root / "benchmarks" / "data" / reg["folder"]).is_dir()
+        for it in reg["items"]:
+            c = MODEL_BY_NAME[it["model"]]
+            assert sum(it["counts"]) == it["tokens"] * c.top_k and len(it["counts"]) == c.experts, it["id"]
+            if measured:
+                continue  # scored against what was measured; the model may have moved on since
+            for recipe, t in it["predicted_fwd_bwd_s"].items():
+                rec = {"model": c.name, "dim": c.dim, "inter": c.inter, "experts": c.experts, "top_k": c.top_k,
+                       "shared_inter": c.shared_inter, "score_func": c.score_func, "router_experts": c.router_experts,
+                       "tokens": it["tokens"], "recipe": recipe, "counts": it["counts"]}  # fmt: skip
+                assert v.predict(rec).total_s == pytest.approx(t, rel=1e-9), (
+                    f"{it['id']} {recipe}: the model changed after round {name} was registered and before it was "
+                    "measured; register it again (benchmarks/register_moe_round.py --write) or measure first"
+                )
