@@ -407,7 +407,33 @@ def gemm_in_block_table(data: Path) -> str:
             "in-block TFLOP/s")  # fmt: skip
     summary = "; ".join(f"{rec} {split}: {min(v):.3f}-{max(v):.3f} (median {np.median(v):.3f}, n {len(v)})"
                         for (rec, split), v in sorted(q.items()))  # fmt: skip
-    return table(head, rows) + "\n\nRange: " + summary + "."
+    iso = isolated_fp8_bias(data)
+    alone = "; ".join(f"{k}: {v[0]:.3f} (n {v[1]})" for k, v in iso.items())
+    return (table(head, rows) + "\n\nRange: " + summary + ".\n\nAlone (the isolated fp8 sweeps of at least 0.5 TFLOP, "
+            "the model's price over the measured time, median by measured rate in TFLOP/s, and for groups of 8192 "
+            "rows and more): " + alone + ".")  # fmt: skip
+
+
+def isolated_fp8_bias(data: Path) -> dict[str, tuple[float, int]]:
+    """The grouped-GEMM model's price over the measured event time of every isolated fp8 rowwise sweep of at least
+    0.5 TFLOP (``grouped_gemm_time.json.gz`` under ``data``): median and count by measured rate band (TFLOP/s) and for
+    groups of at least 8192 rows on average."""
+    out: dict[str, list[float]] = {"<600": [], "600-900": [], "900-1100": [], ">=1100": [], ">=8192 rows/group": []}
+    for f in sorted(data.glob("*/grouped_gemm_time.json.gz")):
+        with gzip.open(f, "rt") as fh:
+            recs = json.load(fh)["records"]
+        for r in recs:
+            if r.get("status", "ok") != "ok" or not r["dtype"].startswith("fp8") or not r.get("time_s"):
+                continue
+            if r["flops"] < 5e11:
+                continue
+            q = float(pm.moe.grouped_gemm_time_s(np.array(r["rows"]), r["K"], r["N"], dtype="fp8", scaling="rowwise",
+                                                 op=r["op"], gpu="H200")) / r["time_s"]  # fmt: skip
+            tf = r["flops"] / r["time_s"] / 1e12
+            out["<600" if tf < 600 else "600-900" if tf < 900 else "900-1100" if tf < 1100 else ">=1100"].append(q)
+            if r["total_rows"] / r["G"] >= 8192:
+                out[">=8192 rows/group"].append(q)
+    return {k: (float(np.median(v)), len(v)) for k, v in out.items() if v}
 
 
 def _fit_event_law(k: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
