@@ -404,7 +404,7 @@ def test_run_seed_writes_the_seed_layout(tmp_path, monkeypatch):
 
 
 def test_shell_scripts_parse():
-    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh", "gpu_fresh_moe.sh", "_gpu_env.sh"):
+    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh", "gpu_fresh_moe.sh", "_gpu_env.sh", "gpu_registered_round.sh"):
         subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / name)], check=True)
 
 
@@ -444,6 +444,27 @@ def test_fresh_script_families_and_mx_switch(tmp_path):
     assert all(fams in c for c in calls)
     assert "mxfp8 phases skipped (MX_S=0)" in runs["0"]
     assert runs["45"].count("py -m perfmodel.bench.mxfp8_kernels") == 2
+
+
+def test_registered_round_script_runs_the_registered_commands(tmp_path):
+    """gpu_registered_round.sh with stub commands: every registered command of each round runs, in order, into the
+    round's folder (the first fresh, the rest --resume), and the tarball is packed."""
+    b = _stub_bin(tmp_path)
+    out, work = tmp_path / "out", tmp_path / "work"
+    env = {"PATH": f"{b}:/usr/bin:/bin", "PYTHON": str(b / "py"), "HOME": str(tmp_path), "OUT": str(out),
+           "WORK": str(work), "ROUNDS": "round8 repeat2", "PARSE_PY": sys.executable}  # fmt: skip
+    r = subprocess.run(["bash", "benchmarks/gpu_registered_round.sh"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (out / "registered_round.tar.gz").is_file()
+    calls = [ln for ln in r.stdout.splitlines() if ln.startswith("py -m perfmodel.bench.moe_block time")]
+    regs = [json.loads((ROOT / "benchmarks" / "registered" / f"{n}.json").read_text()) for n in ("round8", "repeat2")]
+    want = [(reg["folder"], c) for reg in regs for c in reg["commands"]]
+    assert len(calls) == len(want) == 5
+    for i, (call, (folder, cmd)) in enumerate(zip(calls, want, strict=True)):
+        assert call.startswith("py " + cmd.removeprefix("python3 ")) and f"--out {work / folder} " in call
+        first = i == 0 or want[i - 1][0] != folder
+        assert call.endswith("--resume") != first, call
 
 
 def test_counts_helper_on_skewed_vector():
