@@ -278,7 +278,7 @@ class _Pricer:
         self.kernels: list[BlockKernel] = []
         self.gemm_notes: set[str] = set()
         self.bars: list[dict[str, Any]] = []
-        self.in_block_fp8 = False  # an fp8 grouped GEMM priced at FP8_GEMM_IN_BLOCK_SPEEDUP
+        self.in_block_fp8: bool | None = None  # fp8 grouped GEMMs: True at FP8_GEMM_IN_BLOCK_SPEEDUP, False not
 
     def mem(
         self, name: str, phase: str, kind: str, nbytes: float, note: str = "", rate: str = "", programs: int = 0
@@ -307,10 +307,11 @@ class _Pricer:
         if r.error_bar:
             self.bars.append(r.error_bar)
         t, note = float(r.time_s), r.kernel
-        if dtype == "fp8" and self.eager and self.spec.name == "H200":  # measured in-block rate (H200 only)
-            t /= FP8_GEMM_IN_BLOCK_SPEEDUP
-            note = f"{note}; in-block fp8 rate: its grouped-GEMM time / {FP8_GEMM_IN_BLOCK_SPEEDUP:g} (measured)"
-            self.in_block_fp8 = True
+        if dtype == "fp8" and self.eager:
+            self.in_block_fp8 = self.spec.name == "H200"  # the measured in-block rate: the H200's only
+            if self.in_block_fp8:
+                t /= FP8_GEMM_IN_BLOCK_SPEEDUP
+                note = f"{note}; in-block fp8 rate: its grouped-GEMM time / {FP8_GEMM_IN_BLOCK_SPEEDUP:g} (measured)"
         self.kernels.append(BlockKernel(name, phase, t, float(r.bytes), float(r.flops), "gemm", note))
 
     def linear(self, name: str, M: int, K: int, N: int, recipe: str | None, kind: str) -> None:
@@ -647,6 +648,11 @@ def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = Fal
         eager += (
             f"; fp8 grouped GEMMs at the in-block rate measured in the fit families' H200 block profiles "
             f"(FP8_GEMM_IN_BLOCK_SPEEDUP: {FP8_GEMM_IN_BLOCK_SPEEDUP:g}x their isolated price)"
+        )
+    elif p.in_block_fp8 is False:
+        eager += (
+            f"; fp8 grouped GEMMs at their isolated price (the H200's in-block rate, FP8_GEMM_IN_BLOCK_SPEEDUP "
+            f"{FP8_GEMM_IN_BLOCK_SPEEDUP:g}x, is not transferred to the {p.spec.name})"
         )
     wrong = "".join(f"; {x}" for x in known_wrong_lines(p.spec, recipe, scope="moe_block"))
     return (

@@ -101,9 +101,10 @@ COLWISE_DUAL_PROGRAM_S = 25.0e-9
 #: (mixtral_8x7b, mixtral_8x22b, hunyuan_large, gpt_oss_120b, deepseek_v3_16b, llama4_scout; 8192-32768 tokens; the
 #: highest, 1.29, is mixtral_8x22b at 32768 tokens, whose in-block fp8 GEMMs ran at 1330 TFLOP/s against at most
 #: about 1220 in any isolated sweep). The bf16 GEMMs show no such gain (0.80-1.09; below 1 in GEMM-dense blocks,
-#: which the event law and :data:`POWER_CAP_SLOPE` price). Why, we did not measure. One reading: between the fp8
-#: GEMMs the block runs torchao's memory-bound casts (half its time and more), so the board stays further below its
-#: 700 W cap and the SM clock higher than in a sweep of GEMMs alone. Each fp8 grouped GEMM of an eager H200 block is
+#: which the event law and :data:`POWER_CAP_SLOPE` price). Why, we did not measure. One reading, power headroom
+#: (between the fp8 GEMMs the block runs torchao's memory-bound casts, so the board stays further below its 700 W cap
+#: than in a sweep of GEMMs alone), does not explain all of it: the gain does not shrink as the GEMMs' share of the
+#: block grows (the largest, 1.29, is at the largest share, 0.45). Each fp8 grouped GEMM of an eager H200 block is
 #: priced at its grouped-GEMM time divided by this factor: the median over the fit families' profiles only
 #: (``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive``: ``fp8_gemm_in_block_*``).
 #: The factor was looked for after every block round had been seen (the rowwise blocks with a large GEMM share were
@@ -165,8 +166,8 @@ def power_derate(duty: float) -> float:
 #:   kernel profiles. Refitted on the same rows with it (2026-12-05), the rowwise factor is at most -1.2 % forward
 #:   and -1.3 % backward over the fit rows; reported as fitted.
 #: * ``k`` in the sustained factor is held at :data:`EVENT_LAW_K_MAX_S`, the largest phase kernel sum among the
-#:   law's fit rows: the factor is not extrapolated beyond the blocks it was fitted on (bf16 fwd 64 ms, the length
-#:   of a 32768-token deepseek_v3_ep8 forward). Extrapolated, ``1 + a k / (k + tau)`` kept growing towards
+#:   law's fit rows: the factor is not extrapolated beyond the blocks it was fitted on (bf16 fwd 64 ms, the forward
+#:   of deepseek_v3 at 32768 tokens, skewed). Extrapolated, ``1 + a k / (k + tau)`` kept growing towards
 #:   ``1 + a`` (1.5 for the bf16 forward) and priced long bf16 blocks 3-17 % slow (round 7). This rule, too, was
 #:   chosen after round 7 had been seen: post-selection there (docs/moe.md).
 #:
