@@ -55,6 +55,18 @@ def _counts(torch: Any, model: str, tokens: int, routing: str) -> list[int]:
     return torch.bincount(idx.reshape(-1), minlength=cfg.experts).tolist()
 
 
+def predicted_fwd_bwd_s(model: str, tokens: int, recipe: str, counts: list[int]) -> float:
+    """The default model's fwd+bwd seconds (event timing, measured eager) of bench model ``model`` at ``tokens`` with
+    per-expert ``counts``, ``recipe`` as the bench names it (bf16, fp8_rowwise): what the validator scores."""
+    import validate_moe_block as v
+
+    c = MODEL_BY_NAME[model]
+    rec = {"model": c.name, "dim": c.dim, "inter": c.inter, "experts": c.experts, "top_k": c.top_k,
+           "shared_inter": c.shared_inter, "score_func": c.score_func, "router_experts": c.router_experts,
+           "tokens": tokens, "recipe": recipe, "counts": counts}  # fmt: skip
+    return v.predict(rec).total_s
+
+
 def register(name: str) -> dict[str, Any]:
     """The registration of round ``name``: commands, items with their counts, and the predicted fwd+bwd seconds and
     rowwise speedup of each (event timing, measured eager: the default model)."""
@@ -62,7 +74,6 @@ def register(name: str) -> dict[str, Any]:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the machine
         raise SystemExit("register_moe_round needs torch (any build; pip install torch)") from exc
-    import validate_moe_block as v
 
     folder, min_reps, groups = ROUNDS[name]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
@@ -78,12 +89,8 @@ def register(name: str) -> dict[str, Any]:
             row: dict[str, Any] = {"id": it.id, "model": c.name, "tokens": it.tokens, "routing": it.routing,
                                    "counts": counts, "predicted_fwd_bwd_s": {}}  # fmt: skip
             for recipe in ("bf16", "fp8_rowwise"):
-                if not fits_memory(it, recipe):
-                    continue
-                rec = {"model": c.name, "dim": c.dim, "inter": c.inter, "experts": c.experts, "top_k": c.top_k,
-                       "shared_inter": c.shared_inter, "score_func": c.score_func, "router_experts": c.router_experts,
-                       "tokens": it.tokens, "recipe": recipe, "counts": counts}  # fmt: skip
-                row["predicted_fwd_bwd_s"][recipe] = v.predict(rec).total_s
+                if fits_memory(it, recipe):
+                    row["predicted_fwd_bwd_s"][recipe] = predicted_fwd_bwd_s(c.name, it.tokens, recipe, counts)
             p = row["predicted_fwd_bwd_s"]
             if len(p) == 2:
                 row["predicted_speedup"] = p["bf16"] / p["fp8_rowwise"]

@@ -346,20 +346,30 @@ def derive(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> dict[str
     return out
 
 
-def fp8_in_block_ratios(krecs: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Per fp8 rowwise kernel profile: the grouped-GEMM model's seconds (isolated price, before
-    FP8_GEMM_IN_BLOCK_SPEEDUP) over the profiled grouped-GEMM seconds, fwd+bwd; ``fit``: the fit families', ``other``:
-    every other family's."""
+def in_block_gemm(r: dict[str, Any]) -> tuple[float, float, float] | None:
+    """One kernel profile's grouped GEMMs, fwd+bwd: their share of the profiled kernel sum, the grouped-GEMM model's
+    isolated price (fp8: before FP8_GEMM_IN_BLOCK_SPEEDUP) over their profiled seconds, and those seconds; None if
+    the profile holds no grouped-GEMM time."""
     from perfmodel.moe.block_constants import FP8_GEMM_IN_BLOCK_SPEEDUP
 
+    m = measured_by_class(r)
+    meas = m["grouped_gemm"][1]
+    if meas <= 0:
+        return None
+    model = model_by_class(predict(r, True, "kernel"))["grouped_gemm"][1]
+    if r["recipe"] == "fp8_rowwise":
+        model *= FP8_GEMM_IN_BLOCK_SPEEDUP  # the isolated price
+    return meas / sum(v[1] for v in m.values()), model / meas, meas
+
+
+def fp8_in_block_ratios(krecs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per fp8 rowwise kernel profile, :func:`in_block_gemm`'s ratio; ``fit``: the fit families', ``other``: every
+    other family's."""
     out: dict[str, list[float]] = {"fit": [], "other": []}
     for r in krecs:
-        if r["recipe"] != "fp8_rowwise":
-            continue
-        meas = measured_by_class(r)["grouped_gemm"][1]
-        model = model_by_class(predict(r, True, "kernel"))["grouped_gemm"][1] * FP8_GEMM_IN_BLOCK_SPEEDUP
-        if meas > 0:
-            out["fit" if r["model"] in FIT else "other"].append(model / meas)
+        g = in_block_gemm(r) if r["recipe"] == "fp8_rowwise" else None
+        if g is not None:
+            out["fit" if r["model"] in FIT else "other"].append(g[1])
     return out
 
 
@@ -387,21 +397,17 @@ def gemm_in_block_table(data: Path) -> str:
     profiled kernel sum, the model's isolated grouped-GEMM price over the profiled grouped-GEMM seconds (fwd+bwd,
     before FP8_GEMM_IN_BLOCK_SPEEDUP) and the profiled rate; the fit families first. Then the range per recipe and
     set (what FP8_GEMM_IN_BLOCK_SPEEDUP's docstring quotes)."""
-    from perfmodel.moe.block_constants import FP8_GEMM_IN_BLOCK_SPEEDUP
-
     rows, q = [], {}
     recs = [(f, r) for f in KERNEL_FOLDERS for r in load_kernels(data / f)]
     recs.sort(key=lambda fr: (fr[1]["model"] not in FIT, fr[1]["recipe"], fr[1]["model"], fr[1]["tokens"]))
     for folder, r in recs:
-        m = measured_by_class(r)
-        meas = m["grouped_gemm"][1]
-        model = model_by_class(predict(r, True, "kernel"))["grouped_gemm"][1]
-        if r["recipe"] == "fp8_rowwise":
-            model *= FP8_GEMM_IN_BLOCK_SPEEDUP  # the isolated price
-        share = meas / sum(v[1] for v in m.values())
+        g = in_block_gemm(r)
+        if g is None:
+            continue
+        share, ratio, meas = g
         split = "fit" if r["model"] in FIT else "other"
-        q.setdefault((r["recipe"], split), []).append(model / meas)
-        rows.append((split, folder.removeprefix("h200_"), r["id"], r["recipe"], f"{share:.2f}", f"{model / meas:.3f}",
+        q.setdefault((r["recipe"], split), []).append(ratio)
+        rows.append((split, folder.removeprefix("h200_"), r["id"], r["recipe"], f"{share:.2f}", f"{ratio:.3f}",
                      f"{3 * r['expert_flops_fwd'] / meas / 1e12:.0f}"))  # fmt: skip
     head = ("split", "folder", "config", "recipe", "GEMM share (measured)", "isolated price / in-block measured",
             "in-block TFLOP/s")  # fmt: skip

@@ -26,15 +26,20 @@ H200 = pm.get_gpu("H200")
 TINY = MoEShape(name="tiny", dim=256, moe_inter=128, experts=4, top_k=2, source="test")
 
 
-def _validator():
-    """benchmarks/validate_moe_block.py as a module (it is a script, not a package member)."""
+def _bench_script(name: str):
+    """benchmarks/<name>.py as a module (a script, not a package member)."""
     import importlib.util
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "validate_moe_block.py"
-    spec = importlib.util.spec_from_file_location("validate_moe_block", path)
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     v = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(v)
     return v
+
+
+def _validator():
+    """benchmarks/validate_moe_block.py as a module."""
+    return _bench_script("validate_moe_block")
 
 
 # ------------------------------------------------------------------ padding and counts, by hand
@@ -732,6 +737,7 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
 
     root = pathlib.Path(__file__).resolve().parents[1]
     v = _validator()
+    reg_mod = _bench_script("register_moe_round")
     regs = {p.stem: json.loads(p.read_text()) for p in (root / "benchmarks" / "registered").glob("*.json")}
     assert {"round8", "repeat2"} <= set(regs)
     assert len(regs["round8"]["items"]) == 14 and len(regs["repeat2"]["items"]) == 2
@@ -748,10 +754,8 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
             if measured:
                 continue  # scored against what was measured; the model may have moved on since
             for recipe, t in it["predicted_fwd_bwd_s"].items():
-                rec = {"model": c.name, "dim": c.dim, "inter": c.inter, "experts": c.experts, "top_k": c.top_k,
-                       "shared_inter": c.shared_inter, "score_func": c.score_func, "router_experts": c.router_experts,
-                       "tokens": it["tokens"], "recipe": recipe, "counts": it["counts"]}  # fmt: skip
-                assert v.predict(rec).total_s == pytest.approx(t, rel=1e-9), (
+                got = reg_mod.predicted_fwd_bwd_s(it["model"], it["tokens"], recipe, it["counts"])
+                assert got == pytest.approx(t, rel=1e-9), (
                     f"{it['id']} {recipe}: the model changed after round {name} was registered and before it was "
                     "measured; register it again (benchmarks/register_moe_round.py --write) or measure first"
                 )
