@@ -2,7 +2,11 @@
 # A registered MoE block round on one H200, exactly as registered (benchmarks/registered/<round>.json, written by
 # benchmarks/register_moe_round.py and committed before the measurement): each of the round's bench commands in turn,
 # into $WORK/<the round's folder> (the first fresh, the rest --resume), under one deadline. The commands are in
-# priority order: each may use what is left of the deadline, so a late one is the first to lose items.
+# priority order: each may use what is left of the deadline, so a late one is the first to lose items. A round
+# registered for another GPU than the device's (the registration's "gpu"; H200 where it has none) is skipped, so
+# one call can name the H200 and H100 registrations of a round and run the one that matches the card it gets. A
+# round's "diagnostics" (kernel profiles, isolated GEMMs: nothing scored) run after its scored commands, on what is
+# left.
 #
 #   ROUNDS="round8 repeat2" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh   # with $OUT set; carry [".whl"]
 #
@@ -20,11 +24,24 @@ pack() {  # every file under $WORK, round folders included
   tar -C "$WORK" -czf "$OUT/$TARBALL.tmp" --exclude='*.tmp' . && mv "$OUT/$TARBALL.tmp" "$OUT/$TARBALL"
 }
 gpu_env_setup
-log "rounds $ROUNDS"
+DEVICE_NAME=${DEVICE_NAME:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)}
+log "rounds $ROUNDS on $DEVICE_NAME"
+# same_gpu REG: the registration's GPU is the device's (perfmodel.specs names; numpy only)
+same_gpu() {
+  $PARSE_PY -c 'import json, sys
+from perfmodel.specs.gpu import get_gpu
+want = json.load(open(sys.argv[1])).get("gpu", "H200")
+try:
+    ok = get_gpu(want).name == get_gpu(sys.argv[2]).name
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)' "$1" "$DEVICE_NAME"
+}
 
 for round in $ROUNDS; do
   reg="$(dirname "$0")/registered/$round.json"
   if [ ! -f "$reg" ]; then log "$round: no $reg"; continue; fi
+  if ! same_gpu "$reg"; then log "$round: registered for another GPU than $DEVICE_NAME, skipped"; continue; fi
   folder=$($PARSE_PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["folder"])' "$reg")
   mkdir -p "$WORK/$folder"
   resume=""
@@ -35,5 +52,10 @@ for round in $ROUNDS; do
     run_phase "$round" "$budget" $PYTHON ${cmd#python3 } --out "$WORK/$folder" --budget-s "$budget" $resume
     resume="--resume"
   done < <($PARSE_PY -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["commands"]))' "$reg")
+  while IFS= read -r cmd; do
+    [ -n "$cmd" ] || continue
+    budget=$(( $(left) - 20 ))
+    run_phase "$round diagnostic" "$budget" $PYTHON ${cmd#python3 } --out "$WORK/$folder" --budget-s "$budget"
+  done < <($PARSE_PY -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1])).get("diagnostics", [])))' "$reg")
 done
 nvidia-smi --query-gpu=name,uuid,clocks.sm,temperature.gpu,power.draw --format=csv 2>&1 | tee -a "$LOG"

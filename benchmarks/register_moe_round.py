@@ -43,6 +43,25 @@ ROUNDS: dict[str, tuple[str, int, list[tuple[tuple[str, ...], tuple[int, ...], t
     # score), with five timed runs per do_bench, for the run-to-run spread
     "repeat2": ("h200_2026-12-05r8-repeat", 5, [(("mixtral_8x22b",), (32768,), ("balanced", "skewed"))]),
 }
+# registered 2026-12-06 with the model of round8 / repeat2 unchanged (62809e3), for the H100 the device lends when no
+# H200 comes: the same items priced on the H100 (the block model's transfer: "not validated" there), so an H100 run
+# scores the transfer instead of being set against H200 predictions
+ROUNDS["round8_h100"] = ("h100_2026-12-06r8", *ROUNDS["round8"][1:])
+ROUNDS["repeat2_h100"] = ("h100_2026-12-06r8-repeat", *ROUNDS["repeat2"][1:])
+#: the GPU a round is priced for and measured on (perfmodel.specs.get_gpu names); H200 unless named here
+GPU_OF_ROUND: dict[str, str] = {"round8_h100": "H100", "repeat2_h100": "H100"}
+#: a round on another GPU -> the registered round whose items (and the bench's counts) it repeats: its counts are
+#: read from that file, so registering it needs no torch
+TWIN_OF: dict[str, str] = {"round8_h100": "round8", "repeat2_h100": "repeat2"}
+#: commands run after a round's scored ones, into its folder, on what is left of the deadline: diagnostics, not
+#: predictions (kernel profiles of the round's largest blocks; the isolated grouped GEMMs of its shapes)
+DIAGNOSTICS: dict[str, list[str]] = {
+    "round8_h100": [
+        "python3 -m perfmodel.bench.moe_block kernels --models mixtral_8x22b,dbrx,hunyuan_large --tokens 49152 "
+        "--routings balanced",
+        "python3 -m perfmodel.bench.grouped_gemm time --families mixtral_8x22b,dbrx,hunyuan_large --no-neighbours",
+    ]
+}
 #: where registered rounds are written
 REGISTERED = ROOT / "benchmarks" / "registered"
 
@@ -55,27 +74,33 @@ def _counts(torch: Any, model: str, tokens: int, routing: str) -> list[int]:
     return torch.bincount(idx.reshape(-1), minlength=cfg.experts).tolist()
 
 
-def predicted_fwd_bwd_s(model: str, tokens: int, recipe: str, counts: list[int]) -> float:
+def predicted_fwd_bwd_s(model: str, tokens: int, recipe: str, counts: list[int], gpu: str = "H200") -> float:
     """The default model's fwd+bwd seconds (event timing, measured eager) of bench model ``model`` at ``tokens`` with
-    per-expert ``counts``, ``recipe`` as the bench names it (bf16, fp8_rowwise): what the validator scores."""
+    per-expert ``counts`` on ``gpu``, ``recipe`` as the bench names it (bf16, fp8_rowwise): what the validator
+    scores."""
     import validate_moe_block as v
 
     c = MODEL_BY_NAME[model]
     rec = {"model": c.name, "dim": c.dim, "inter": c.inter, "experts": c.experts, "top_k": c.top_k,
            "shared_inter": c.shared_inter, "score_func": c.score_func, "router_experts": c.router_experts,
-           "tokens": tokens, "recipe": recipe, "counts": counts}  # fmt: skip
+           "tokens": tokens, "recipe": recipe, "counts": counts, "_gpu": gpu}  # fmt: skip
     return v.predict(rec).total_s
 
 
 def register(name: str) -> dict[str, Any]:
     """The registration of round ``name``: commands, items with their counts, and the predicted fwd+bwd seconds and
     rowwise speedup of each (event timing, measured eager: the default model)."""
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - depends on the machine
-        raise SystemExit("register_moe_round needs torch (any build; pip install torch)") from exc
+    twin = TWIN_OF.get(name)
+    if twin is not None:
+        twin_counts = {it["id"]: it["counts"] for it in json.loads((REGISTERED / f"{twin}.json").read_text())["items"]}
+    else:
+        try:
+            import torch
+        except ImportError as exc:  # pragma: no cover - depends on the machine
+            raise SystemExit("register_moe_round needs torch (any build; pip install torch)") from exc
 
     folder, min_reps, groups = ROUNDS[name]
+    gpu = GPU_OF_ROUND.get(name, "H200")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     items, commands = [], []
     for models, tokens, routings in groups:
@@ -85,18 +110,18 @@ def register(name: str) -> dict[str, Any]:
         )
         for it in plan_items(models, tokens, routings):
             c = it.cfg
-            counts = _counts(torch, c.name, it.tokens, it.routing)
+            counts = twin_counts[it.id] if twin is not None else _counts(torch, c.name, it.tokens, it.routing)
             row: dict[str, Any] = {"id": it.id, "model": c.name, "tokens": it.tokens, "routing": it.routing,
                                    "counts": counts, "predicted_fwd_bwd_s": {}}  # fmt: skip
             for recipe in ("bf16", "fp8_rowwise"):
                 if fits_memory(it, recipe):
-                    row["predicted_fwd_bwd_s"][recipe] = predicted_fwd_bwd_s(c.name, it.tokens, recipe, counts)
+                    row["predicted_fwd_bwd_s"][recipe] = predicted_fwd_bwd_s(c.name, it.tokens, recipe, counts, gpu)
             p = row["predicted_fwd_bwd_s"]
             if len(p) == 2:
                 row["predicted_speedup"] = p["bf16"] / p["fp8_rowwise"]
             items.append(row)
-    return {"round": name, "folder": folder, "min_reps": min_reps, "model_commit": commit, "commands": commands,
-            "items": items}  # fmt: skip
+    return {"round": name, "folder": folder, "gpu": gpu, "min_reps": min_reps, "model_commit": commit,
+            "commands": commands, "diagnostics": DIAGNOSTICS.get(name, []), "items": items}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

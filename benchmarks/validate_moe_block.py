@@ -77,8 +77,11 @@ FRESH7 = {"mixtral_8x7b", "mixtral_8x22b", "dbrx", "skywork_moe", "hunyuan_large
 #: benchmarks/registered/round8.json (benchmarks/register_moe_round.py); scored by folder once measured. "repeat2"
 #: (registered/repeat2.json) measures round 3's contested mixtral_8x22b configuration at 32768 tokens a third time
 FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi35_moe", "skywork_moe"}
+#: "fresh8_h100" / "repeat2_h100": the same items registered 2026-12-06 for the H100 (the model unchanged, priced
+#: there: its transfer off the H200), for a device call that gets an H100; each record is priced for the GPU its
+#: file names (load's ``_gpu``)
 #: the rounds scored by folder, not by family (their families were measured before at other token counts)
-FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2"}
+FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100"}
 #: the scored-once rounds: split name -> families
 ROUNDS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6,
           "inshape6": INSHAPE6}  # fmt: skip
@@ -169,9 +172,13 @@ def _json_files(folder: Path) -> dict[str, Any]:
 
 
 def load(folder: Path) -> list[dict[str, Any]]:
-    """Every block-time record with status ok (``moe_block_time.json`` in ``folder`` or its tarball)."""
-    recs = _json_files(folder).get("moe_block_time.json", {}).get("records", [])
-    return [r for r in recs if r.get("status") == "ok" and r.get("fwd_bwd_s") and r.get("recipe") in RECIPE]
+    """Every block-time record with status ok (``moe_block_time.json`` in ``folder`` or its tarball), each with
+    ``_gpu``: the device it ran on (the file's ``meta.gpu_name``, H200 where a file predates that key), which
+    :func:`predict` prices it for."""
+    d = _json_files(folder).get("moe_block_time.json", {})
+    gpu = d.get("meta", {}).get("gpu_name") or "H200"
+    return [{**r, "_gpu": gpu} for r in d.get("records", [])
+            if r.get("status") == "ok" and r.get("fwd_bwd_s") and r.get("recipe") in RECIPE]  # fmt: skip
 
 
 def load_kernels(folder: Path) -> list[dict[str, Any]]:
@@ -212,14 +219,15 @@ def ratio_stats(q: Any) -> dict[str, float]:
 
 
 def predict(r: dict[str, Any], measured_eager: bool = True, timing: str = "event") -> Any:
+    """The block model's answer for record ``r`` on the GPU it ran on (``_gpu``, H200 if absent)."""
     cfg = {
         "name": r["model"], "dim": r["dim"], "inter": r["inter"], "experts": r["experts"], "top_k": r["top_k"],
         "shared_inter": r.get("shared_inter", 0), "score_func": r.get("score_func", "softmax"),
         "router_experts": r.get("router_experts"),
     }  # fmt: skip
     return pm.moe.expert_block_time(
-        cfg, tokens=r["tokens"], recipe=RECIPE[r["recipe"]], counts=r["counts"], timing=timing,
-        measured_eager=measured_eager,
+        cfg, tokens=r["tokens"], gpu=r.get("_gpu", "H200"), recipe=RECIPE[r["recipe"]], counts=r["counts"],
+        timing=timing, measured_eager=measured_eager,
     )  # fmt: skip
 
 
@@ -549,7 +557,8 @@ ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fre
                  "fresh4": "h200_2026-12-04y", "fresh5": "h200_2026-12-04zz", "fresh6": "h200_2026-12-04r6",
                  "inshape6": "h200_2026-12-04r6", "fresh7": "h200_2026-12-04r7",
                  "repeat": "h200_2026-12-04r6-repeat", "fresh8": "h200_2026-12-05r8",
-                 "repeat2": "h200_2026-12-05r8-repeat"}  # fmt: skip
+                 "repeat2": "h200_2026-12-05r8-repeat", "fresh8_h100": "h100_2026-12-06r8",
+                 "repeat2_h100": "h100_2026-12-06r8-repeat"}  # fmt: skip
 #: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
 SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 

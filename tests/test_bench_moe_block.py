@@ -446,18 +446,24 @@ def test_fresh_script_families_and_mx_switch(tmp_path):
     assert runs["45"].count("py -m perfmodel.bench.mxfp8_kernels") == 2
 
 
-def test_registered_round_script_runs_the_registered_commands(tmp_path):
-    """gpu_registered_round.sh with stub commands: every registered command of each round runs, in order, into the
-    round's folder (the first fresh, the rest --resume), and the tarball is packed."""
+def _registered_round_calls(tmp_path: Path, rounds: str, device: str) -> tuple[list[str], Path, str]:
+    """gpu_registered_round.sh with stub commands on a device named ``device``: its bench calls, WORK and stdout."""
     b = _stub_bin(tmp_path)
     out, work = tmp_path / "out", tmp_path / "work"
     env = {"PATH": f"{b}:/usr/bin:/bin", "PYTHON": str(b / "py"), "HOME": str(tmp_path), "OUT": str(out),
-           "WORK": str(work), "ROUNDS": "round8 repeat2", "PARSE_PY": sys.executable}  # fmt: skip
+           "WORK": str(work), "ROUNDS": rounds, "PARSE_PY": sys.executable, "DEVICE_NAME": device}  # fmt: skip
     r = subprocess.run(["bash", "benchmarks/gpu_registered_round.sh"], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=60)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (out / "registered_round.tar.gz").is_file()
-    calls = [ln for ln in r.stdout.splitlines() if ln.startswith("py -m perfmodel.bench.moe_block time")]
+    return [ln for ln in r.stdout.splitlines() if ln.startswith("py -m perfmodel.bench.")], work, r.stdout
+
+
+def test_registered_round_script_runs_the_registered_commands(tmp_path):
+    """gpu_registered_round.sh with stub commands: every registered command of each round runs, in order, into the
+    round's folder (the first fresh, the rest --resume), and the tarball is packed; on an H200 the H100
+    registrations named beside them are skipped."""
+    calls, work, stdout = _registered_round_calls(tmp_path, "round8 repeat2 round8_h100 repeat2_h100", "NVIDIA H200")
     regs = [json.loads((ROOT / "benchmarks" / "registered" / f"{n}.json").read_text()) for n in ("round8", "repeat2")]
     want = [(reg["folder"], c) for reg in regs for c in reg["commands"]]
     assert len(calls) == len(want) == 5
@@ -465,6 +471,27 @@ def test_registered_round_script_runs_the_registered_commands(tmp_path):
         assert call.startswith("py " + cmd.removeprefix("python3 ")) and f"--out {work / folder} " in call
         first = i == 0 or want[i - 1][0] != folder
         assert call.endswith("--resume") != first, call
+    assert "round8_h100: registered for another GPU than NVIDIA H200, skipped" in stdout
+
+
+def test_registered_round_script_runs_the_h100_twins_and_their_diagnostics_on_an_h100(tmp_path):
+    """On an H100 the H200 registrations are skipped and the H100 twins run: the same bench commands into the H100
+    folders, then the round's diagnostics (not --resume, with the budget left)."""
+    calls, work, stdout = _registered_round_calls(
+        tmp_path, "round8 repeat2 round8_h100 repeat2_h100", "NVIDIA H100 80GB HBM3"
+    )
+    regs = {n: json.loads((ROOT / "benchmarks" / "registered" / f"{n}.json").read_text())
+            for n in ("round8", "round8_h100", "repeat2_h100")}  # fmt: skip
+    assert regs["round8_h100"]["commands"] == regs["round8"]["commands"] and regs["round8_h100"]["gpu"] == "H100"
+    want = [(regs[n]["folder"], c) for n in ("round8_h100", "repeat2_h100")
+            for c in regs[n]["commands"] + regs[n]["diagnostics"]]  # fmt: skip
+    assert len(calls) == len(want) == 7
+    for call, (folder, cmd) in zip(calls, want, strict=True):
+        assert call.startswith("py " + cmd.removeprefix("python3 ")) and f"--out {work / folder} " in call
+    assert [c.split()[2:4] for c in calls[4:6]] == [["perfmodel.bench.moe_block", "kernels"],
+                                                  ["perfmodel.bench.grouped_gemm", "time"]]  # fmt: skip
+    assert not calls[4].endswith("--resume") and not calls[5].endswith("--resume")
+    assert "round8: registered for another GPU than NVIDIA H100 80GB HBM3, skipped" in stdout
 
 
 def test_counts_helper_on_skewed_vector():

@@ -739,11 +739,18 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     v = _validator()
     reg_mod = _bench_script("register_moe_round")
     regs = {p.stem: json.loads(p.read_text()) for p in (root / "benchmarks" / "registered").glob("*.json")}
-    assert {"round8", "repeat2"} <= set(regs)
+    assert {"round8", "repeat2", "round8_h100", "repeat2_h100"} <= set(regs)
     assert len(regs["round8"]["items"]) == 14 and len(regs["repeat2"]["items"]) == 2
     assert not {r["model"] for r in regs["round8"]["items"]} & v.SHAPE_OF_FIT  # held out by shape from every fit
+    for twin, of in reg_mod.TWIN_OF.items():  # an H100 twin: the same items and counts, priced on the H100
+        assert regs[twin]["gpu"] == "H100" and regs[twin]["commands"] == regs[of]["commands"], twin
+        assert [(a["id"], a["counts"]) for a in regs[twin]["items"]] == [
+            (a["id"], a["counts"]) for a in regs[of]["items"]
+        ]
     for name, reg in regs.items():
-        assert reg["folder"] == v.ROUND_FOLDERS[{"round8": "fresh8"}.get(name, name)], name
+        assert reg["folder"] == v.ROUND_FOLDERS[{"round8": "fresh8", "round8_h100": "fresh8_h100"}.get(name, name)], (
+            name
+        )
         for cmd in reg["commands"]:  # what the device call runs parses as the bench's own CLI
             a = build_parser().parse_args([*cmd.split()[3:], "--out", "x"])
             assert a.phase == "time" and a.min_reps == reg["min_reps"], cmd
@@ -754,7 +761,9 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
             if measured:
                 continue  # scored against what was measured; the model may have moved on since
             for recipe, t in it["predicted_fwd_bwd_s"].items():
-                got = reg_mod.predicted_fwd_bwd_s(it["model"], it["tokens"], recipe, it["counts"])
+                got = reg_mod.predicted_fwd_bwd_s(
+                    it["model"], it["tokens"], recipe, it["counts"], reg.get("gpu", "H200")
+                )
                 assert got == pytest.approx(t, rel=1e-9), (
                     f"{it['id']} {recipe}: the model changed after round {name} was registered and before it was "
                     "measured; register it again (benchmarks/register_moe_round.py --write) or measure first"
