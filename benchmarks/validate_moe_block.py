@@ -182,9 +182,10 @@ def load(folder: Path) -> list[dict[str, Any]]:
 
 
 def load_kernels(folder: Path) -> list[dict[str, Any]]:
-    """Every kernel-profile record with status ok (``moe_block_kernels.json``)."""
-    recs = _json_files(folder).get("moe_block_kernels.json", {}).get("records", [])
-    return [r for r in recs if r.get("status") == "ok" and r.get("recipe") in RECIPE]
+    """Every kernel-profile record with status ok (``moe_block_kernels.json``), with ``_gpu`` as in :func:`load`."""
+    d = _json_files(folder).get("moe_block_kernels.json", {})
+    gpu = d.get("meta", {}).get("gpu_name") or "H200"
+    return [{**r, "_gpu": gpu} for r in d.get("records", []) if r.get("status") == "ok" and r.get("recipe") in RECIPE]
 
 
 def split_of(model: str) -> str:
@@ -433,7 +434,7 @@ def isolated_fp8_bias(data: Path) -> dict[str, tuple[float, int]]:
     0.5 TFLOP (``grouped_gemm_time.json.gz`` under ``data``): median and count by measured rate band (TFLOP/s) and for
     groups of at least 8192 rows on average."""
     out: dict[str, list[float]] = {"<600": [], "600-900": [], "900-1100": [], ">=1100": [], ">=8192 rows/group": []}
-    for f in sorted(data.glob("*/grouped_gemm_time.json.gz")):
+    for f in sorted(data.glob("h200_*/grouped_gemm_time.json.gz")):  # the H200's sweeps (other GPUs: their own)
         with gzip.open(f, "rt") as fh:
             recs = json.load(fh)["records"]
         for r in recs:
