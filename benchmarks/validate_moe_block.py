@@ -80,8 +80,11 @@ FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi3
 #: "fresh8_h100" / "repeat2_h100": the same items registered 2026-12-06 for the H100 (the model unchanged, priced
 #: there: its transfer off the H200), for a device call that gets an H100; each record is priced for the GPU its
 #: file names (load's ``_gpu``)
+#: "fresh9_h100": round 9, registered 2026-12-06 for the H100 SXM with the H200-board transfer chosen on round 8's H100
+#: rows (the board terms on the H200's twins, the SM-bound eager rule): families held out by shape and never run on an
+#: H100, at 8192 and 16384 tokens (no H100 block that short measured before); its test, pre-registered
 #: the rounds scored by folder, not by family (their families were measured before at other token counts)
-FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100"}
+FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100", "fresh9_h100"}
 #: the scored-once rounds: split name -> families
 ROUNDS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6,
           "inshape6": INSHAPE6}  # fmt: skip
@@ -559,7 +562,7 @@ ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fre
                  "inshape6": "h200_2026-12-04r6", "fresh7": "h200_2026-12-04r7",
                  "repeat": "h200_2026-12-04r6-repeat", "fresh8": "h200_2026-12-05r8",
                  "repeat2": "h200_2026-12-05r8-repeat", "fresh8_h100": "h100_2026-12-06r8",
-                 "repeat2_h100": "h100_2026-12-06r8-repeat"}  # fmt: skip
+                 "repeat2_h100": "h100_2026-12-06r8-repeat", "fresh9_h100": "h100_2026-12-06r9"}  # fmt: skip
 #: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
 SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 
@@ -608,16 +611,88 @@ def long_step_error(data: Path) -> dict[str, dict[str, float]]:
     for folder in LONG_STEP_FOLDERS:
         pairs = pairs_by_config([r for r in load(data / folder) if r["tokens"] > LONG_STEP_TOKENS])
         for pair in pairs.values():
-            pred = {rec: predict(r) for rec, r in pair.items()}
-            for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block")):
-                if rec in pair:
-                    q[key].append(pred[rec].total_s / pair[rec]["fwd_bwd_s"])
-            if set(pair) == set(RECIPE):
-                p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
-                ratio = p / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"])
-                q["speedup"].append(ratio)
-                q["speedup_held_out" if folder == LONG_STEP_FOLDERS[0] else "speedup_in_shape"].append(ratio)
+            for key, ratio in _pair_ratios(pair).items():
+                q[key].append(ratio)
+                if key == "speedup":
+                    q["speedup_held_out" if folder == LONG_STEP_FOLDERS[0] else "speedup_in_shape"].append(ratio)
     return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
+
+
+def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Predicted / measured of one configuration's records by recipe: ``bf16_block`` and ``rowwise_block`` (fwd+bwd)
+    where measured, ``speedup`` where both are."""
+    pred = {rec: predict(r) for rec, r in pair.items()}
+    out = {key: pred[rec].total_s / pair[rec]["fwd_bwd_s"]
+           for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block")) if rec in pair}  # fmt: skip
+    if set(pair) == set(RECIPE):
+        p = pred["bf16"].total_s / pred["fp8_rowwise"].total_s
+        out["speedup"] = p / (pair["bf16"]["fwd_bwd_s"] / pair["fp8_rowwise"]["fwd_bwd_s"])
+    return out
+
+
+#: the folders of the H200-board twin's figures (--twin): round 8 and its repeat as registered for the H100 SXM
+#: (h200_board: the H200's SMs, clock, peaks and power limit), measured 2026-12-06
+TWIN_FOLDERS = ("h100_2026-12-06r8", "h100_2026-12-06r8-repeat")
+
+
+def twin_error(data: Path) -> dict[str, dict[str, float]]:
+    """The model's error on :data:`TWIN_FOLDERS` under ``data`` (the H100 SXM, pooled): ``speedup`` (|pred / meas - 1|
+    median and p90 %, the pred / meas ratio's median, range and the share above 1), ``bf16_block`` and
+    ``rowwise_block`` (fwd+bwd, the same statistics), each with its count."""
+    q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": []}
+    for folder in TWIN_FOLDERS:
+        for pair in pairs_by_config(load(data / folder)).values():
+            for key, ratio in _pair_ratios(pair).items():
+                q[key].append(ratio)
+    return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
+
+
+def twin_diagnostics(data: Path) -> str:
+    """Markdown: the H100 SXM against the H200 on the same work. Kernel classes: round 8's H100 profiles (49152 tokens)
+    over the H200's of the same family and recipe at 32768 tokens (h200_2026-12-04x) times 1.5, the classes whose time
+    grows with tokens (the weight casts do not: left out). Isolated grouped GEMMs: the H100's event time over the
+    H200's on the records of the same id (round 8's diagnostic sweep against h200_2026-12-03f and -04t), and the
+    model's H100 price over the H100's time, medians by dtype, op and size."""
+    import gzip
+
+    from perfmodel.calibrate import grouped as cg
+
+    h1 = {(r["model"], r["recipe"]): r for r in load_kernels(data / TWIN_FOLDERS[0])}
+    h2 = {(r["model"], r["recipe"]): r for r in load_kernels(data / "h200_2026-12-04x") if r["tokens"] == 32768}
+    lines = [
+        "| family | recipe | class | H100 ms | H200 ms x 1.5 | H100 / H200 |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for key in sorted(set(h1) & set(h2)):
+        a, b = measured_by_class(h1[key]), measured_by_class(h2[key])
+        for c in CLASSES:
+            if b[c][1] > 1e-3 and not c.startswith("q_w_"):
+                lines.append(f"| {key[0]} | {key[1]} | {c} | {a[c][1] * 1e3:.1f} | {b[c][1] * 1.5e3:.1f} | "
+                             f"{a[c][1] / (1.5 * b[c][1]):.3f} |")  # fmt: skip
+
+    def sweep(folder: str) -> list[dict[str, Any]]:
+        d = json.loads(gzip.decompress((data / folder / "grouped_gemm_time.json.gz").read_bytes()))
+        return [r for r in d["records"] if r.get("time_s") and cg.LAYOUTS.get((r["op"], cg._dtype(r))) == r["layout"]]
+
+    h200 = {r["id"]: r for f in ("h200_2026-12-03f", "h200_2026-12-04t") for r in sweep(f)}
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for r in sweep(TWIN_FOLDERS[0]):
+        fp8 = r["dtype"].startswith("fp8")
+        rows = np.asarray(r.get("rows_requested") or r["rows"])
+        kw = {"dtype": "fp8", "scaling": "rowwise"} if fp8 else {"dtype": "bf16"}
+        t = pm.moe.grouped_gemm(rows, r["K"], r["N"], op=r["op"], timing="event", gpu="H100-SXM", **kw).time_s
+        size = "< 0.1 TFLOP" if r["flops"] < 1e11 else "< 1 TFLOP" if r["flops"] < 1e12 else ">= 1 TFLOP"
+        other = h200.get(r["id"])
+        groups.setdefault(("fp8" if fp8 else "bf16", r["op"], size), []).append(
+            (r["time_s"] / other["time_s"] if other else np.nan, float(t) / r["time_s"])
+        )
+    lines += ["", "| dtype | op | size | n | H100 / H200 measured | model's H100 price / H100 measured |",
+              "| --- | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+    for key in sorted(groups):
+        x = np.array(groups[key])
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {len(x)} | {np.nanmedian(x[:, 0]):.3f} | "
+                     f"{np.median(x[:, 1]):.3f} |")  # fmt: skip
+    return "\n".join(lines)
 
 
 def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
@@ -776,6 +851,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--long-step", action="store_true", help="the error beyond LONG_STEP_TOKENS (round 7; FOLDER: benchmarks/data)"
     )
+    ap.add_argument(
+        "--twin", action="store_true", help="the error on the H100 SXM, the H200's board twin (FOLDER: benchmarks/data)"
+    )
     ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--fp8-in-block", action="store_true", help="the grouped GEMMs' isolated price over their "
@@ -798,6 +876,14 @@ def main(argv: list[str]) -> int:
     if a.long_step:
         for name, v in long_step_error(a.folder).items():
             print(name, " ".join(f"{k}={x:.4g}" for k, x in v.items()))
+        return 0
+    if a.twin:
+        for name, v in twin_error(a.folder).items():
+            print(name, " ".join(f"{k}={x:.4g}" for k, x in v.items()))
+        body = twin_diagnostics(a.folder)
+        print(body)
+        if a.docs:
+            write_blocks([Block(doc=a.docs, name="moe-h100-twin", body=body)])
         return 0
     if a.gemm_dense:
         for name, v in gemm_dense_error(a.folder).items():

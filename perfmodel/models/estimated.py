@@ -392,7 +392,7 @@ def estimated_model(arch: str, measured: Mapping[str, Any]) -> EstimatedModel:
 
     # casts: SM-bound where fitted (see perfmodel.models.calibrated): rate x SM throughput, capped by the copy
     copy_bw = base.kernels.bw_bytes_per_s * bw_scale
-    sm = rep.num_sms * rep.boost_clock_hz / (base_ref.num_sms * (base_ref.boost_clock_hz or rep.boost_clock_hz))
+    sm = rep.sm_throughput_ratio(base_ref)
 
     def cast_bw(bw: float) -> float:
         return min(bw * sm, copy_bw)

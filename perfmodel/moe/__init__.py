@@ -17,6 +17,7 @@ from .block import (
     block_group_sizes,
     expert_block_time,
     expert_block_time_s,
+    h200_board,
     skewed_counts,
 )
 from .comms import AllToAllTime, ep_all_to_all
@@ -62,6 +63,7 @@ __all__ = [
     "grouped_gemm",
     "grouped_gemm_time_s",
     "grouped_gemm_time_s_balanced",
+    "h200_board",
     "roofline_grouped_gemm_time_s",
     "routed_experts_section",
     "should_use",

@@ -33,10 +33,12 @@ from .block import (
     LONG_STEP_ERROR,
     LONG_STEP_TOKENS,
     SPEEDUP_ERROR_BAR,
+    TWIN_ERROR,
     ExpertBlockTime,
     as_moe_shape,
     expert_block_time,
     is_long_step,
+    twin_speedup_error,
 )
 
 __all__ = [
@@ -66,7 +68,10 @@ class BlockDecision:
     the speedup more often than not (76 % of 34 measured configurations, predicted / measured up to 1.15): the reason
     says the speedup is likely lower, and ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`)
     instead of the GEMM-dense one
-    (``gemm_dense`` still says whether the block is GEMM-dense)."""
+    (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
+    (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
+    the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, post-selection), where the speedup
+    was over-predicted in every measured configuration, GEMM-dense ones included; the reason says it is likely lower."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -127,6 +132,9 @@ def block_decision(
     long_step = validated and is_long_step(b.gpu, "bf16", b.event_law, b.tokens)
     dense = validated and b.tensor_load >= GEMM_DENSE_LOAD
     bar = LONG_STEP_ERROR["speedup"] if long_step else GEMM_DENSE_SPEEDUP_ERROR if dense else SPEEDUP_ERROR_BAR
+    twin = validated and b.gpu != "H200"  # validated off the H200: a twin of its board (h200_board)
+    if twin:
+        bar = twin_speedup_error(b.gpu, bar)
     p90 = bar["p90"] / 100
     close = validated and abs(s / ms - 1) < p90
     if long_step:
@@ -137,7 +145,7 @@ def block_decision(
             f"{e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}, {int(e['n'])} configurations: round 7's held-out "
             f"families and the fit families' own), so the speedup is likely lower than this"
         )
-    elif dense:  # the GEMM-dense regime's error was measured up to LONG_STEP_TOKENS only
+    elif dense and not twin:  # the GEMM-dense regime's error was measured up to LONG_STEP_TOKENS only, on the H200
         e = GEMM_DENSE_SPEEDUP_ERROR
         reason += (
             f"; a GEMM-dense block (bf16 tensor load {b.tensor_load:.2f} >= {GEMM_DENSE_LOAD:g}): on the H200 the "
@@ -145,11 +153,20 @@ def block_decision(
             f"{1 / e['median_ratio']:.3f}, up to {1 / e['min_ratio']:.2f}, {e['n']} held-out configurations), so the "
             f"speedup may be higher than this"
         )
-    if close:
+    if twin:
+        e = TWIN_ERROR["speedup"]
         reason += (
-            f"; a close call: within the model's speedup error of {ms:g} (p90 {100 * p90:.0f} % on "
-            f"{'long-step ' if long_step else 'GEMM-dense ' if dense else 'pre-registered '}H200 blocks, docs/moe.md), "
-            "so measure before deciding"
+            f"; the H200's board terms transferred to the {b.gpu}: on our H100 SXM the model over-predicted the "
+            f"speedup in every one of {int(e['n'])} measured configurations (24576-131072 tokens, predicted / measured "
+            f"median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}; GEMM-dense ones included), so the speedup "
+            "is likely lower than this"
+        )
+    if close:
+        where = "long-step " if long_step else "GEMM-dense " if dense else "pre-registered "
+        where += "H200 blocks" + (" and H100 SXM blocks (post-selection)" if twin else "")
+        reason += (
+            f"; a close call: within the model's speedup error of {ms:g} (p90 {100 * p90:.0f} % on {where}, "
+            "docs/moe.md), so measure before deciding"
         )
     return BlockDecision(
         bf16=b,
@@ -254,6 +271,12 @@ def break_even_tokens(
     note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
     if not monotone:
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
+    if d.fp8.gpu != "H200" and d.fp8.error_bar.get("p50") is not None:  # a twin of the H200's board
+        e = TWIN_ERROR["speedup"]
+        note += (
+            f"; on the H100 SXM the model over-predicted the speedup in every measured configuration (predicted / "
+            f"measured median {e['median_ratio']:.3f}): the break-even is likely later, if there is one"
+        )
     if d.long_step:
         e = LONG_STEP_ERROR["speedup"]
         note += (

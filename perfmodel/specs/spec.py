@@ -261,6 +261,11 @@ class GPUSpec:
         """``mem_bw_bytes_per_s * efficiency.mem_bw_fraction``, B/s."""
         return self.mem_bw_bytes_per_s * self.efficiency.mem_bw_fraction
 
+    def sm_throughput_ratio(self, ref: GPUSpec) -> float:
+        """This GPU's throughput of non-tensor SM work (SMs x boost clock) over ``ref``'s, dimensionless: the factor a
+        kernel bound by its SMs rather than by HBM (casts, reductions, atomics) runs faster by here than on ``ref``."""
+        return (self.num_sms * self.boost_clock_hz) / (ref.num_sms * ref.boost_clock_hz)
+
     def ridge_flops_per_byte(self, fmt: FormatLike) -> float:
         """Arithmetic intensity (FLOP/B) where the roofline turns from memory- to compute-bound."""
         return self.peak_flops_per_s(fmt) / self.mem_bw_bytes_per_s

@@ -135,9 +135,7 @@ class CalibratedModel:
         assert ref is not None
         bandwidth = gpu.mem_bw_bytes_per_s / ref.mem_bw_bytes_per_s
         # SM throughput of non-tensor work (reductions, casts, transposes): SMs x clock
-        sm_throughput = gpu.num_sms / ref.num_sms
-        if ref.boost_clock_hz is not None:
-            sm_throughput *= gpu.boost_clock_hz / ref.boost_clock_hz
+        sm_throughput = gpu.sm_throughput_ratio(ref)
         throttle = 1.0
         if gpu.supports("bf16") and "bf16" in ref.peaks_flops_per_s:
             mine = power_pressure(gpu.peak_flops_per_s("bf16"), gpu.power_w)
