@@ -630,20 +630,27 @@ def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-#: the folders of the H200-board twin's figures (--twin): round 8 and its repeat as registered for the H100 SXM
-#: (h200_board: the H200's SMs, clock, peaks and power limit), measured 2026-12-06
-TWIN_FOLDERS = ("h100_2026-12-06r8", "h100_2026-12-06r8-repeat")
+#: the folders of the H200-board twin's figures (--twin), the H100 SXM's rounds (h200_board: the H200's SMs, clock,
+#: peaks and power limit), measured 2026-12-06: round 8 and its repeat as registered for it (the transfer rule was
+#: chosen on them: post-selection), round 9 (registered with that rule: its test)
+TWIN_ROUNDS = {
+    "post_selection": ("h100_2026-12-06r8", "h100_2026-12-06r8-repeat"),
+    "registered": ("h100_2026-12-06r9",),
+}
+TWIN_FOLDERS = tuple(f for fs in TWIN_ROUNDS.values() for f in fs)
 
 
 def twin_error(data: Path) -> dict[str, dict[str, float]]:
-    """The model's error on :data:`TWIN_FOLDERS` under ``data`` (the H100 SXM, pooled): ``speedup`` (|pred / meas - 1|
-    median and p90 %, the pred / meas ratio's median, range and the share above 1), ``bf16_block`` and
-    ``rowwise_block`` (fwd+bwd, the same statistics), each with its count."""
-    q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": []}
-    for folder in TWIN_FOLDERS:
-        for pair in pairs_by_config(load(data / folder)).values():
-            for key, ratio in _pair_ratios(pair).items():
-                q[key].append(ratio)
+    """The model's error on the H100 SXM (:data:`TWIN_ROUNDS` under ``data``): ``speedup`` (|pred / meas - 1| median
+    and p90 %, the pred / meas ratio's median, range and the share above 1), ``bf16_block`` and ``rowwise_block``
+    (fwd+bwd, the same statistics), each with its count, pooled; the same per round as ``<name>@<round>``."""
+    q: dict[str, list[float]] = {}
+    for rnd, folders in TWIN_ROUNDS.items():
+        for folder in folders:
+            for pair in pairs_by_config(load(data / folder)).values():
+                for key, ratio in _pair_ratios(pair).items():
+                    q.setdefault(key, []).append(ratio)
+                    q.setdefault(f"{key}@{rnd}", []).append(ratio)
     return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
 
 

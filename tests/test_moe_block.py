@@ -846,22 +846,24 @@ def test_eager_kernels_below_copy_speed_keep_the_h200_rate_scaled_by_sm_throughp
     assert kernel(sxm, "unpermute.index_add").seconds == pytest.approx(kernel(base, "unpermute.index_add").seconds)
 
 
-def test_twin_error_is_what_the_h100_round_8_gives():
+def test_twin_error_is_what_the_h100_rounds_give():
     got = _validator().twin_error(pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data")
-    for name, key, n in (("speedup", "speedup", 15), ("bf16_block", "bf16", 16), ("rowwise_block", "rowwise", 15)):
+    for name, key, n in (("speedup", "speedup", 30), ("bf16_block", "bf16", 31), ("rowwise_block", "rowwise", 30)):
         e = bm.TWIN_ERROR[key]
         assert got[name]["n"] == e["n"] == n, name
-        assert (got[name]["p50"], got[name]["p90"]) == pytest.approx((e["p50"], e["p90"]), abs=0.05), name
-        for k in ("median_ratio", "min_ratio", "max_ratio", "over"):
+        rounds = [got[f"{name}@{r}"] for r in ("post_selection", "registered")]
+        assert [x["n"] for x in rounds] == [n // 2 + n % 2, n // 2], name  # round 8 + repeat, round 9
+        for q in ("p50", "p90"):  # the larger round's, as the H200's bars
+            assert e[q] == pytest.approx(max(x[q] for x in rounds), abs=0.05), (name, q)
+        for k in ("median_ratio", "min_ratio", "max_ratio", "over"):  # pooled
             assert got[name][k] == pytest.approx(e[k], abs=5e-4), (name, k)
-    # the direction the provenance and the decisions state: every speedup over-predicted there
-    assert got["speedup"]["over"] == 1.0 and got["speedup"]["min_ratio"] > 1.0
+    # the direction the provenance and the decisions state: the speedup over-predicted in most configurations
+    assert got["speedup"]["over"] > 0.9 and got["speedup"]["median_ratio"] > 1.03
+    assert got["speedup@registered"]["p50"] < 5.0  # round 9, pre-registered: the speedup's MdAPE (3.7 %)
     d = pm.moe.block_decision("mixtral-8x7b", tokens=16384, recipe="rowwise", gpu="H100-SXM")
     assert "likely lower" in d.reason and "known wrong in direction on the H100 SXM" in d.fp8.provenance
-    assert (
-        "known wrong in direction on the H100 SXM"
-        not in pm.moe.expert_block_time("mixtral-8x7b", tokens=16384).provenance
-    )
+    h200 = pm.moe.expert_block_time("mixtral-8x7b", tokens=16384).provenance
+    assert "known wrong in direction on the H100 SXM" not in h200
 
 
 def test_the_h100_twin_table_in_the_docs_is_the_script_output():
