@@ -880,3 +880,14 @@ def test_the_h100_twin_table_in_the_docs_is_the_script_output():
             assert 0.89 <= x <= 1.11, (fam, recipe, cls)
         elif cls == "elementwise":
             assert 1.27 <= x <= 1.37, (fam, recipe, cls)
+
+
+def test_a_users_gpuspec_of_the_h200_board_is_priced_as_its_twin():
+    import dataclasses
+
+    mine = dataclasses.replace(pm.get_gpu("H100-SXM"), name="MyH100")  # not in the table: a spec, never a name
+    d = pm.moe.block_decision("mixtral-8x7b", tokens=65536, recipe="rowwise", gpu=mine)
+    ref = pm.moe.block_decision("mixtral-8x7b", tokens=65536, recipe="rowwise", gpu="H100-SXM")
+    assert d.fp8.gpu == "MyH100" and d.long_step and d.speedup == pytest.approx(ref.speedup, rel=1e-12)
+    assert d.fp8.error_bar == ref.fp8.error_bar and "known wrong in direction on the H100 SXM" in d.fp8.provenance
+    pm.moe.break_even_tokens("mixtral-8x7b", gpu=mine, max_tokens=1 << 16)  # no UnknownGPUError on the way

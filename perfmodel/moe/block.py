@@ -630,7 +630,7 @@ def expert_block_time(
         group_sizes=g,
         config=m,
         timing=timing,
-        provenance=_provenance(p, recipe, law, compiled) + _long_step_note(spec.name, recipe, law, T),
+        provenance=_provenance(p, recipe, law, compiled) + _long_step_note(spec, recipe, law, T),
         error_bar=_error_bar(p, recipe, timing, law and not compiled, load, T),
         host_fwd_s=hf,
         host_bwd_s=hb,
@@ -856,15 +856,15 @@ def is_long_step(gpu: Any, recipe: str, law: bool, tokens: int) -> bool:
 def twin_speedup_error(gpu: Any, bar: Mapping[str, float]) -> Mapping[str, float]:
     """The float8 speedup's error bar for a validated block on ``gpu``: ``bar`` (the H200's, for the block's regime),
     widened to :data:`TWIN_ERROR` on a twin of the H200's board that is not the H200 (field by field, the larger)."""
-    if h200_board(gpu) and get_gpu(gpu).name != "H200":
+    if h200_board(gpu) and (gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)).name != "H200":
         t = TWIN_ERROR["speedup"]
         return {**bar, "p50": max(bar["p50"], t["p50"]), "p90": max(bar["p90"], t["p90"])}
     return bar
 
 
-def _long_step_note(gpu: str, recipe: str, law: bool, tokens: int) -> str:
+def _long_step_note(gpu: GPUSpec, recipe: str, law: bool, tokens: int) -> str:
     out = ""
-    if law and recipe in ("bf16", "rowwise") and h200_board(gpu) and gpu != "H200":
+    if law and recipe in ("bf16", "rowwise") and h200_board(gpu) and gpu.name != "H200":
         t = TWIN_ERROR["speedup"]
         out = (
             f"; known wrong in direction on the H100 SXM: there the model over-predicted the float8 speedup in "
@@ -908,7 +908,7 @@ def _error_bar(
                 f"H200 blocks of held-out families (post-selection for the power-cap term) predicted / measured "
                 f"median {e['median_ratio']:.3f}, down to {e['min_ratio']:.2f}; " + _BLOCK_BASIS
             )
-        if is_long_step(p.spec.name, recipe, law, tokens):
+        if is_long_step(p.spec, recipe, law, tokens):
             e = LONG_STEP_ERROR[recipe]
             out["p50"], out["p90"] = e["p50"], e["p90"]
             out["basis"] = (

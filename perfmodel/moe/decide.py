@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import InvalidShapeError
 from ..presets import ModelPreset, MoEShape
+from ..specs.gpu import get_gpu
 from .block import (
     ALIGN,
     GEMM_DENSE_LOAD,
@@ -118,8 +119,9 @@ def block_decision(
     ms = _min_speedup(min_speedup)
     m = _with_experts(preset_or_config, experts)
     shared = block.pop("shared_recipe", None)
-    b = expert_block_time(m, tokens=tokens, gpu=gpu, recipe="bf16", **block)
-    f = expert_block_time(m, tokens=tokens, gpu=gpu, recipe=recipe, shared_recipe=shared, **block)
+    spec = get_gpu(gpu)  # a name or a GPUSpec of the user's (dataclasses.replace): resolved once
+    b = expert_block_time(m, tokens=tokens, gpu=spec, recipe="bf16", **block)
+    f = expert_block_time(m, tokens=tokens, gpu=spec, recipe=recipe, shared_recipe=shared, **block)
     s = b.total_s / f.total_s
     use = s >= ms
     quant = sum(k.seconds for k in f.kernels if k.kind == "quant")
@@ -130,12 +132,12 @@ def block_decision(
         f"quantization: speedup {s:.3f} {'>=' if use else '<'} {ms:g}"
     )
     validated = f.error_bar.get("p50") is not None
-    long_step = validated and is_long_step(b.gpu, "bf16", b.event_law, b.tokens)
+    long_step = validated and is_long_step(spec, "bf16", b.event_law, b.tokens)
     dense = validated and b.tensor_load >= GEMM_DENSE_LOAD
     bar = LONG_STEP_ERROR["speedup"] if long_step else GEMM_DENSE_SPEEDUP_ERROR if dense else SPEEDUP_ERROR_BAR
     twin = validated and b.gpu != "H200"  # validated off the H200: a twin of its board (h200_board)
     if twin:
-        bar = twin_speedup_error(b.gpu, bar)
+        bar = twin_speedup_error(spec, bar)
     p90 = bar["p90"] / 100
     close = validated and abs(s / ms - 1) < p90
     if long_step:
