@@ -802,12 +802,28 @@ def test_the_h200_board_is_its_sms_clock_peaks_and_power_limit():
         assert not bm.h200_board(gpu), gpu
     assert not bm.h200_board(dataclasses.replace(pm.get_gpu("H100-SXM"), power_w=600.0))  # a capped board
     assert pm.moe.h200_board is bm.h200_board
+    # a twin is on the board and not the H200 itself
+    assert bm.h200_twin("H100-SXM") and bm.h200_twin("H800") and not bm.h200_twin("H200")
+    assert not bm.h200_twin("H100-PCIe") and not bm.h200_twin("B200")
+    for bad in ("nope", 3, None, float("nan")):
+        for fn in (bm.h200_board, bm.h200_twin):
+            with pytest.raises(pm.UnknownGPUError, match="unknown GPU"):
+                fn(bad)
 
 
 def test_sm_throughput_ratio_by_hand():
     h200, pcie = pm.get_gpu("H200"), pm.get_gpu("H100-PCIe")
     assert pcie.sm_throughput_ratio(h200) == pytest.approx(114 * 1.755e9 / (132 * 1.98e9), rel=1e-12)
     assert pm.get_gpu("H100-SXM").sm_throughput_ratio(h200) == 1.0 and h200.sm_throughput_ratio(h200) == 1.0
+    with pytest.raises(pm.UnknownGPUError, match=r"perfmodel.get_gpu\('H200'\)"):  # a name: looked up first
+        pcie.sm_throughput_ratio("H200")
+    # a calibration's reference GPU whose clock is unknown (ReferenceGPU.boost_clock_hz None): the SM counts alone
+    from types import SimpleNamespace
+
+    assert pcie.sm_throughput_ratio(SimpleNamespace(num_sms=132, boost_clock_hz=None)) == pytest.approx(114 / 132)
+    for bad in ("nope", 3, None, float("nan")):
+        with pytest.raises(pm.UnknownGPUError, match="needs a GPUSpec"):
+            pcie.sm_throughput_ratio(bad)
 
 
 def test_eager_kernels_below_copy_speed_keep_the_h200_rate_scaled_by_sm_throughput():

@@ -127,6 +127,7 @@ __all__ = [
     "expert_block_time",
     "expert_block_time_s",
     "h200_board",
+    "h200_twin",
     "is_long_step",
     "power_cap_factor",
     "power_derate",
@@ -298,14 +299,25 @@ def h200_board(gpu: Any) -> bool:
     return bool(same)
 
 
+def h200_twin(gpu: Any) -> bool:
+    """Whether ``gpu`` (a name or :class:`GPUSpec`) is on the H200's board (:func:`h200_board`) but not the H200: its
+    board terms are transferred there, and its answers carry what the H100 SXM measured (:data:`TWIN_ERROR`)."""
+    spec = gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
+    return spec.name != "H200" and h200_board(spec)
+
+
 class _Pricer:
     """Collects :class:`BlockKernel` s priced on one GPU with one time model."""
 
     def __init__(self, spec: Any, time_model: Any, measured_eager: bool = False) -> None:
         self.spec, self.time_model, self.eager = spec, time_model, measured_eager
         self.tm, self.prov = resolve(spec, time_model if time_model not in ("calibrated",) else None)
-        # the same model on the H200, whose measured eager rates the SM-bound kernels carry (EAGER_SLOWDOWN)
+        self.board, self.twin = h200_board(spec), h200_twin(spec)  # the H200's board terms apply / are transferred
+        # the same model on the H200, whose measured eager rates the SM-bound kernels carry (EAGER_SLOWDOWN), its
+        # fixed latency, and this GPU's SM throughput over the H200's
         self.tm_h200 = self.tm if spec.name == "H200" else resolve(_H200, self._dense_model())[0]
+        self.lat_h200 = float(self.tm_h200.memory_kernel_time_s(0.0, gpu=_H200))
+        self.sm = spec.sm_throughput_ratio(_H200)
         self.kernels: list[BlockKernel] = []
         self.gemm_notes: set[str] = set()
         self.bars: list[dict[str, Any]] = []
@@ -322,13 +334,11 @@ class _Pricer:
         model's casts do (:meth:`GPUSpec.sm_throughput_ratio`); a class at or above copy speed scales with HBM."""
         slow = EAGER_SLOWDOWN[rate] if (rate and self.eager) else 1.0
         t = float(self.tm.memory_kernel_time_s(float(nbytes) * min(slow, 1.0), gpu=self.spec))
-        sm = self.spec.sm_throughput_ratio(_H200)
         if slow > 1.0:
-            lat = float(self.tm_h200.memory_kernel_time_s(0.0, gpu=_H200))
             t_h200 = float(self.tm_h200.memory_kernel_time_s(float(nbytes) * slow, gpu=_H200))
-            t = max(t, lat + (t_h200 - lat) / sm)
+            t = max(t, self.lat_h200 + (t_h200 - self.lat_h200) / self.sm)
         if programs and self.eager:
-            t += programs * COLWISE_DUAL_PROGRAM_S / sm
+            t += programs * COLWISE_DUAL_PROGRAM_S / self.sm
             note = f"{note}; + {programs} programs x {COLWISE_DUAL_PROGRAM_S * 1e9:g} ns (measured)"
         if slow != 1.0:
             off = slow > 1.0 and self.spec.name != "H200"
@@ -351,7 +361,7 @@ class _Pricer:
             self.bars.append(r.error_bar)
         t, note = float(r.time_s), r.kernel
         if dtype == "fp8" and self.eager:
-            self.in_block_fp8 = h200_board(self.spec)  # the measured in-block rate: the H200's board
+            self.in_block_fp8 = self.board  # the measured in-block rate: the H200's board
             if self.in_block_fp8:
                 t /= FP8_GEMM_IN_BLOCK_SPEEDUP
                 note = f"{note}; in-block fp8 rate: its grouped-GEMM time / {FP8_GEMM_IN_BLOCK_SPEEDUP:g} (measured)"
@@ -614,8 +624,8 @@ def expert_block_time(
     sf = sb = 0.0  # the sustained-run seconds of each phase (event law, H200)
     cap = 1.0  # the H200's power-cap factor on GEMM-dense blocks (POWER_CAP_SLOPE)
     if law:
-        on = h200_board(spec)  # the sustained-run and power-cap terms: the H200's board (and its twins)
-        tf, tb, cap = block_event_times_s(recipe, fwd, bwd, load, h200=on)
+        # the sustained-run and power-cap terms: the H200's board (and its twins)
+        tf, tb, cap = block_event_times_s(recipe, fwd, bwd, load, h200=p.board)
         sf, sb = tf - hf - fwd, tb - hb - bwd
     return ExpertBlockTime(
         fwd_s=fwd + extra + hf + sf,
@@ -664,12 +674,11 @@ def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = Fal
     )
     head = mx if recipe == "mxfp8" else f"grouped GEMMs {', '.join(kinds)}"
     if law:
-        on = h200_board(p.spec)
-        twin = "" if p.spec.name == "H200" else f" on the H200, transferred to the {p.spec.name} (the H200's board)"
+        twin = f" on the H200, transferred to the {p.spec.name} (the H200's board)" if p.twin else ""
         sustained = (
             "its sustained-run factor and the power-cap term (POWER_CAP_SLOPE, on tensor loads above "
             f"{POWER_CAP_LOAD0:g}) measured{twin}"
-            if on
+            if p.board
             else "no sustained-run factor or power-cap term (measured on the H200's board only: SMs, clock, peaks "
             "and power limit differ here)"
         )
@@ -695,7 +704,7 @@ def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = Fal
             f"the {p.spec.name}'s copy bandwidth (SM-bound)"
         )
     if p.in_block_fp8:
-        twin = "" if p.spec.name == "H200" else f", transferred to the {p.spec.name} (the H200's board)"
+        twin = f", transferred to the {p.spec.name} (the H200's board)" if p.twin else ""
         eager += (
             f"; fp8 grouped GEMMs at the in-block rate measured in the fit families' H200 block profiles "
             f"(FP8_GEMM_IN_BLOCK_SPEEDUP: {FP8_GEMM_IN_BLOCK_SPEEDUP:g}x their isolated price{twin})"
@@ -856,7 +865,7 @@ def is_long_step(gpu: Any, recipe: str, law: bool, tokens: int) -> bool:
 def twin_speedup_error(gpu: Any, bar: Mapping[str, float]) -> Mapping[str, float]:
     """The float8 speedup's error bar for a validated block on ``gpu``: ``bar`` (the H200's, for the block's regime),
     widened to :data:`TWIN_ERROR` on a twin of the H200's board that is not the H200 (field by field, the larger)."""
-    if h200_board(gpu) and (gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)).name != "H200":
+    if h200_twin(gpu):
         t = TWIN_ERROR["speedup"]
         return {**bar, "p50": max(bar["p50"], t["p50"]), "p90": max(bar["p90"], t["p90"])}
     return bar
@@ -864,7 +873,7 @@ def twin_speedup_error(gpu: Any, bar: Mapping[str, float]) -> Mapping[str, float
 
 def _long_step_note(gpu: GPUSpec, recipe: str, law: bool, tokens: int) -> str:
     out = ""
-    if law and recipe in ("bf16", "rowwise") and h200_board(gpu) and gpu.name != "H200":
+    if law and recipe in ("bf16", "rowwise") and h200_twin(gpu):
         t = TWIN_ERROR["speedup"]
         out = (
             f"; known wrong in direction on the H100 SXM: there the model over-predicted the float8 speedup in "
@@ -897,7 +906,7 @@ def _error_bar(
         "basis": "block not validated for this GPU, recipe, timing or compile mode; gemm_*: the grouped GEMMs' "
         "held-out error bars (benchmarks/data/h200_2026-12-03, docs/moe.md)",
     }
-    if h200_board(p.spec) and law and recipe in _BLOCK_BARS:
+    if p.board and law and recipe in _BLOCK_BARS:
         out["p50"], out["p90"] = _BLOCK_BARS[recipe]  # percent, as the grouped GEMMs' bars
         out["basis"] = _BLOCK_BASIS
         if recipe == "bf16" and load >= GEMM_DENSE_LOAD:
@@ -918,7 +927,7 @@ def _error_bar(
                 f"-04r7-fit; today's model post-selection on both), predicted / measured median "
                 f"{e['median_ratio']:.3f}, {e['min_ratio']:.2f}-{e['max_ratio']:.2f}"
             )
-        if p.spec.name != "H200":  # a twin: no surer than the H200, and as measured on the H100 SXM
+        if p.twin:  # no surer than the H200, and as measured on the H100 SXM
             t = TWIN_ERROR[recipe]
             out["p50"], out["p90"] = max(out["p50"], t["p50"]), max(out["p90"], t["p90"])
             out["basis"] = _TWIN_BASIS.format(m=t["median_ratio"], lo=t["min_ratio"], hi=t["max_ratio"]) + out["basis"]

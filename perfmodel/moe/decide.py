@@ -38,6 +38,7 @@ from .block import (
     ExpertBlockTime,
     as_moe_shape,
     expert_block_time,
+    h200_twin,
     is_long_step,
     twin_speedup_error,
 )
@@ -135,9 +136,8 @@ def block_decision(
     long_step = validated and is_long_step(spec, "bf16", b.event_law, b.tokens)
     dense = validated and b.tensor_load >= GEMM_DENSE_LOAD
     bar = LONG_STEP_ERROR["speedup"] if long_step else GEMM_DENSE_SPEEDUP_ERROR if dense else SPEEDUP_ERROR_BAR
-    twin = validated and b.gpu != "H200"  # validated off the H200: a twin of its board (h200_board)
-    if twin:
-        bar = twin_speedup_error(spec, bar)
+    twin = validated and h200_twin(spec)
+    bar = twin_speedup_error(spec, bar)
     p90 = bar["p90"] / 100
     close = validated and abs(s / ms - 1) < p90
     if long_step:
@@ -274,7 +274,7 @@ def break_even_tokens(
     note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
     if not monotone:
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
-    if d.fp8.gpu != "H200" and d.fp8.error_bar.get("p50") is not None:  # a twin of the H200's board
+    if d.fp8.error_bar.get("p50") is not None and h200_twin(gpu):
         e = TWIN_ERROR["speedup"]
         note += (
             f"; on the H100 SXM the model over-predicted the speedup in {e['over'] * 100:.0f} % of the measured "

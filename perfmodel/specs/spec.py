@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..errors import UnsupportedFormatError, choices_message
+from ..errors import UnknownGPUError, UnsupportedFormatError, choices_message
 from ..formats import FORMATS, Format, FormatLike, get_format
 
 __all__ = [
@@ -261,10 +261,22 @@ class GPUSpec:
         """``mem_bw_bytes_per_s * efficiency.mem_bw_fraction``, B/s."""
         return self.mem_bw_bytes_per_s * self.efficiency.mem_bw_fraction
 
-    def sm_throughput_ratio(self, ref: GPUSpec) -> float:
+    def sm_throughput_ratio(self, ref: Any) -> float:
         """This GPU's throughput of non-tensor SM work (SMs x boost clock) over ``ref``'s, dimensionless: the factor a
-        kernel bound by its SMs rather than by HBM (casts, reductions, atomics) runs faster by here than on ``ref``."""
-        return (self.num_sms * self.boost_clock_hz) / (ref.num_sms * ref.boost_clock_hz)
+        kernel bound by its SMs rather than by HBM (casts, reductions, atomics) runs faster by here than on ``ref``.
+        ``ref``: a :class:`GPUSpec`, or any object with ``num_sms`` and ``boost_clock_hz`` (a calibration's
+        reference GPU); where its clock is unknown (None), the SM counts alone.
+
+        Raises:
+            UnknownGPUError: ``ref`` is not such an object (a name: look it up with ``perfmodel.get_gpu`` first).
+        """
+        if not (hasattr(ref, "num_sms") and hasattr(ref, "boost_clock_hz")):
+            raise UnknownGPUError(
+                f"sm_throughput_ratio needs a GPUSpec (for a name: perfmodel.get_gpu({ref!r})) or an object with "
+                f"num_sms and boost_clock_hz; got {type(ref).__name__} {ref!r}"
+            )
+        ratio = self.num_sms / ref.num_sms
+        return ratio * self.boost_clock_hz / ref.boost_clock_hz if ref.boost_clock_hz else ratio
 
     def ridge_flops_per_byte(self, fmt: FormatLike) -> float:
         """Arithmetic intensity (FLOP/B) where the roofline turns from memory- to compute-bound."""
