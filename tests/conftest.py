@@ -11,6 +11,12 @@ Under xdist (``-n 2``, with ``--dist loadgroup`` from pyproject's addopts) the t
 compute a whole harness report run on one worker per group (:data:`GROUPED`; the files that read the layout sweeps
 share one), so that a report is computed and the sweeps decoded once, not once per worker, and they are scheduled
 first, so that the other worker meanwhile takes the rest of the suite.
+
+xdist's own ``loadgroup`` groups by a suffix it writes into ``item._nodeid``; since pytest 9.2 the node id is derived
+from ``item._id`` and that write is lost, so every group was split over both workers (each decoded the sweeps and
+computed the step report: ~45 s of the suite). :func:`pytest_xdist_make_scheduler` therefore makes the scheduler
+itself: xdist's scope scheduling with this file's groups as scopes, every other test a scope of its own (what
+``--dist loadgroup`` means), read from the node id's file name, which no pytest version rewrites.
 """
 
 from __future__ import annotations
@@ -20,7 +26,13 @@ from typing import Any
 
 import pytest
 
-__all__ = ["GROUPED", "pytest_collection_modifyitems", "pytest_sessionfinish"]
+__all__ = [
+    "GROUPED",
+    "group_of",
+    "pytest_collection_modifyitems",
+    "pytest_sessionfinish",
+    "pytest_xdist_make_scheduler",
+]
 
 #: test files whose module-scoped fixtures compute a harness report (the seconds each took per worker on the CI-like
 #: two-core machine): one xdist group each, scheduled first (module doc)
@@ -31,7 +43,28 @@ GROUPED = {
     "test_kernel_choice.py": "sweeps",
     "test_tile_model.py": "sweeps",
     "test_validation_step.py": "validation_step",  # validate_step.evaluate (~30 s)
+    "test_docs.py": "docs",  # the checkout's wheel, built and installed once (~6 s a worker)
 }
+
+
+def group_of(nodeid: str) -> str:
+    """The scheduling scope of a test: its file's :data:`GROUPED` group, else the test itself."""
+    return GROUPED.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:
+    """Under ``--dist loadgroup``: xdist's scope scheduling over :func:`group_of` (module doc); any other ``--dist``
+    is xdist's own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedFiles(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return GroupedFiles(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -66,6 +66,19 @@ def test_numpy_grid_equals_scalar_loop(shapes):
         assert value == pytest.approx(formula(m, k, n), rel=1e-12)
 
 
+def test_sympy_max_and_min_of_symbols_stay_unevaluated_and_substitute_to_the_numbers():
+    x, y = sp.symbols("x y", positive=True)
+    big = SYMPY.max(2 * x + 1, x)  # sympy would prove the first larger; built unevaluated, both stay
+    assert isinstance(big, sp.Max) and set(big.args) == {2 * x + 1, x}
+    assert isinstance(SYMPY.min(x, y), sp.Min)
+    for value in (0.25, 3, 10**6):
+        assert big.subs(x, value) == 2 * value + 1  # substituting numbers evaluates: the same value
+        assert SYMPY.min(x, 2 * x).subs(x, value) == value
+    assert SYMPY.max(sp.Integer(2), sp.Rational(7, 2)) == sp.Rational(7, 2)  # numbers evaluate at once
+    assert SYMPY.min(3, sp.Float(1.5)) == sp.Float(1.5)
+    assert sp.lambdify(x, big)(4.0) == 9.0
+
+
 def test_sympy_where_folds_known_conditions():
     x = sp.Symbol("x")
     assert SYMPY.where(True, x, 0) == x

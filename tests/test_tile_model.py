@@ -11,7 +11,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.errors import CalibrationError, PerfModelError, UnsupportedFormatError
-from perfmodel.models.registry import TILES_PATH, tile_model
+from perfmodel.models.registry import TILE_KINDS_PATH, TILES_PATH, tile_model
 from perfmodel.models.tiles import (
     CORRECTION_KEYS,
     N_CORRECTION_FEATURES,
@@ -256,6 +256,13 @@ def _shipped_json():
     return json.loads(gzip.decompress(TILES_PATH.read_bytes()))
 
 
+def _kinds_json():
+    """A fresh copy of the shipped small tile file's JSON: the shipped file without its learned corrections (the
+    trees: 5 MB of the file's 5 MB; tests/test_tile_kinds_file.py holds the two equal), for the checks the trees
+    play no part in."""
+    return json.loads(TILE_KINDS_PATH.read_text())
+
+
 def _write(tmp_path, data):
     p = tmp_path / "t.json"
     p.write_text(json.dumps(data))
@@ -263,35 +270,36 @@ def _write(tmp_path, data):
 
 
 def test_bad_files_get_named_errors(tmp_path):
-    good = _shipped_json()
-    load_tile_model(_write(tmp_path, good))  # the shipped file round-trips
+    load_tile_model(_write(tmp_path, _shipped_json()))  # the shipped file round-trips
+    good = _kinds_json()  # the bad files below: the same without its trees
+    load_tile_model(_write(tmp_path, good))
     bad = dict(good, schema="perfmodel.tiles/0")
     with pytest.raises(CalibrationError, match="not a tile model"):
         load_tile_model(_write(tmp_path, bad))
-    bad = _shipped_json()
+    bad = _kinds_json()
     del bad["kinds"]["bf16@cr"]
     with pytest.raises(CalibrationError, match="kinds missing: bf16@cr"):
         load_tile_model(_write(tmp_path, bad))
-    bad = _shipped_json()
+    bad = _kinds_json()
     del bad["event_kinds"]["fp8_e4m3/rowwise"]
     with pytest.raises(CalibrationError, match="event_kinds missing: fp8_e4m3/rowwise"):
         load_tile_model(_write(tmp_path, bad))
-    bad = dict(_shipped_json(), event_kinds=[1, 2])
+    bad = dict(_kinds_json(), event_kinds=[1, 2])
     with pytest.raises(CalibrationError, match="'event_kinds' must be an object"):
         load_tile_model(_write(tmp_path, bad))
-    bad = _shipped_json()
+    bad = _kinds_json()
     bad["kinds"]["bf16@rr"]["params"]["rate_fraction"] = 1.5
     with pytest.raises(CalibrationError, match="above the peak"):
         load_tile_model(_write(tmp_path, bad))
-    bad = _shipped_json()
+    bad = _kinds_json()
     bad["kinds"]["bf16@rr"]["params"]["hbm_bw"] = float("nan")
     with pytest.raises(CalibrationError, match="hbm_bw"):
         load_tile_model(_write(tmp_path, bad))
-    bad = _shipped_json()
+    bad = _kinds_json()
     del bad["kinds"]["bf16@rr"]["params"]["p_norm"]
     with pytest.raises(CalibrationError, match="missing \\['p_norm'\\]"):
         load_tile_model(_write(tmp_path, bad))
-    bad = _shipped_json()
+    bad = _kinds_json()
     bad["kinds"]["bf16@rr"]["tiles"] = [[128, 0, 1, 1, False]]
     with pytest.raises(CalibrationError, match=r"Tile\.n"):
         load_tile_model(_write(tmp_path, bad))
@@ -726,11 +734,11 @@ def test_bad_measured_range_gets_a_named_error(tmp_path):
         ({"M": 3, "K": [1, 2], "N": [1, 2]}, "must map M, K and N"),
         ([1, 2], "'measured_range' must be an object"),
     ):
-        bad = dict(_shipped_json(), measured_range=rng)
+        bad = dict(_kinds_json(), measured_range=rng)  # the trees play no part
         with pytest.raises(CalibrationError, match=what):
             load_tile_model(_write(tmp_path, bad))
     # files written before the range was recorded still load, and claim nothing
-    old = _shipped_json()
+    old = _kinds_json()
     del old["measured_range"]
     assert load_tile_model(_write(tmp_path, old)).measured_range == {}
 
