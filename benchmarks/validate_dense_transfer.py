@@ -147,6 +147,43 @@ def score_linear(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, An
     return out
 
 
+def ratios(folder: Path, gpu: str) -> dict[str, np.ndarray]:
+    """measured / predicted on ``folder`` per bar quantity: ``gemm_time`` (the GEMMs held out by shape, every format,
+    event time), ``linear_time`` (the static Linear steps' kernel time, bf16 and every recipe) and ``speedup`` (every
+    recipe's float8 speedup)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in load(folder, "gemm"):
+        if (
+            r["op"] == "gemm"
+            and (r["dtype"], r.get("scaling")) in GEMM_GROUPS.values()
+            and is_heldout(r["M"], r["K"], r["N"], fraction=HELDOUT)
+        ):
+            pred = float(pm.gemm_time_s(r["M"], r["K"], r["N"], r["dtype"], gpu, r.get("scaling"), timing="event"))
+            out["gemm_time"].append(r["time_s"] / pred)
+    times: dict[tuple[int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in load(folder, "linear_static"):
+        if r["op"] == "linear" and r.get("dynamic") == "static":
+            times[r["M"], r["K"], r["N"]][r["recipe"]].append(r["step_kernel_time_s"])
+    for s, by in sorted(times.items()):
+        for recipe, ts in by.items():
+            rec = None if recipe == "bf16" else recipe
+            out["linear_time"].append(float(np.median(ts)) / float(float8.linear_time(*s, rec, gpu).total_s))
+            if rec is not None and "bf16" in by:
+                meas = float(np.median(by["bf16"]) / np.median(ts))
+                out["speedup"].append(meas / float(float8.speedup(*s, rec, gpu)))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def bars(folder: Path, gpu: str) -> dict[str, dict[str, float]]:
+    """The error bars of the check (``perfmodel.models.errorbars.TRANSFER_BARS``): p10, median and p90 of
+    :func:`ratios` per quantity, and their count."""
+    out = {}
+    for q, x in ratios(folder, gpu).items():
+        lo, med, hi = (float(v) for v in np.percentile(x, [10, 50, 90]))
+        out[q] = {"low": lo, "median": med, "high": hi, "n": len(x)}
+    return out
+
+
 def score_launch(recs: list[dict[str, Any]], gpu: str) -> dict[str, float]:
     """The measured launch floors (s) by kernel and method, and the model's launch time on ``gpu``."""
     out = {f"{r['kernel']}/{r['method']}": float(r["time_s"]) for r in recs if r["op"] == "launch"}

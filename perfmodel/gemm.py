@@ -216,5 +216,5 @@ def _error_bar(M: Any, K: Any, N: Any, prov: Any, layout: str, timing: str) -> E
     except PerfModelError:  # arrays, symbols: no single family
         family = "all"
     which = "tiles" if prov.time_model == "tiles" else ""  # the tile model has bars of its own
-    bar = error_bar("gemm_time", prov.kind, family, timing, model=which)  # type: ignore[arg-type]
+    bar = error_bar("gemm_time", prov.kind, family, timing, model=which, checked_on=prov.checked_on)  # type: ignore[arg-type]
     return mark_outside(bar, prov, (M, K, N))

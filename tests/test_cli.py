@@ -134,6 +134,12 @@ def test_break_even(capsys):
     m = f8.break_even_tokens(4096, 14336, "tensorwise", "H100")
     line = next(line for line in out.splitlines() if line.lstrip().startswith("4096"))
     assert str(m) in line.split()
+    small = next(line for line in out.splitlines() if line.split()[:2] == ["1024", "1024"])
+    assert small.split()[2:5] == ["never", "(<=", "16777216)"]
+    code, js, _ = run(capsys, "break-even", "1024x1024", "--gpu", "h100", "--json")
+    spread = json.loads(js)[0]["break_even_tokens_p10_p90"]
+    # a spread whose optimistic end never breaks even either reads "never", not "never-never"
+    assert small.split()[5] == ("never" if spread == [None, None] else "-".join(str(v or "never") for v in spread))
     code, out, _ = run(capsys, "break-even", "4096x4096", "--recipe", "rowwise", "--json")
     data = json.loads(out)
     assert data[0]["break_even_tokens"] == f8.break_even_tokens(4096, 4096, "rowwise", "H100")

@@ -90,3 +90,31 @@ def test_linear_score_by_hand(v):
     assert got["n_clear"] == 1  # 1.0 is no clear call
     assert got["right_clear"] == int(pred[0] < 1) and got["meas_range"] == (0.5, 1.0)
     assert math.isclose(got["over"], float(np.median(np.array(pred) / meas)))
+
+
+def test_the_h100_bars_are_the_checks(v):
+    from perfmodel.models.errorbars import TRANSFER_BARS
+
+    got = v.bars(v.ROOT / DATA, "H100-SXM")
+    shipped = {b.quantity: b for b in TRANSFER_BARS["H100-SXM"]}
+    assert set(shipped) == set(got) == {"gemm_time", "linear_time", "speedup"}
+    for q, b in shipped.items():
+        assert (b.low, b.median, b.high) == pytest.approx((got[q]["low"], got[q]["median"], got[q]["high"]), abs=1e-4)
+        assert b.n == got[q]["n"] and b.kind == "transferred" and "pre-registered" in b.basis
+    assert shipped["speedup"].median < 1 and "over-predicted" in shipped["speedup"].basis  # the direction it states
+
+
+def test_the_checked_gpu_answers_carry_the_checks_bars():
+    from perfmodel.models.errorbars import TRANSFER_BARS
+
+    own = {b.quantity: b for b in TRANSFER_BARS["H100-SXM"]}
+    assert pm.provenance("H100").checked_on == "H100-SXM"
+    assert pm.float8.speedup_error_bar("H100") is own["speedup"]
+    assert pm.float8.linear_time(8192, 4096, 4096, "rowwise", "H100").error_bar is own["linear_time"]
+    assert pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100", timing="event") is own["gemm_time"]
+    kernel = pm.gemm_error_bar(8192, 4096, 4096, "bf16", "H100")  # kernel time: no own bar, the measured GPU's
+    assert kernel.n != own["gemm_time"].n and "own check of this quantity is by event time" in kernel.borrowed
+    for gpu in ("H800", dataclasses.replace(pm.get_gpu("H100-SXM"), power_w=500.0)):
+        assert pm.provenance(gpu).checked_on == ""
+        assert pm.float8.speedup_error_bar(gpu).n == 216  # the published table's bar
+    assert pm.float8.speedup_error_bar("H200").kind == "measured"  # the measured GPU keeps its own

@@ -147,9 +147,11 @@ def test_answers_carry_their_bar():
 
 def test_report_marks_close_calls_with_the_speedup_bar():
     shapes = [(4096, 4096), (4096, 1024), (8192, 28672), (1024, 1024)]
-    rep = report(shapes, gpu="H100", tokens=4096)
+    # the H800: the transferred class's published-table bar, wide enough for close calls in this mix (the H100 SXM's
+    # own, measured bar is narrower: tests/test_dense_transfer.py)
+    rep = report(shapes, gpu="H800", tokens=4096)
     bar = rep.speedup_error_bar
-    assert bar is not None and bar.kind == "transferred"
+    assert bar is not None and bar.kind == "transferred" and bar.n == 216
     flags = []
     for row in rep.rows:
         best = max(row.speedups.values())

@@ -112,7 +112,7 @@ def _print_break_even_table(
         if r["break_even_tokens_p10_p90"] is None:
             return "-"
         lo, hi = ("never" if v is None else str(v) for v in r["break_even_tokens_p10_p90"])
-        return f"{lo}-{hi}"
+        return "never" if lo == hi == "never" else f"{lo}-{hi}"  # even the bar's optimistic end never breaks even
 
     rows = [
         (r["K"], r["N"], when(r), spread(r), *("-" if v is None else f"{v:.2f}x" for v in r["speedup_at"].values()))

@@ -136,7 +136,9 @@ class LinearTime:
         except PerfModelError:  # arrays, symbols
             family = "all"
         which = "tiles" if self.provenance.time_model == "tiles" else ""
-        bar = error_bar("linear_time", self.provenance.kind, family, "kernel", model=which)
+        bar = error_bar(
+            "linear_time", self.provenance.kind, family, "kernel", model=which, checked_on=self.provenance.checked_on
+        )
         M, K, N = self.M, self.K, self.N  # forward, grad_input, grad_weight GEMMs
         return mark_outside(bar, self.provenance, (M, K, N), (M, N, K), (K, M, N))
 

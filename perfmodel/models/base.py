@@ -101,6 +101,9 @@ class Provenance:
         expected_error: measured error of this class (see :class:`ExpectedError`).
         measured_range: ``(("M", lo, hi), ("K", lo, hi), ("N", lo, hi))``: the GEMM sizes the model's
             measurements covered, where the model records them (the tile model); empty: not recorded.
+        checked_on: for a ``transferred`` answer, the GPU whose measurements checked the transfer (its
+            ``expected_error`` and error bars are that check's: ``perfmodel.models.errorbars.TRANSFER_BARS``);
+            empty: not checked on this GPU.
     """
 
     kind: ProvenanceKind
@@ -111,6 +114,7 @@ class Provenance:
     assumptions: tuple[str, ...] = ()
     expected_error: ExpectedError
     measured_range: tuple[tuple[str, int, int], ...] = ()
+    checked_on: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in PROVENANCE_KINDS:

@@ -51,6 +51,7 @@ __all__ = [
     "QUANTITIES",
     "SCHEMA",
     "SHAPE_FAMILIES",
+    "TRANSFER_BARS",
     "ErrorBar",
     "error_bar",
     "error_bar_table",
@@ -192,6 +193,30 @@ def error_bar_table() -> tuple[ErrorBar, ...]:
     return tuple(ErrorBar(**b) for b in data["bars"])
 
 
+#: The transferred model's own bars on a GPU it was measured on, by GPU name (docs/validation.md, "The H100 SXM,
+#: measured"; the answers of that table GPU carry them: ``Provenance.checked_on``). p10, median and p90 of
+#: measured / predicted on the pre-registered dense check of one H100 SXM (benchmarks/data/h100_2026-12-06dense,
+#: ``benchmarks/validate_dense_transfer.py`` ``bars``; tests/test_dense_transfer.py recomputes them): the 929 GEMMs
+#: of the three formats whose shapes the calibration held out, timed with CUDA events; the 72 static Linear steps'
+#: kernel times (bf16 and three recipes); their 54 float8 speedups.
+_H100_CHECK = "H100-SXM, measured 2026-12-06 (one board, pre-registered: the H200 calibration's dense sweeps)"
+
+
+def _transfer_bar(quantity: str, timing: str, low: float, high: float, median: float, n: int, what: str) -> ErrorBar:
+    return ErrorBar(quantity=quantity, kind="transferred", family="all", timing=timing, low=low, high=high,
+                    median=median, n=n, basis=f"{_H100_CHECK}, {what}")  # fmt: skip
+
+
+TRANSFER_BARS: dict[str, tuple[ErrorBar, ...]] = {
+    "H100-SXM": (
+        _transfer_bar("gemm_time", "event", 0.8749, 1.1654, 1.0162, 929, "GEMMs of the shapes held out, 3 formats"),
+        _transfer_bar("linear_time", "kernel", 0.9781, 1.1031, 1.0384, 72, "static Linear fwd+bwd, bf16 + 3 recipes"),
+        _transfer_bar("speedup", "any", 0.9237, 1.0290, 0.9688, 54,
+                      "static Linear float8 speedups, 3 recipes (over-predicted: measured / predicted median 0.97)"),
+    ),
+}  # fmt: skip
+
+
 def _check(name: str, value: Any, valid: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in valid:
         raise PerfModelError(choices_message(name, value, valid))
@@ -215,9 +240,12 @@ def error_bar(
     timing: str = "kernel",
     *,
     model: str = "",
+    checked_on: str = "",
 ) -> ErrorBar | None:
     """The bar for ``quantity`` of provenance class ``kind`` on ``family`` shapes, timed as ``timing``
-    (``time_model="tiles"``: the tile model's own bars, ``None`` where it has none).
+    (``time_model="tiles"``: the tile model's own bars, ``None`` where it has none). ``checked_on``: the GPU a
+    ``transferred`` answer's model was measured on (``Provenance.checked_on``): its own bar where it has one for the
+    quantity and timing (:data:`TRANSFER_BARS`; over all families), else the class's.
 
     Falls back from the family to ``"all"`` and from the timing to ``"any"``; a ``transferred`` GEMM time
     borrows the ``measured`` bar (marked ``borrowed``). ``None`` where nothing was measured for the class
@@ -230,6 +258,10 @@ def error_bar(
     _check("family", family, (*SHAPE_FAMILIES, "all"))
     _check("timing", timing, TIMINGS)
     _check("model", model, ("", "tiles"))
+    if checked_on and kind == "transferred" and not model:
+        for b in TRANSFER_BARS.get(checked_on, ()):
+            if b.quantity == quantity and b.timing in (timing, "any"):
+                return b
     bars = error_bar_table()
 
     def find(k: str, q: str) -> ErrorBar | None:
@@ -246,9 +278,10 @@ def error_bar(
     if kind == "transferred" and quantity != "speedup":
         b = find("measured", quantity)
         if b is not None:
-            return dataclasses.replace(
-                b, kind=kind, borrowed="the measured GPU's bar: transfers were validated on float8 speedups only"
-            )
+            own = sorted({t.timing for t in TRANSFER_BARS.get(checked_on, ()) if t.quantity == quantity})
+            why = (f"the measured GPU's bar: {checked_on}'s own check of this quantity is by {', '.join(own)} time"
+                   if own else "the measured GPU's bar: transfers were validated on float8 speedups only")  # fmt: skip
+            return dataclasses.replace(b, kind=kind, borrowed=why)
     if kind == "estimated" and quantity == "linear_time":
         b = find(kind, "gemm_time")
         if b is not None:

@@ -215,6 +215,7 @@ def _calibrated_provenance(spec: GPUSpec, model: Any, *, attached: bool) -> Prov
             expected_error=_residual_error(model) if attached else EXPECTED_ERRORS["measured"],
         )
     how = "rescaled by this GPU's peaks, HBM bandwidth, SM count and power limit"
+    checked = _transfer_checked(spec, attached)
     assumptions = ASSUMPTIONS if ref.arch == spec.arch else (*ASSUMPTIONS, "across architectures, by your choice")
     return Provenance(
         kind="transferred",
@@ -223,17 +224,15 @@ def _calibrated_provenance(spec: GPUSpec, model: Any, *, attached: bool) -> Prov
         source=f"{fitted}, {how}",
         summary=f"{short}, rescaled to {spec.name}'s spec",
         assumptions=assumptions,
-        expected_error=_transferred_error(spec, attached),
+        expected_error=TRANSFER_CHECKS[spec.name] if checked else EXPECTED_ERRORS["transferred"],
+        checked_on=spec.name if checked else "",
     )
 
 
-def _transferred_error(spec: GPUSpec, attached: bool) -> ExpectedError:
-    """The shipped calibration's measured check on this very table GPU (:data:`TRANSFER_CHECKS`), else the
-    transferred class's figures (a user's calibration, or a spec changed from the table's, was not checked)."""
-    check = None if attached else TRANSFER_CHECKS.get(spec.name)
-    if check is not None and spec == GPUS.get(spec.name):  # the table's own spec (no name resolution)
-        return check
-    return EXPECTED_ERRORS["transferred"]
+def _transfer_checked(spec: GPUSpec, attached: bool) -> bool:
+    """Whether the shipped calibration's transfer was measured on this very table GPU (:data:`TRANSFER_CHECKS`):
+    a user's calibration, or a spec changed from the table's, was not."""
+    return not attached and spec.name in TRANSFER_CHECKS and spec == GPUS.get(spec.name)  # no name resolution
 
 
 def _residual_error(model: Any) -> ExpectedError:
@@ -375,4 +374,4 @@ def gpu_error_bar(
     ``time_model=``."""
     tm, prov = resolve(gpu, time_model_arg(time_model, model, "gpu_error_bar"))
     which = "tiles" if _is_tiles(tm) else ""
-    return error_bar(quantity, prov.kind, family, timing, model=which)  # type: ignore[arg-type]
+    return error_bar(quantity, prov.kind, family, timing, model=which, checked_on=prov.checked_on)  # type: ignore[arg-type]
