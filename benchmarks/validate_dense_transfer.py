@@ -7,8 +7,8 @@ sweep script's header named before it ran). Beside each H100 figure it gives the
 calibration files (``benchmarks/data/h200_2026-11-30``), which the shipped calibration was fitted on: in-sample
 there except the GEMMs held out by shape (a hash of (M, K, N), 30 %, as the calibration's fit split them).
 
-    PYTHONPATH=. python benchmarks/validate_dense_transfer.py benchmarks/data/h100_2026-12-06dense
-    PYTHONPATH=. python benchmarks/validate_dense_transfer.py benchmarks/data/h100_2026-12-06dense \
+    PYTHONPATH=. python benchmarks/validate_dense_transfer.py benchmarks/data/h100_2026-12-06dense{,-b2}
+    PYTHONPATH=. python benchmarks/validate_dense_transfer.py benchmarks/data/h100_2026-12-06dense{,-b2} \
         --docs docs/validation.md        # rewrite the generated section (markers dense-transfer:begin/end)
 """
 
@@ -68,6 +68,12 @@ def load(folder: Path, kind: str) -> list[dict[str, Any]]:
     raise FileNotFoundError(f"no {kind} sweep in {folder} (looked for {mine}[.gz] and {h200})")
 
 
+def load_boards(folders: list[Path], kind: str) -> list[dict[str, Any]]:
+    """:func:`load` of each folder (one board each), pooled; each record tagged with its folder's index as
+    ``board`` (a copy: the loaded records are left as they are)."""
+    return [{**r, "board": i} for i, f in enumerate(folders) for r in load(f, kind)]
+
+
 def score_copy(recs: list[dict[str, Any]], gpu: str) -> dict[str, Any]:
     """Streaming device-to-device copies: measured and priced bandwidth (bytes read + written per second)."""
     spec = pm.get_gpu(gpu)
@@ -115,31 +121,39 @@ def gemm_gpu_ratio(mine: list[dict[str, Any]], h200: list[dict[str, Any]]) -> di
     return out
 
 
+def _linear_times(recs: list[dict[str, Any]]) -> dict[tuple[int, int, int, int], dict[str, list[float]]]:
+    """The static Linear steps' kernel times by ``(board, M, K, N)`` and recipe (``board``: :func:`load_boards`'
+    index, 0 for one folder)."""
+    times: dict[tuple[int, int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in recs:
+        if r["op"] == "linear" and r.get("dynamic") == "static":
+            times[r.get("board", 0), r["M"], r["K"], r["N"]][r["recipe"]].append(r["step_kernel_time_s"])
+    return times
+
+
 def score_linear(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, Any]]:
     """Per recipe, on the static-shape Linear sweep: the float8 speedup's APE statistics, the decisions right where
     the measured speedup is more than :data:`CLOSE_CALL` from 1, and the measured / predicted ranges; per recipe and
     bf16, the fwd+bwd time's APE statistics (the step's kernel time)."""
-    times: dict[tuple[int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in recs:
-        if r["op"] == "linear" and r.get("dynamic") == "static":
-            times[r["M"], r["K"], r["N"]][r["recipe"]].append(r["step_kernel_time_s"])
+    times = _linear_times(recs)
     out: dict[str, dict[str, Any]] = {}
     for recipe in ("bf16", *RECIPES):
         shapes = sorted(s for s, v in times.items() if recipe in v)
         if not shapes:  # not measured: no row
             continue
         meas_t = np.array([np.median(times[s][recipe]) for s in shapes])
-        pred_t = np.array([float(float8.linear_time(*s, None if recipe == "bf16" else recipe, gpu).total_s)
+        pred_t = np.array([float(float8.linear_time(*s[1:], None if recipe == "bf16" else recipe, gpu).total_s)
                            for s in shapes])  # fmt: skip
         row: dict[str, Any] = {"time": ape_stats(pred_t, meas_t)}
         both = [s for s in shapes if "bf16" in times[s]]
         if recipe != "bf16" and both:
             meas = np.array([np.median(times[s]["bf16"]) / np.median(times[s][recipe]) for s in both])
-            pred = np.array([float(float8.speedup(*s, recipe, gpu)) for s in both])
+            pred = np.array([float(float8.speedup(*s[1:], recipe, gpu)) for s in both])
             clear = np.abs(meas - 1) > CLOSE_CALL
             right = (pred >= 1) == (meas >= 1)
             flags = zip(both, pred, meas, right, clear, strict=True)
             wrong = [(list(s), round(float(p), 3), round(float(m), 3)) for s, p, m, ok, c in flags if c and not ok]
+            # each wrong call: [board, M, K, N], predicted, measured
             row.update(speedup=ape_stats(pred, meas), n_clear=int(clear.sum()), right_clear=int((right & clear).sum()),
                        over=float(np.median(pred / meas)), meas_range=(float(meas.min()), float(meas.max())),
                        pred_range=(float(pred.min()), float(pred.max())), wrong=wrong)  # fmt: skip
@@ -147,12 +161,12 @@ def score_linear(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, An
     return out
 
 
-def ratios(folder: Path, gpu: str) -> dict[str, np.ndarray]:
-    """measured / predicted on ``folder`` per bar quantity: ``gemm_time`` (the GEMMs held out by shape, every format,
-    event time), ``linear_time`` (the static Linear steps' kernel time, bf16 and every recipe) and ``speedup`` (every
-    recipe's float8 speedup)."""
+def ratios(folders: list[Path], gpu: str) -> dict[str, np.ndarray]:
+    """measured / predicted on ``folders`` (pooled) per bar quantity: ``gemm_time`` (the GEMMs held out by shape,
+    every format, event time), ``linear_time`` (the static Linear steps' kernel time, bf16 and every recipe) and
+    ``speedup`` (every recipe's float8 speedup)."""
     out: dict[str, list[float]] = defaultdict(list)
-    for r in load(folder, "gemm"):
+    for r in load_boards(folders, "gemm"):
         if (
             r["op"] == "gemm"
             and (r["dtype"], r.get("scaling")) in GEMM_GROUPS.values()
@@ -160,25 +174,22 @@ def ratios(folder: Path, gpu: str) -> dict[str, np.ndarray]:
         ):
             pred = float(pm.gemm_time_s(r["M"], r["K"], r["N"], r["dtype"], gpu, r.get("scaling"), timing="event"))
             out["gemm_time"].append(r["time_s"] / pred)
-    times: dict[tuple[int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in load(folder, "linear_static"):
-        if r["op"] == "linear" and r.get("dynamic") == "static":
-            times[r["M"], r["K"], r["N"]][r["recipe"]].append(r["step_kernel_time_s"])
-    for s, by in sorted(times.items()):
+    for key, by in sorted(_linear_times(load_boards(folders, "linear_static")).items()):
+        shape = key[1:]
         for recipe, ts in by.items():
             rec = None if recipe == "bf16" else recipe
-            out["linear_time"].append(float(np.median(ts)) / float(float8.linear_time(*s, rec, gpu).total_s))
+            out["linear_time"].append(float(np.median(ts)) / float(float8.linear_time(*shape, rec, gpu).total_s))
             if rec is not None and "bf16" in by:
                 meas = float(np.median(by["bf16"]) / np.median(ts))
-                out["speedup"].append(meas / float(float8.speedup(*s, rec, gpu)))
+                out["speedup"].append(meas / float(float8.speedup(*shape, rec, gpu)))
     return {k: np.array(v) for k, v in out.items()}
 
 
-def bars(folder: Path, gpu: str) -> dict[str, dict[str, float]]:
+def bars(folders: list[Path], gpu: str) -> dict[str, dict[str, float]]:
     """The error bars of the check (``perfmodel.models.errorbars.TRANSFER_BARS``): p10, median and p90 of
     :func:`ratios` per quantity, and their count."""
     out = {}
-    for q, x in ratios(folder, gpu).items():
+    for q, x in ratios(folders, gpu).items():
         lo, med, hi = (float(v) for v in np.percentile(x, [10, 50, 90]))
         out[q] = {"low": lo, "median": med, "high": hi, "n": len(x)}
     return out
@@ -192,20 +203,31 @@ def score_launch(recs: list[dict[str, Any]], gpu: str) -> dict[str, float]:
     return out
 
 
-def evaluate(folder: Path, gpu: str = "H100-SXM") -> dict[str, Any]:
-    """Every score on ``folder`` (this GPU) and, as the reference, on the H200's calibration files."""
-    rep: dict[str, Any] = {}
-    for where, f, g in (("mine", folder, gpu), ("h200", H200_DATA, "H200")):
-        rep[where] = {
-            "copy": score_copy(load(f, "memory"), g),
-            "gemm": score_gemm(load(f, "gemm"), g),
-            "linear": score_linear(load(f, "linear_static"), g),
-            "launch": score_launch(load(f, "launch"), g),
-        }
-    rep["casts_over_h200"] = score_casts(load(folder, "memory"), load(H200_DATA, "memory"))
-    rep["gemm_over_h200"] = gemm_gpu_ratio(load(folder, "gemm"), load(H200_DATA, "gemm"))
+def _scores(recs: dict[str, list[dict[str, Any]]], gpu: str) -> dict[str, Any]:
+    return {
+        "copy": score_copy(recs["memory"], gpu),
+        "gemm": score_gemm(recs["gemm"], gpu),
+        "linear": score_linear(recs["linear_static"], gpu),
+        "launch": score_launch(recs["launch"], gpu),
+    }
+
+
+KINDS = ("memory", "gemm", "linear_static", "launch")
+
+
+def evaluate(folders: list[Path], gpu: str = "H100-SXM") -> dict[str, Any]:
+    """Every score on each of ``folders`` (one board of this GPU each), on all of them pooled, and, as the reference,
+    on the H200's calibration files."""
+    folders = list(folders)
+    rep: dict[str, Any] = {"gpu": gpu, "boards": [], "folders": [f.name for f in folders]}
+    for f in folders:
+        rep["boards"].append(_scores({k: load(f, k) for k in KINDS}, gpu))
+    pooled = {k: load_boards(folders, k) for k in KINDS}
+    rep["pooled"] = _scores(pooled, gpu)
+    rep["h200"] = _scores({k: load(H200_DATA, k) for k in KINDS}, "H200")
+    rep["casts_over_h200"] = score_casts(pooled["memory"], load(H200_DATA, "memory"))
+    rep["gemm_over_h200"] = gemm_gpu_ratio(pooled["gemm"], load(H200_DATA, "gemm"))
     rep["hbm_ratio"] = pm.get_gpu("H200").mem_bw_bytes_per_s / pm.get_gpu(gpu).mem_bw_bytes_per_s
-    rep["gpu"] = gpu
     return rep
 
 
@@ -214,55 +236,71 @@ def _st(s: dict[str, float]) -> str:
 
 
 def markdown(rep: dict[str, Any]) -> str:
-    """The generated tables of docs/validation.md's dense-transfer section."""
-    me, ref, gpu = rep["mine"], rep["h200"], rep["gpu"]
+    """The generated tables of docs/validation.md's dense-transfer section: a column per board, the boards pooled
+    (where there are several), the H200 last."""
+    gpu = rep["gpu"]
+    cols = [(f"board {i + 1}", b) for i, b in enumerate(rep["boards"])]
+    if len(cols) > 1:
+        cols.append(("boards pooled", rep["pooled"]))
+    ref = rep["h200"]
+
+    def row(label: str, cell: Any, h200: str) -> str:
+        return f"| {label} | " + " | ".join(cell(c) for _, c in cols) + f" | {h200} |"
+
     lines = [
-        f"| quantity | {gpu} (transferred; pre-registered) | H200 (its calibration's own data) |",
-        "|---|---|---|",
-        f"| streaming copy, measured TB/s | {me['copy']['measured_bw'] / 1e12:.2f} | "
-        f"{ref['copy']['measured_bw'] / 1e12:.2f} |",
-        f"| streaming copy, priced TB/s | {me['copy']['priced_bw'] / 1e12:.2f} | "
-        f"{ref['copy']['priced_bw'] / 1e12:.2f} |",
-    ]
+        f"| {gpu} (transferred; pre-registered) | "
+        + " | ".join(n for n, _ in cols)
+        + " | H200 (its calibration's data) |",
+        "|---|" + "---|" * (len(cols) + 1),
+        row("streaming copy, measured TB/s", lambda c: f"{c['copy']['measured_bw'] / 1e12:.2f}",
+            f"{ref['copy']['measured_bw'] / 1e12:.2f}"),
+        row("streaming copy, priced TB/s", lambda c: f"{c['copy']['priced_bw'] / 1e12:.2f}",
+            f"{ref['copy']['priced_bw'] / 1e12:.2f}"),
+    ]  # fmt: skip
     for name in GEMM_GROUPS:
-        g, h = me["gemm"][name], ref["gemm"][name]
-        lines.append(f"| GEMM {name}, held out by shape: MdAPE / p90 % | {_st(g['held_out'])} | {_st(h['held_out'])} |")
-        lines.append(f"| GEMM {name}, shapes in the H200 fit: MdAPE / p90 % | {_st(g['in_fit'])} | "
-                     f"{_st(h['in_fit'])} (in-sample) |")  # fmt: skip
-        lines.append(f"| GEMM {name}, predicted / measured (median) | {g['ratio']:.3f} | {h['ratio']:.3f} |")
-    for recipe in RECIPES:
-        a, b = me["linear"][recipe], ref["linear"][recipe]
-        lines.append(f"| float8 Linear speedup, {recipe}: MdAPE / p90 % | {_st(a['speedup'])} | "
-                     f"{_st(b['speedup'])} (in-sample) |")  # fmt: skip
-        lines.append(f"| {recipe}: clear calls right | {a['right_clear']}/{a['n_clear']} | "
-                     f"{b['right_clear']}/{b['n_clear']} |")  # fmt: skip
-        lines.append(f"| {recipe}: predicted / measured speedup (median) | {a['over']:.3f} | {b['over']:.3f} |")
-        lines.append(f"| {recipe}: measured speedups | {a['meas_range'][0]:.2f}-{a['meas_range'][1]:.2f} | "
-                     f"{b['meas_range'][0]:.2f}-{b['meas_range'][1]:.2f} |")  # fmt: skip
-    for recipe in ("bf16", *RECIPES):
-        lines.append(f"| Linear fwd+bwd time, {recipe}: MdAPE / p90 % | {_st(me['linear'][recipe]['time'])} | "
-                     f"{_st(ref['linear'][recipe]['time'])} (in-sample) |")  # fmt: skip
-    lines += ["", f"| measured on both | {gpu} / H200 |", "|---|---|"]
+        h = ref["gemm"][name]
+        lines.append(row(f"GEMM {name}, held out by shape: MdAPE / p90 %",
+                         lambda c, n=name: _st(c["gemm"][n]["held_out"]), _st(h["held_out"])))  # fmt: skip
+        lines.append(row(f"GEMM {name}, shapes in the H200 fit: MdAPE / p90 %",
+                         lambda c, n=name: _st(c["gemm"][n]["in_fit"]), _st(h["in_fit"]) + " (in-sample)"))  # fmt: skip
+        lines.append(row(f"GEMM {name}, predicted / measured (median)",
+                         lambda c, n=name: f"{c['gemm'][n]['ratio']:.3f}", f"{h['ratio']:.3f}"))  # fmt: skip
+    for r in RECIPES:
+        b = ref["linear"][r]
+        lines.append(row(f"float8 Linear speedup, {r}: MdAPE / p90 %", lambda c, r=r: _st(c["linear"][r]["speedup"]),
+                         _st(b["speedup"]) + " (in-sample)"))  # fmt: skip
+        lines.append(row(f"{r}: clear calls right", lambda c, r=r: f"{c['linear'][r]['right_clear']}/"
+                         f"{c['linear'][r]['n_clear']}", f"{b['right_clear']}/{b['n_clear']}"))  # fmt: skip
+        lines.append(row(f"{r}: predicted / measured speedup (median)", lambda c, r=r: f"{c['linear'][r]['over']:.3f}",
+                         f"{b['over']:.3f}"))  # fmt: skip
+        lines.append(row(f"{r}: measured speedups",
+                         lambda c, r=r: "{:.2f}-{:.2f}".format(*c["linear"][r]["meas_range"]),
+                         "{:.2f}-{:.2f}".format(*b["meas_range"])))  # fmt: skip
+    for r in ("bf16", *RECIPES):
+        lines.append(row(f"Linear fwd+bwd time, {r}: MdAPE / p90 %", lambda c, r=r: _st(c["linear"][r]["time"]),
+                         _st(ref["linear"][r]["time"]) + " (in-sample)"))  # fmt: skip
+    lines += ["", f"| measured on both ({len(rep['boards'])} board(s) pooled) | {gpu} / H200 |", "|---|---|"]
     for name, x in rep["gemm_over_h200"].items():
         lines.append(f"| GEMM time, {name} (median over the shapes) | {x:.3f} |")
     for variant, x in rep["casts_over_h200"].items():
         lines.append(f"| cast {variant} (>= 128 MiB moved) | {x:.3f} |")
     lines.append(f"| HBM bandwidth (datasheets) | {rep['hbm_ratio']:.3f} |")
-    wrong = [(r, w) for r in RECIPES for w in me["linear"][r]["wrong"]]
+    wrong = [(r, w) for r in RECIPES for w in rep["pooled"]["linear"][r]["wrong"]]
     if wrong:
-        calls = [f"{r} M={s[0]} K={s[1]} N={s[2]} (predicted {p:.2f}x, measured {m:.2f}x)" for r, (s, p, m) in wrong]
-        lines += ["", f"Wrong clear calls on the {gpu}: " + "; ".join(calls)]
+        calls = [f"{r} M={s[1]} K={s[2]} N={s[3]} on board {s[0] + 1} (predicted {p:.2f}x, measured {m:.2f}x)"
+                 for r, (s, p, m) in wrong]  # fmt: skip
+        lines += ["", f"Wrong clear calls on the {gpu}: " + "; ".join(calls) + "."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path, help="a dense-check folder (benchmarks/gpu_dense_check.sh's data)")
+    ap.add_argument("folders", type=Path, nargs="+", help="dense-check folders, one board each (gpu_dense_check.sh)")
     ap.add_argument("--gpu", default="H100-SXM", help="the GPU it ran on (perfmodel's name; default H100-SXM)")
     ap.add_argument("--docs", type=Path, help="write the tables between the dense-transfer markers of this file")
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     args = ap.parse_args(argv)
-    rep = evaluate(args.folder, args.gpu)
+    rep = evaluate(args.folders, args.gpu)
     text = markdown(rep)
     print(json.dumps(rep, indent=1, default=str) if args.json else text)
     if args.docs:

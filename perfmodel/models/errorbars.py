@@ -195,11 +195,12 @@ def error_bar_table() -> tuple[ErrorBar, ...]:
 
 #: The transferred model's own bars on a GPU it was measured on, by GPU name (docs/validation.md, "The H100 SXM,
 #: measured"; the answers of that table GPU carry them: ``Provenance.checked_on``). p10, median and p90 of
-#: measured / predicted on the pre-registered dense check of one H100 SXM (benchmarks/data/h100_2026-12-06dense,
-#: ``benchmarks/validate_dense_transfer.py`` ``bars``; tests/test_dense_transfer.py recomputes them): the 929 GEMMs
-#: of the three formats whose shapes the calibration held out, timed with CUDA events; the 72 static Linear steps'
-#: kernel times (bf16 and three recipes); their 54 float8 speedups.
-_H100_CHECK = "H100-SXM, measured 2026-12-06 (one board, pre-registered: the H200 calibration's dense sweeps)"
+#: measured / predicted on the pre-registered dense check of two H100 SXM boards, pooled
+#: (benchmarks/data/h100_2026-12-06dense and -b2, ``benchmarks/validate_dense_transfer.py`` ``bars``;
+#: tests/test_dense_transfer.py recomputes them): the 1858 GEMMs of the three formats whose shapes the calibration
+#: held out, timed with CUDA events; the 144 static Linear steps' kernel times (bf16 and three recipes); their 108
+#: float8 speedups.
+_H100_CHECK = "H100-SXM, measured 2026-12-06 (two boards, pre-registered: the H200 calibration's dense sweeps)"
 
 
 def _transfer_bar(quantity: str, timing: str, low: float, high: float, median: float, n: int, what: str) -> ErrorBar:
@@ -209,9 +210,9 @@ def _transfer_bar(quantity: str, timing: str, low: float, high: float, median: f
 
 TRANSFER_BARS: dict[str, tuple[ErrorBar, ...]] = {
     "H100-SXM": (
-        _transfer_bar("gemm_time", "event", 0.8749, 1.1654, 1.0162, 929, "GEMMs of the shapes held out, 3 formats"),
-        _transfer_bar("linear_time", "kernel", 0.9781, 1.1031, 1.0384, 72, "static Linear fwd+bwd, bf16 + 3 recipes"),
-        _transfer_bar("speedup", "any", 0.9237, 1.0290, 0.9688, 54,
+        _transfer_bar("gemm_time", "event", 0.8704, 1.1640, 1.0128, 1858, "GEMMs of the shapes held out, 3 formats"),
+        _transfer_bar("linear_time", "kernel", 0.9777, 1.1034, 1.0311, 144, "static Linear fwd+bwd, bf16 + 3 recipes"),
+        _transfer_bar("speedup", "any", 0.9228, 1.0214, 0.9693, 108,
                       "static Linear float8 speedups, 3 recipes (over-predicted: measured / predicted median 0.97)"),
     ),
 }  # fmt: skip
