@@ -15,7 +15,6 @@ there except the GEMMs held out by shape (a hash of (M, K, N), 30 %, as the cali
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from collections import defaultdict
@@ -29,26 +28,19 @@ sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
 from benchmarks.harness import tables  # noqa: E402
+from benchmarks.harness.validate_gemm import CLOSE_CALL, HELDOUT, RECIPES  # noqa: E402
 from perfmodel import float8  # noqa: E402
-from perfmodel.calibrate import ape_stats, is_heldout  # noqa: E402
+from perfmodel.calibrate import ape_stats, is_heldout, read_data_json  # noqa: E402
 from perfmodel.models.registry import calibrated_model  # noqa: E402
 
 H200_DATA = ROOT / "benchmarks" / "data" / "h200_2026-11-30"
 BLOCK = "dense-transfer"  # the generated section's markers in docs/validation.md
-#: the calibration's held-out fraction of GEMM shapes (benchmarks/harness/validate_gemm.py HELDOUT)
-HELDOUT = 0.3
+#: the GEMM formats scored, by the label the tables print (held out by shape as the calibration's fit split them:
+#: ``validate_gemm.HELDOUT``; a decision is clear beyond ``validate_gemm.CLOSE_CALL`` from 1)
 GEMM_GROUPS = {"bf16": ("bf16", None), "fp8 tensorwise": ("fp8_e4m3", "tensorwise"),
                "fp8 rowwise": ("fp8_e4m3", "rowwise")}  # fmt: skip
-RECIPES = ("tensorwise", "rowwise", "rowwise_with_gw_hp")
-#: a decision is "clear" where the measured speedup is more than this far from 1 (the project's close-call band)
-CLOSE_CALL = 0.05
 #: copies of at least this many bytes moved stream at the bandwidth (the smaller ones show the latency)
 STREAM_BYTES = 1 << 28
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    raw = path.read_bytes()
-    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)["records"]
 
 
 def load(folder: Path, kind: str) -> list[dict[str, Any]]:
@@ -64,14 +56,22 @@ def load(folder: Path, kind: str) -> list[dict[str, Any]]:
         folder / h200,
     ):
         if p.exists():
-            return _records(p)
+            return read_data_json(p)["records"]
     raise FileNotFoundError(f"no {kind} sweep in {folder} (looked for {mine}[.gz] and {h200})")
 
 
-def load_boards(folders: list[Path], kind: str) -> list[dict[str, Any]]:
-    """:func:`load` of each folder (one board each), pooled; each record tagged with its folder's index as
-    ``board`` (a copy: the loaded records are left as they are)."""
-    return [{**r, "board": i} for i, f in enumerate(folders) for r in load(f, kind)]
+KINDS = ("memory", "gemm", "linear_static", "launch")
+
+
+def pooled(per_board: list[dict[str, list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
+    """The boards' records (each a :data:`KINDS` -> records mapping, one folder's) pooled per kind, each record
+    tagged with its board's index as ``board`` (a copy: the loaded records are left as they are)."""
+    return {k: [{**r, "board": i} for i, b in enumerate(per_board) for r in b[k]] for k in KINDS}
+
+
+def load_boards(folders: list[Path]) -> list[dict[str, list[dict[str, Any]]]]:
+    """Every :data:`KINDS` sweep of each folder (one board each), each file read once."""
+    return [{k: load(f, k) for k in KINDS} for f in folders]
 
 
 def score_copy(recs: list[dict[str, Any]], gpu: str) -> dict[str, Any]:
@@ -95,18 +95,25 @@ def score_casts(mine: list[dict[str, Any]], h200: list[dict[str, Any]]) -> dict[
     return {v: float(np.median(x)) for v, x in sorted(by.items())}
 
 
-def score_gemm(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, Any]]:
-    """Per format: APE statistics of the shipped model's event time on the GEMMs held out by shape and on those the
-    calibration was fitted on (in-sample by shape on any GPU)."""
-    out: dict[str, dict[str, Any]] = {}
+def priced_gemms(recs: list[dict[str, Any]], gpu: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per format of :data:`GEMM_GROUPS`: the shipped model's event time (s), the measured time (s) and whether the
+    shape is held out by shape, for each GEMM record."""
+    out = {}
     for name, (dtype, scaling) in GEMM_GROUPS.items():
         rs = [r for r in recs if r["op"] == "gemm" and r["dtype"] == dtype and r.get("scaling") == scaling]
         M, K, N, t = (np.array([r[f] for r in rs]) for f in ("M", "K", "N", "time_s"))
         pred = np.asarray(pm.gemm_time_s(M, K, N, dtype, gpu, scaling, timing="event"), float)
         held = np.array([is_heldout(int(m), int(k), int(n), fraction=HELDOUT) for m, k, n in zip(M, K, N, strict=True)])
-        out[name] = {"held_out": ape_stats(pred[held], t[held]), "in_fit": ape_stats(pred[~held], t[~held]),
-                     "ratio": float(np.median(pred / t))}  # fmt: skip
+        out[name] = (pred, t, held)
     return out
+
+
+def score_gemm(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, Any]]:
+    """Per format: APE statistics of the shipped model's event time on the GEMMs held out by shape and on those the
+    calibration was fitted on (in-sample by shape on any GPU)."""
+    return {name: {"held_out": ape_stats(pred[held], t[held]), "in_fit": ape_stats(pred[~held], t[~held]),
+                   "ratio": float(np.median(pred / t))}
+            for name, (pred, t, held) in priced_gemms(recs, gpu).items()}  # fmt: skip
 
 
 def gemm_gpu_ratio(mine: list[dict[str, Any]], h200: list[dict[str, Any]]) -> dict[str, float]:
@@ -122,8 +129,8 @@ def gemm_gpu_ratio(mine: list[dict[str, Any]], h200: list[dict[str, Any]]) -> di
 
 
 def _linear_times(recs: list[dict[str, Any]]) -> dict[tuple[int, int, int, int], dict[str, list[float]]]:
-    """The static Linear steps' kernel times by ``(board, M, K, N)`` and recipe (``board``: :func:`load_boards`'
-    index, 0 for one folder)."""
+    """The static Linear steps' kernel times by ``(board, M, K, N)`` and recipe (``board``: :func:`pooled`'s index,
+    0 for one folder)."""
     times: dict[tuple[int, int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in recs:
         if r["op"] == "linear" and r.get("dynamic") == "static":
@@ -131,27 +138,43 @@ def _linear_times(recs: list[dict[str, Any]]) -> dict[tuple[int, int, int, int],
     return times
 
 
-def score_linear(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, Any]]:
-    """Per recipe, on the static-shape Linear sweep: the float8 speedup's APE statistics, the decisions right where
-    the measured speedup is more than :data:`CLOSE_CALL` from 1, and the measured / predicted ranges; per recipe and
-    bf16, the fwd+bwd time's APE statistics (the step's kernel time)."""
+def priced_linears(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, Any]]:
+    """Per recipe measured (bf16 and :data:`RECIPES`), on the static-shape Linear sweep: the ``(board, M, K, N)`` keys,
+    the predicted and measured fwd+bwd kernel times (s, the median of a key's runs), and for a float8 recipe the keys
+    bf16 was measured at too (``both``) with the predicted and measured speedups there."""
     times = _linear_times(recs)
     out: dict[str, dict[str, Any]] = {}
     for recipe in ("bf16", *RECIPES):
-        shapes = sorted(s for s, v in times.items() if recipe in v)
-        if not shapes:  # not measured: no row
+        keys = sorted(s for s, v in times.items() if recipe in v)
+        if not keys:  # not measured: no row
             continue
-        meas_t = np.array([np.median(times[s][recipe]) for s in shapes])
-        pred_t = np.array([float(float8.linear_time(*s[1:], None if recipe == "bf16" else recipe, gpu).total_s)
-                           for s in shapes])  # fmt: skip
-        row: dict[str, Any] = {"time": ape_stats(pred_t, meas_t)}
-        both = [s for s in shapes if "bf16" in times[s]]
-        if recipe != "bf16" and both:
-            meas = np.array([np.median(times[s]["bf16"]) / np.median(times[s][recipe]) for s in both])
-            pred = np.array([float(float8.speedup(*s[1:], recipe, gpu)) for s in both])
+        rec = None if recipe == "bf16" else recipe
+        row: dict[str, Any] = {
+            "keys": keys,
+            "meas_t": np.array([np.median(times[s][recipe]) for s in keys]),
+            "pred_t": np.array([float(float8.linear_time(*s[1:], rec, gpu).total_s) for s in keys]),
+        }
+        both = [s for s in keys if "bf16" in times[s]]
+        if rec is not None and both:
+            row["both"] = both
+            row["meas"] = np.array([np.median(times[s]["bf16"]) / np.median(times[s][recipe]) for s in both])
+            row["pred"] = np.array([float(float8.speedup(*s[1:], recipe, gpu)) for s in both])
+        out[recipe] = row
+    return out
+
+
+def score_linear(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, Any]]:
+    """Per recipe, on the static-shape Linear sweep: the float8 speedup's APE statistics, the decisions right where
+    the measured speedup is more than ``CLOSE_CALL`` from 1, and the measured / predicted ranges; per recipe and
+    bf16, the fwd+bwd time's APE statistics (the step's kernel time)."""
+    out: dict[str, dict[str, Any]] = {}
+    for recipe, pr in priced_linears(recs, gpu).items():
+        row: dict[str, Any] = {"time": ape_stats(pr["pred_t"], pr["meas_t"])}
+        if "both" in pr:
+            pred, meas = pr["pred"], pr["meas"]
             clear = np.abs(meas - 1) > CLOSE_CALL
             right = (pred >= 1) == (meas >= 1)
-            flags = zip(both, pred, meas, right, clear, strict=True)
+            flags = zip(pr["both"], pred, meas, right, clear, strict=True)
             wrong = [(list(s), round(float(p), 3), round(float(m), 3)) for s, p, m, ok, c in flags if c and not ok]
             # each wrong call: [board, M, K, N], predicted, measured
             row.update(speedup=ape_stats(pred, meas), n_clear=int(clear.sum()), right_clear=int((right & clear).sum()),
@@ -161,35 +184,24 @@ def score_linear(recs: list[dict[str, Any]], gpu: str) -> dict[str, dict[str, An
     return out
 
 
-def ratios(folders: list[Path], gpu: str) -> dict[str, np.ndarray]:
-    """measured / predicted on ``folders`` (pooled) per bar quantity: ``gemm_time`` (the GEMMs held out by shape,
-    every format, event time), ``linear_time`` (the static Linear steps' kernel time, bf16 and every recipe) and
-    ``speedup`` (every recipe's float8 speedup)."""
-    out: dict[str, list[float]] = defaultdict(list)
-    for r in load_boards(folders, "gemm"):
-        if (
-            r["op"] == "gemm"
-            and (r["dtype"], r.get("scaling")) in GEMM_GROUPS.values()
-            and is_heldout(r["M"], r["K"], r["N"], fraction=HELDOUT)
-        ):
-            pred = float(pm.gemm_time_s(r["M"], r["K"], r["N"], r["dtype"], gpu, r.get("scaling"), timing="event"))
-            out["gemm_time"].append(r["time_s"] / pred)
-    for key, by in sorted(_linear_times(load_boards(folders, "linear_static")).items()):
-        shape = key[1:]
-        for recipe, ts in by.items():
-            rec = None if recipe == "bf16" else recipe
-            out["linear_time"].append(float(np.median(ts)) / float(float8.linear_time(*shape, rec, gpu).total_s))
-            if rec is not None and "bf16" in by:
-                meas = float(np.median(by["bf16"]) / np.median(ts))
-                out["speedup"].append(meas / float(float8.speedup(*shape, rec, gpu)))
-    return {k: np.array(v) for k, v in out.items()}
+def ratios(recs: dict[str, list[dict[str, Any]]], gpu: str) -> dict[str, np.ndarray]:
+    """measured / predicted on ``recs`` (:func:`pooled` boards) per bar quantity: ``gemm_time`` (the GEMMs held out
+    by shape, every format, event time), ``linear_time`` (the static Linear steps' kernel time, bf16 and every
+    recipe) and ``speedup`` (every recipe's float8 speedup)."""
+    gemms = priced_gemms(recs["gemm"], gpu).values()
+    linears = priced_linears(recs["linear_static"], gpu).values()
+    return {
+        "gemm_time": np.concatenate([t[held] / pred[held] for pred, t, held in gemms]),
+        "linear_time": np.concatenate([pr["meas_t"] / pr["pred_t"] for pr in linears]),
+        "speedup": np.concatenate([pr["meas"] / pr["pred"] for pr in linears if "both" in pr]),
+    }
 
 
 def bars(folders: list[Path], gpu: str) -> dict[str, dict[str, float]]:
     """The error bars of the check (``perfmodel.models.errorbars.TRANSFER_BARS``): p10, median and p90 of
-    :func:`ratios` per quantity, and their count."""
+    :func:`ratios` per quantity on the boards of ``folders`` pooled, and their count."""
     out = {}
-    for q, x in ratios(folders, gpu).items():
+    for q, x in ratios(pooled(load_boards(folders)), gpu).items():
         lo, med, hi = (float(v) for v in np.percentile(x, [10, 50, 90]))
         out[q] = {"low": lo, "median": med, "high": hi, "n": len(x)}
     return out
@@ -212,21 +224,18 @@ def _scores(recs: dict[str, list[dict[str, Any]]], gpu: str) -> dict[str, Any]:
     }
 
 
-KINDS = ("memory", "gemm", "linear_static", "launch")
-
-
 def evaluate(folders: list[Path], gpu: str = "H100-SXM") -> dict[str, Any]:
     """Every score on each of ``folders`` (one board of this GPU each), on all of them pooled, and, as the reference,
     on the H200's calibration files."""
     folders = list(folders)
-    rep: dict[str, Any] = {"gpu": gpu, "boards": [], "folders": [f.name for f in folders]}
-    for f in folders:
-        rep["boards"].append(_scores({k: load(f, k) for k in KINDS}, gpu))
-    pooled = {k: load_boards(folders, k) for k in KINDS}
-    rep["pooled"] = _scores(pooled, gpu)
-    rep["h200"] = _scores({k: load(H200_DATA, k) for k in KINDS}, "H200")
-    rep["casts_over_h200"] = score_casts(pooled["memory"], load(H200_DATA, "memory"))
-    rep["gemm_over_h200"] = gemm_gpu_ratio(pooled["gemm"], load(H200_DATA, "gemm"))
+    boards = load_boards(folders)
+    pool, h200 = pooled(boards), {k: load(H200_DATA, k) for k in KINDS}
+    rep: dict[str, Any] = {"gpu": gpu, "folders": [f.name for f in folders]}
+    rep["boards"] = [_scores(b, gpu) for b in boards]
+    rep["pooled"] = _scores(pool, gpu)
+    rep["h200"] = _scores(h200, "H200")
+    rep["casts_over_h200"] = score_casts(pool["memory"], h200["memory"])
+    rep["gemm_over_h200"] = gemm_gpu_ratio(pool["gemm"], h200["gemm"])
     rep["hbm_ratio"] = pm.get_gpu("H200").mem_bw_bytes_per_s / pm.get_gpu(gpu).mem_bw_bytes_per_s
     return rep
 
