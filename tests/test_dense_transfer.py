@@ -126,3 +126,15 @@ def test_the_checked_gpu_answers_carry_the_checks_bars():
         assert pm.provenance(gpu).checked_on == ""
         assert pm.float8.speedup_error_bar(gpu).n == 216  # the published table's bar
     assert pm.float8.speedup_error_bar("H200").kind == "measured"  # the measured GPU keeps its own
+
+
+def test_checked_on_must_be_a_gpu_name():
+    from perfmodel.errors import PerfModelError
+    from perfmodel.models.errorbars import error_bar
+
+    for bad in (None, 5, ["H100-SXM"], float("nan")):
+        with pytest.raises(PerfModelError, match="checked_on must be a GPU name"):
+            error_bar("speedup", "transferred", checked_on=bad)
+    # a name without a check of its own: the class's bar
+    assert error_bar("speedup", "transferred", checked_on="H800").n == 216
+    assert error_bar("speedup", "measured", checked_on="H100-SXM").kind == "measured"  # only transferred answers

@@ -259,6 +259,8 @@ def error_bar(
     _check("family", family, (*SHAPE_FAMILIES, "all"))
     _check("timing", timing, TIMINGS)
     _check("model", model, ("", "tiles"))
+    if not isinstance(checked_on, str):
+        raise PerfModelError(f"checked_on must be a GPU name (a str, '' for none), got {checked_on!r}")
     if checked_on and kind == "transferred" and not model:
         for b in TRANSFER_BARS.get(checked_on, ()):
             if b.quantity == quantity and b.timing in (timing, "any"):
