@@ -198,8 +198,9 @@ def error_bar_table() -> tuple[ErrorBar, ...]:
 #: measured / predicted on the pre-registered dense check of two H100 SXM boards, pooled
 #: (benchmarks/data/h100_2026-12-06dense and -b2, ``benchmarks/validate_dense_transfer.py`` ``bars``;
 #: tests/test_dense_transfer.py recomputes them): the 1858 GEMMs of the three formats whose shapes the calibration
-#: held out, timed with CUDA events; the 144 static Linear steps' kernel times (bf16 and three recipes); their 108
-#: float8 speedups.
+#: held out, timed with CUDA events; the 144 static Linear steps' kernel times (bf16 and three recipes) and their 108
+#: float8 speedups, of the 18 shapes the H200 calibration's cast terms were fitted on (in-sample by shape, on
+#: another GPU).
 _H100_CHECK = "H100-SXM, measured 2026-12-06 (two boards, pre-registered: the H200 calibration's dense sweeps)"
 
 
@@ -211,9 +212,11 @@ def _transfer_bar(quantity: str, timing: str, low: float, high: float, median: f
 TRANSFER_BARS: dict[str, tuple[ErrorBar, ...]] = {
     "H100-SXM": (
         _transfer_bar("gemm_time", "event", 0.8704, 1.1640, 1.0128, 1858, "GEMMs of the shapes held out, 3 formats"),
-        _transfer_bar("linear_time", "kernel", 0.9777, 1.1034, 1.0311, 144, "static Linear fwd+bwd, bf16 + 3 recipes"),
+        _transfer_bar("linear_time", "kernel", 0.9777, 1.1034, 1.0311, 144,
+                      "static Linear fwd+bwd, bf16 + 3 recipes, shapes of the fit"),
         _transfer_bar("speedup", "any", 0.9228, 1.0214, 0.9693, 108,
-                      "static Linear float8 speedups, 3 recipes (over-predicted: measured / predicted median 0.97)"),
+                      "static Linear float8 speedups, 3 recipes, shapes of the fit (over-predicted: measured / "
+                      "predicted median 0.97)"),
     ),
 }  # fmt: skip
 
