@@ -186,6 +186,58 @@ def test_provenance_by_gpu():
         assert pm.moe.grouped_gemm_time_s(*shape, gpu="H100-SXM") >= h200 * (1 - 1e-12)
 
 
+def test_memory_rate_off_the_h200_by_hand():
+    from perfmodel.moe.grouped_kernel import memory_rate_bytes_per_s
+
+    p = CAL["params"]
+    fp8_wgrad, bf16_wgrad, fwd = p["event/fp8/wgrad"], p["event/bf16/wgrad"], p["event/bf16/fwd"]
+    sxm, pcie = pm.get_gpu("H100-SXM"), pm.get_gpu("H100-PCIe")
+    # on the H200 every class streams at mem_eff x 4.8 TB/s, as fitted
+    for q in (fp8_wgrad, bf16_wgrad, fwd):
+        assert memory_rate_bytes_per_s(q, H200, H200) == pytest.approx(q["mem_eff"] * 4.8e12, rel=1e-12)
+    # fwd (mem_eff 1.0: 4.8 TB/s, above the H200's 4.27 TB/s copy) is HBM-bound: 1.0 x 3.35 TB/s on the H100 SXM
+    assert fwd["mem_eff"] == 1.0 and memory_rate_bytes_per_s(fwd, sxm, H200) == pytest.approx(3.35e12, rel=1e-12)
+    # fp8 wgrad streams at 0.5648 x 4.8 = 2.711 TB/s on the H200, below its copy speed: SM-bound. The H100 SXM has
+    # the same 132 SMs at 1980 MHz and a 3.35 x 0.92 = 3.082 TB/s copy: 2.711 TB/s, not 0.5648 x 3.35 = 1.892
+    assert fp8_wgrad["mem_eff"] == pytest.approx(0.5648, abs=1e-4)
+    assert memory_rate_bytes_per_s(fp8_wgrad, sxm, H200) == pytest.approx(fp8_wgrad["mem_eff"] * 4.8e12, rel=1e-12)
+    # bf16 wgrad: 0.8233 x 4.8 = 3.952 TB/s, SM-bound too, capped at the H100 SXM's 3.082 TB/s copy
+    assert memory_rate_bytes_per_s(bf16_wgrad, sxm, H200) == pytest.approx(3.35e12 * 0.92, rel=1e-12)
+    # the H100 PCIe: 114 SMs at 1755 MHz, (114 x 1755) / (132 x 1980) = 0.7655 of the H200's SM throughput:
+    # 2.711 x 0.7655 = 2.075 TB/s, above its 2.0 x 0.92 = 1.84 TB/s copy -> 1.84
+    assert memory_rate_bytes_per_s(fp8_wgrad, pcie, H200) == pytest.approx(1.84e12, rel=1e-12)
+    wide = pcie.with_efficiency(mem_bw_fraction=0.99)  # a 1.98 TB/s copy: still under 2.075
+    assert memory_rate_bytes_per_s(fp8_wgrad, wide, H200) == pytest.approx(1.98e12, rel=1e-12)
+    low = dict(fp8_wgrad, mem_eff=0.3)  # 1.44 TB/s on the H200 -> 1.44 x 0.7655 = 1.102 TB/s on the PCIe card
+    assert memory_rate_bytes_per_s(low, pcie, H200) == pytest.approx(0.3 * 4.8e12 * 114 * 1755 / (132 * 1980))
+
+
+def test_fp8_wgrad_costs_on_the_h100_sxm_what_it_costs_on_the_h200():
+    # same SMs, clock and dense peaks: tiles, compute and the SM-bound memory term are the same, so every fp8 wgrad
+    # call takes the H200's time; bf16 wgrad (capped at the H100's copy) and fwd (HBM-bound) do not
+    for g, K, N in (([64] * 64, 2048, 1024), ([300] * 128, 4096, 1536), ([4096] * 8, 4096, 14336)):
+        for timing in ("event", "kernel"):
+            kw = {"op": "wgrad", "dtype": "fp8", "scaling": "rowwise", "timing": timing}
+            h200 = pm.moe.grouped_gemm_time_s(g, K, N, gpu="H200", **kw)
+            assert pm.moe.grouped_gemm_time_s(g, K, N, gpu="H100-SXM", **kw) == pytest.approx(h200, rel=1e-12)
+    g = [64] * 64
+    assert pm.moe.grouped_gemm_time_s(g, 2048, 1024, op="wgrad", gpu="H100-SXM") > pm.moe.grouped_gemm_time_s(
+        g, 2048, 1024, op="wgrad", gpu="H200"
+    )
+    assert pm.moe.grouped_gemm_time_s(g, 2048, 1024, gpu="H100-SXM") > pm.moe.grouped_gemm_time_s(g, 2048, 1024)
+    assert "by SM throughput" in pm.moe.grouped_gemm(g, 2048, 1024, gpu="H100-SXM").provenance
+
+
+def test_symbolic_balanced_equals_numeric_off_the_h200():
+    sp = pytest.importorskip("sympy")
+    T = sp.Symbol("T", integer=True, positive=True)
+    for gpu, op, dtype in (("H100-SXM", "wgrad", "fp8"), ("H100-PCIe", "wgrad", "bf16"), ("H100-SXM", "fwd", "bf16")):
+        expr = pm.moe.grouped_gemm_time_s_balanced(T, 64, 8, 2048, 1024, op=op, dtype=dtype, gpu=gpu)
+        for tokens in (17, 4096, 65536):
+            num = pm.moe.grouped_gemm_time_s_balanced(tokens, 64, 8, 2048, 1024, op=op, dtype=dtype, gpu=gpu)
+            assert float(expr.subs(T, tokens)) == pytest.approx(num, rel=1e-9), (gpu, op, dtype, tokens)
+
+
 def test_symbolic_balanced_equals_numeric():
     sp = pytest.importorskip("sympy")
     T = sp.Symbol("T", integer=True, positive=True)

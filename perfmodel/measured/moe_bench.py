@@ -251,10 +251,12 @@ def _mx4_adjusted(r: Any, g: Any, K: int, N: int, x_dtype: str, w_dtype: str) ->
     nbytes = float(r.bytes) - w_old + w_new
     if w_dtype == x_dtype or r.kernel == "roofline":
         return float(r.time_s), nbytes
-    p = gm.load_params()["params"][f"kernel/{'bf16' if x_dtype == 'bf16' else 'fp8'}/fwd"]
+    cal = gm.load_params()
+    p = cal["params"][f"kernel/{'bf16' if x_dtype == 'bf16' else 'fp8'}/fwd"]
+    from ..moe.grouped_kernel import memory_rate_bytes_per_s
     from ..specs.gpu import get_gpu
 
-    bw = p["mem_eff"] * get_gpu(r.gpu).mem_bw_bytes_per_s
+    bw = memory_rate_bytes_per_s(p, get_gpu(r.gpu), get_gpu(cal["gpu"]))
     fixed = p["t0_s"] + p["t_group_s"] * r.G
     q = p["p"]
     body = max(float(r.time_s) - fixed, 0.0)

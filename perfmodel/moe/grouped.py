@@ -13,7 +13,8 @@ The kernel: one CUTLASS persistent launch whose tiles of all groups are dealt ro
 profiled kernel names of ``benchmarks/data/h200_2026-12-03/grouped_gemm_kernels.json.gz``, :data:`KERNELS`).
 A group's M tiles round up to the 2 x 1 cluster. An SM's time is the sum over its tiles of ``(k-blocks + c0) *
 t_kb``; the kernel's compute time is the busiest SM's, slowed by the power cap for long kernels
-(:func:`_throttled`); the memory time is ``bytes / (mem_eff * bandwidth)``; they overlap as a p-norm; a fixed floor
+(:func:`_throttled`); the memory time is ``bytes / (mem_eff * bandwidth)`` (off the H200, at
+:func:`~perfmodel.moe.grouped_kernel.memory_rate_bytes_per_s`); they overlap as a p-norm; a fixed floor
 ``t0`` and a cost per group ``t_group`` (empty groups included) are added. The parameters are fitted per timing,
 dtype and op on our H200 measurements (:mod:`perfmodel.calibrate.grouped`) and shipped in
 ``perfmodel/calibrations/h200_grouped.json``.
@@ -54,6 +55,7 @@ from .grouped_kernel import (
     fitted_tile,
     kernel_config,
     load_params,
+    memory_rate_bytes_per_s,
     model_time_s,
     pad_group_sizes,
     sm_loads,
@@ -212,7 +214,8 @@ def _provenance(kind: str, spec: GPUSpec, key: str) -> str:
     if kind == "transferred":
         return (
             f"transferred from {cal['gpu']} ({cal['date']} fit on {fams}): per-SM tile rate rescaled by "
-            f"{spec.name}'s dense peak per SM, memory by its HBM bandwidth, {spec.num_sms} SMs; overheads kept"
+            f"{spec.name}'s dense peak per SM, memory by its HBM bandwidth (a class fitted below the H200's copy "
+            f"speed, the wgrad ones, by SM throughput up to this GPU's copy speed), {spec.num_sms} SMs; overheads kept"
         )
     return (
         f"roofline estimate on {spec.name}: max(FLOP / (peak x {spec.efficiency.gemm_fraction:.2f}), bytes / (HBM x "
@@ -228,9 +231,11 @@ def _error_bar(kind: str, key: str) -> dict[str, Any] | None:
     out = {"p50": bars["p50"], "p90": bars["p90"], "n": bars["n"], "basis": bars["basis"]}
     if kind == "transferred":
         out["basis"] += (
-            "; fitted and scored on the H200; the transfer checked once, on one H100 SXM (2026-12-06, 546 isolated "
-            "calls of three families held out by shape, benchmarks/data/h100_2026-12-06r8): price / measured median "
-            "0.98-1.04 on calls of 1 TFLOP and more, fp8 wgrad under 1 TFLOP priced 20-26 % slow (docs/moe.md)"
+            "; fitted and scored on the H200; the transfer checked on one H100 SXM (2026-12-06, 546 isolated calls "
+            "of three families held out by shape, benchmarks/data/h100_2026-12-06r8): with the SM-bound memory rule "
+            "chosen on those calls (post-selection) MdAPE / p90 4.7 / 11.1 %, price / measured median 0.95-1.02 per "
+            "dtype and op (the HBM-only transfer before it: 6.1 / 22.1 %, fp8 wgrad under 1 TFLOP 20-26 % slow); "
+            "its registered test is benchmarks/registered/grouped10_h100.json (docs/moe.md)"
         )
     return out
 
@@ -528,7 +533,7 @@ def grouped_gemm_time_s_balanced(
         nbytes = used * K * N * in_b + total * K * in_b + total * N * _OUT_BYTES
     else:
         nbytes = total * (K + N) * in_b + E * K * N * _OUT_BYTES
-    memory = nbytes / (p["mem_eff"] * spec.mem_bw_bytes_per_s)
+    memory = nbytes / memory_rate_bytes_per_s(p, spec, ref)
 
     def compute(cls: str) -> Any:
         cfg = KERNELS[(dt, op, cls)]

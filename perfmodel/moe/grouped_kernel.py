@@ -26,6 +26,7 @@ __all__ = [
     "fitted_tile",
     "kernel_config",
     "load_params",
+    "memory_rate_bytes_per_s",
     "model_time_s",
     "pad_group_sizes",
     "sm_loads",
@@ -232,11 +233,35 @@ def _class_key(timing: str, dtype: str, op: str) -> str:
     return f"{timing}/{dtype}/{op}"
 
 
+def memory_rate_bytes_per_s(p: dict[str, Any], spec: GPUSpec, ref: GPUSpec) -> float:
+    """The rate (B/s) one class's memory term streams at on ``spec``, from its fitted ``mem_eff`` on ``ref``.
+
+    On ``ref`` it is ``mem_eff * ref's HBM bandwidth``. Off it:
+
+    * a class fitted at or above ``ref``'s copy speed (``ref.achievable_mem_bw_bytes_per_s``: the fwd classes,
+      ``mem_eff`` 1.0) is HBM-bound and scales with the HBM bandwidth: ``mem_eff * spec's bandwidth``;
+    * a class fitted below it (on the H200's 4.27 TB/s copy: the event wgrad classes, bf16 at 3.95 TB/s and fp8 at
+      2.71, and kernel-time fp8 wgrad at 2.53; kernel-time bf16 wgrad, 4.43, is above) is bound by its SMs, not by
+      HBM: it keeps ``ref``'s rate scaled by SM
+      throughput (:meth:`GPUSpec.sm_throughput_ratio`, SMs x clock), up to ``spec``'s copy speed. This is the rule
+      the block's eager kernels and the dense model's casts follow. It was chosen on 2026-12-06 after the H100 SXM's
+      isolated grouped GEMMs of benchmarks/data/h100_2026-12-06r8 had been seen, where fp8 wgrad calls under
+      1 TFLOP were priced 20-26 % slow with every memory term scaled by HBM (post-selection on those rows; the
+      registered test is ``benchmarks/registered/grouped10_h100.json``, docs/moe.md).
+
+    On ``ref`` itself both cases give ``mem_eff * ref's bandwidth``: nothing the H200 prices moves."""
+    fitted = float(p["mem_eff"]) * ref.mem_bw_bytes_per_s
+    if fitted >= ref.achievable_mem_bw_bytes_per_s:
+        return float(p["mem_eff"]) * spec.mem_bw_bytes_per_s
+    return min(fitted * spec.sm_throughput_ratio(ref), spec.achievable_mem_bw_bytes_per_s)
+
+
 def model_time_s(
     rows: np.ndarray, K: int, N: int, op: str, dtype: str, p: dict[str, Any], spec: GPUSpec, ref: GPUSpec
 ) -> tuple[float, dict[str, Any]]:
     """One padded vector's time with parameters ``p`` (one class of the calibration) on ``spec`` (rescaled from
-    ``ref``, the GPU the parameters were fitted on: per-SM tile rate by peak/SM, memory by bandwidth)."""
+    ``ref``, the GPU the parameters were fitted on: per-SM tile rate by peak/SM, memory by
+    :func:`memory_rate_bytes_per_s`)."""
     cfg = kernel_config(dtype, op, int(rows.sum()), rows.size, K, N)
     tile = fitted_tile(p, cfg, dtype, op, K, N)
     fmt = "bf16" if dtype == "bf16" else "fp8_e4m3"
@@ -246,7 +271,7 @@ def model_time_s(
     load = float(_sm_bound_load(float(L.max()), float(L.mean()), p))
     compute = _throttled(tile["t_kb_s"] / rate * load, p)
     nbytes = _bytes(rows, K, N, op, 1.0 if dtype == "fp8" else 2.0)
-    memory = nbytes / (p["mem_eff"] * spec.mem_bw_bytes_per_s)
+    memory = nbytes / memory_rate_bytes_per_s(p, spec, ref)
     q = p["p"]
     body = (compute**q + memory**q) ** (1.0 / q)
     t = p["t0_s"] + p["t_group_s"] * rows.size + body
