@@ -84,7 +84,7 @@ FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi3
 #: rows (the board terms on the H200's twins, the SM-bound eager rule): families held out by shape and never run on an
 #: H100, at 8192 and 16384 tokens (no H100 block that short measured before); its test, pre-registered
 #: "fresh10_h100": round 10, registered 2026-12-07 for the H100 SXM with the grouped GEMMs' SM-bound memory rule
-#: (chosen on round 8's isolated H100 GEMMs): six families held out by shape, never run on an H100, at 16384 tokens
+#: (chosen on round 8's isolated H100 GEMMs): five families held out by shape, never run on an H100, at 16384 tokens
 #: the rounds scored by folder, not by family (their families were measured before at other token counts)
 FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100", "fresh9_h100",
                  "fresh10_h100"}  # fmt: skip

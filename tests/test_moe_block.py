@@ -762,16 +762,23 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     v = _validator()
     reg_mod = _bench_script("register_moe_round")
     regs = {p.stem: json.loads(p.read_text()) for p in (root / "benchmarks" / "registered").glob("*.json")}
+    regs = {k: r for k, r in regs.items() if r.get("kind", "blocks") == "blocks"}  # grouped rounds: test_grouped_round
     assert {"round8", "repeat2", "round8_h100", "repeat2_h100"} <= set(regs)
     assert len(regs["round8"]["items"]) == 14 and len(regs["repeat2"]["items"]) == 2
     assert not {r["model"] for r in regs["round8"]["items"]} & v.SHAPE_OF_FIT  # held out by shape from every fit
+    # round 10: held out by shape, and families no H100 block had run (rounds 8 and 9 on the H100)
+    r10 = {r["model"] for r in regs["round10_h100"]["items"]}
+    ran = {r["model"] for name in ("round8_h100", "repeat2_h100", "round9_h100") for r in regs[name]["items"]}
+    assert len(regs["round10_h100"]["items"]) == 10 and not r10 & (v.SHAPE_OF_FIT | ran)
+    assert all(len(r["predicted_fwd_bwd_s"]) == 2 for r in regs["round10_h100"]["items"])  # both recipes fit
     for twin, of in reg_mod.TWIN_OF.items():  # an H100 twin: the same items and counts, priced on the H100
         assert regs[twin]["gpu"] == "H100" and regs[twin]["commands"] == regs[of]["commands"], twin
         assert [(a["id"], a["counts"]) for a in regs[twin]["items"]] == [
             (a["id"], a["counts"]) for a in regs[of]["items"]
         ]
     for name, reg in regs.items():
-        split = {"round8": "fresh8", "round8_h100": "fresh8_h100", "round9_h100": "fresh9_h100"}.get(name, name)
+        split = {"round8": "fresh8", "round8_h100": "fresh8_h100", "round9_h100": "fresh9_h100",
+                 "round10_h100": "fresh10_h100"}.get(name, name)  # fmt: skip
         assert reg["folder"] == v.ROUND_FOLDERS[split], name
         for cmd in reg["commands"]:  # what the device call runs parses as the bench's own CLI
             a = build_parser().parse_args([*cmd.split()[3:], "--out", "x"])
