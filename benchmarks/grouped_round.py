@@ -18,7 +18,7 @@ the measurement and committed with the model that made it:
 * ``roofline``: the compute-only roofline as torchao's MoE roofline prices it
   (:func:`perfmodel.moe.roofline_grouped_gemm_time_s`), for comparison.
 
-What a round is scored on, named before its first run (2026-12-07): for each of ``model``, ``hbm_rule`` and
+What a round is scored on, named before its first run (2026-12-06): for each of ``model``, ``hbm_rule`` and
 ``roofline``, |predicted / measured - 1| median (MdAPE) and p90, and the median of predicted / measured, over the
 records of the training layouts (:data:`perfmodel.calibrate.grouped.LAYOUTS`) whose id and group sizes match the
 registration, per dtype and op, per dtype, op and size band (under 0.1, under 1, from 1 TFLOP), and pooled per dtype.
@@ -54,11 +54,11 @@ from perfmodel.moe import grouped_kernel as gk  # noqa: E402
 #: round -> its folder (under benchmarks/data), the GPU it is priced for and measured on (perfmodel.specs names), the
 #: families swept and the bench's seed
 ROUNDS: dict[str, dict[str, Any]] = {
-    # registered 2026-12-07 for the H100 SXM with the SM-bound memory rule (chosen on h100_2026-12-06r8's diagnostic
+    # registered 2026-12-06 for the H100 SXM with the SM-bound memory rule (chosen on h100_2026-12-06r8's diagnostic
     # sweep of mixtral_8x22b, dbrx and hunyuan_large): eight families held out by shape (none in the grouped fit, none
     # in that sweep), small experts first (their wgrad calls are where the rule moves the price)
     "grouped10_h100": {
-        "folder": "h100_2026-12-07g10",
+        "folder": "h100_2026-12-06g10",
         "gpu": "H100",
         "families": (
             "olmoe_1b_7b",

@@ -60,12 +60,12 @@ ROUNDS["round9_h100"] = (
         (("olmoe_1b_7b", "qwen3_235b_a22b", "gpt_oss_120b", "deepseek_v3_16b"), (8192,), ("balanced",)),
     ],
 )
-# registered 2026-12-07 with the grouped GEMMs' SM-bound memory rule (chosen on round 8's isolated H100 GEMMs): five
+# registered 2026-12-06 with the grouped GEMMs' SM-bound memory rule (chosen on round 8's isolated H100 GEMMs): five
 # families held out by shape that no H100 ran, at 16384 tokens, balanced and skewed (arctic left out: its fp8 block
 # does not fit the bench's memory plan); its diagnostic profiles two of round 9's small blocks, whose bf16 side the
 # model prices 5 % slow on the H100 (host time or kernels: unmeasured)
 ROUNDS["round10_h100"] = (
-    "h100_2026-12-07r10",
+    "h100_2026-12-06r10",
     3,
     [
         (

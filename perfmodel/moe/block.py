@@ -826,7 +826,7 @@ LONG_STEP_ERROR: Mapping[str, Mapping[str, float]] = {
 #: * round 9 (``round9_h100``: 15 configurations of seven other families held out by shape, 8192 and 16384 tokens),
 #:   registered with that rule at f56fc13 and measured after: pre-registered, speedup 3.7 / 7.6 %, bf16 5.4 / 7.2 %,
 #:   rowwise 1.8 / 4.1 %, every clear call right (all 15: skip), the speedup over-predicted in 13 of 15.
-#: * since 2026-12-07 the grouped GEMMs' SM-bound memory rule (:func:`~perfmodel.moe.grouped_kernel.
+#: * since 2026-12-06 the grouped GEMMs' SM-bound memory rule (:func:`~perfmodel.moe.grouped_kernel.
 #:   memory_rate_bytes_per_s`, chosen on round 8's isolated GEMMs, its effect on both rounds seen before it was
 #:   committed: post-selection on both) prices the small fp8 wgrads cheaper: round 9's rowwise blocks 1.6 / 3.9 %
 #:   (median 1.001, was 1.008), its speedup 4.6 / 8.6 % (was 3.7 / 7.6 %), because the bf16 blocks, which it does
