@@ -636,10 +636,12 @@ def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 #: the folders of the H200-board twin's figures (--twin), the H100 SXM's rounds (h200_board: the H200's SMs, clock,
 #: peaks and power limit), measured 2026-12-06: round 8 and its repeat as registered for it (the transfer rule was
-#: chosen on them: post-selection), round 9 (registered with that rule: its test)
+#: chosen on them: post-selection), round 9 (registered with that rule: its test), round 10
 TWIN_ROUNDS = {
     "post_selection": ("h100_2026-12-06r8", "h100_2026-12-06r8-repeat"),
     "registered": ("h100_2026-12-06r9",),
+    # round 10, registered with the grouped GEMMs' SM-bound memory rule (chosen on round 8's isolated GEMMs): its test
+    "registered_r10": ("h100_2026-12-06r10",),
 }
 TWIN_FOLDERS = tuple(f for fs in TWIN_ROUNDS.values() for f in fs)
 

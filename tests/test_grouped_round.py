@@ -62,7 +62,19 @@ def test_the_registration_is_the_bench_plan_and_held_out_by_shape(gr, reg):
 
 def test_the_registration_holds_todays_predictions_until_measured(gr, reg):
     if (DATA / reg["folder"]).is_dir():
-        pytest.skip("measured: scored against what was measured; the model may have moved on since")
+        # measured: scored against what was measured (the model may move on since); the docs hold that score
+        from benchmarks.harness.tables import block_text
+
+        text, figs = gr.score("grouped10_h100")
+        doc = (ROOT / "docs" / "moe.md").read_text()
+        assert block_text(doc, "grouped10_h100-score") == text, (
+            "stale: python benchmarks/grouped_round.py score grouped10_h100 --docs docs/moe.md"
+        )
+        # what docs/moe.md says of it: fp8 wgrad within 10 % where the HBM-only transfer was 20 % slow
+        assert figs["fp8 wgrad"]["model"][0] < 5.0 and figs["fp8 wgrad"]["hbm_rule"][0] > 15.0
+        bf16, fp8 = figs["bf16"]["model"], figs["fp8"]["model"]
+        assert bf16[0] < 5.0 and bf16[1] < 15.0 and fp8[1] < 15.0  # the targets bar fp8's MdAPE (5.1 %)
+        return
     plan = _plan(gr, "grouped10_h100")
     for it in reg["items"]:
         got = gr.predict(it["op"], it["dtype"], it["K"], it["N"], plan[it["id"]].rows_requested, reg["gpu"])

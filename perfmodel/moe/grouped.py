@@ -235,7 +235,9 @@ def _error_bar(kind: str, key: str) -> dict[str, Any] | None:
             "of three families held out by shape, benchmarks/data/h100_2026-12-06r8): with the SM-bound memory rule "
             "chosen on those calls (post-selection) MdAPE / p90 4.7 / 11.1 %, price / measured median 0.95-1.02 per "
             "dtype and op (the HBM-only transfer before it: 6.1 / 22.1 %, fp8 wgrad under 1 TFLOP 20-26 % slow); "
-            "its registered test is benchmarks/registered/grouped10_h100.json (docs/moe.md)"
+            "its registered test, 2122 calls of eight other families held out by shape on another H100 SXM "
+            "(2026-12-07, benchmarks/data/h100_2026-12-06g10): bf16 3.9 / 10.5 %, fp8 5.1 / 12.6 %, fp8 wgrad "
+            "4.2 / 10.0 % against 20.1 / 30.1 % for the HBM-only transfer (docs/moe.md)"
         )
     return out
 
