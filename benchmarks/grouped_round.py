@@ -149,7 +149,7 @@ def register(name: str) -> dict[str, Any]:
     rows = []
     for it in items:
         dtype = "fp8_e4m3" if it.fmt.startswith("fp8") else "bf16"
-        if cg.LAYOUTS.get((it.form, cg._dtype({"dtype": dtype}))) != it.layout:
+        if not cg.in_training_layout({"op": it.form, "dtype": dtype, "layout": it.layout}):
             continue  # a layout the model does not price (the bench times it for the layout study)
         pred = predict(it.form, dtype, it.K, it.N, it.rows_requested, r["gpu"])
         rows.append({"id": it.id, "op": it.form, "dtype": dtype, "K": it.K, "N": it.N, "G": it.G,

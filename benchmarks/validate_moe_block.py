@@ -685,7 +685,7 @@ def twin_diagnostics(data: Path) -> str:
 
     def sweep(folder: str) -> list[dict[str, Any]]:
         d = json.loads(gzip.decompress((data / folder / "grouped_gemm_time.json.gz").read_bytes()))
-        return [r for r in d["records"] if r.get("time_s") and cg.LAYOUTS.get((r["op"], cg._dtype(r))) == r["layout"]]
+        return [r for r in d["records"] if r.get("time_s") and cg.in_training_layout(r)]
 
     h200 = {r["id"]: r for f in ("h200_2026-12-03f", "h200_2026-12-04t") for r in sweep(f)}
     groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}

@@ -212,6 +212,21 @@ def test_memory_rate_off_the_h200_by_hand():
     assert memory_rate_bytes_per_s(low, pcie, H200) == pytest.approx(0.3 * 4.8e12 * 114 * 1755 / (132 * 1980))
 
 
+def test_memory_rate_bad_input_is_named():
+    from perfmodel.errors import CalibrationError, UnknownGPUError
+    from perfmodel.moe.grouped_kernel import memory_rate_bytes_per_s
+
+    p = CAL["params"]["event/fp8/wgrad"]
+    for spec, ref in (("H100-SXM", H200), (pm.get_gpu("H100-SXM"), "H200"), (None, H200)):
+        with pytest.raises(UnknownGPUError, match="must be a GPUSpec"):
+            memory_rate_bytes_per_s(p, spec, ref)
+    for eff in (0.0, -0.5, 1.5, float("nan"), True, "0.5", None):
+        with pytest.raises(CalibrationError, match=r"mem_eff must be a fraction in \(0, 1\]"):
+            memory_rate_bytes_per_s(dict(p, mem_eff=eff), pm.get_gpu("H100-SXM"), H200)
+    with pytest.raises(CalibrationError, match="mem_eff"):
+        memory_rate_bytes_per_s({}, pm.get_gpu("H100-SXM"), H200)
+
+
 def test_fp8_wgrad_costs_on_the_h100_sxm_what_it_costs_on_the_h200():
     # same SMs, clock and dense peaks: tiles, compute and the SM-bound memory term are the same, so every fp8 wgrad
     # call takes the H200's time; bf16 wgrad (capped at the H100's copy) and fwd (HBM-bound) do not

@@ -41,6 +41,7 @@ __all__ = [
     "calibration",
     "class_cost",
     "fit",
+    "in_training_layout",
     "load_records",
     "main",
     "predict_records",
@@ -71,6 +72,12 @@ def _dtype(rec: dict[str, Any]) -> str:
     return "bf16" if rec["dtype"] == "bf16" else "fp8"
 
 
+def in_training_layout(rec: dict[str, Any]) -> bool:
+    """Whether a sweep record (``op``, ``dtype``, ``layout``) is a fwd or wgrad call in the layout training runs
+    (:data:`LAYOUTS`): the records the model is fitted and scored on."""
+    return rec.get("op") in ("fwd", "wgrad") and LAYOUTS.get((rec["op"], _dtype(rec))) == rec.get("layout")
+
+
 def load_records(data: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of both timings in folder ``data`` with the training layouts (:data:`LAYOUTS`).
 
@@ -91,7 +98,7 @@ def load_records(data: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise MissingDataError(f"{path}: missing; the data folder must hold {' and '.join(FILES.values())}")
         recs = load_json(path, what="grouped-GEMM sweep", error=CalibrationError).get("records", [])
         for r in recs:
-            if r.get("op") in ("fwd", "wgrad") and LAYOUTS.get((r["op"], _dtype(r))) == r.get("layout"):
+            if in_training_layout(r):
                 out.append({**r, "timing": timing})
     if not out:
         raise CalibrationError(f"{folder}: no grouped fwd/wgrad records in the training layouts")

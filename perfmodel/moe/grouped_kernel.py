@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._files import CALIBRATIONS, load_json
-from ..errors import CalibrationError, IneligibleShapeError
+from ..errors import CalibrationError, IneligibleShapeError, UnknownGPUError
 from ..specs.gpu import GPUSpec
 
 __all__ = [
@@ -251,7 +251,18 @@ def memory_rate_bytes_per_s(p: dict[str, Any], spec: GPUSpec, ref: GPUSpec) -> f
       fp8 wgrad 4.2 / 10.0 % MdAPE / p90 over 472 calls of eight other families, 20.1 / 30.1 % with HBM scaling;
       docs/moe.md).
 
-    On ``ref`` itself both cases give ``mem_eff * ref's bandwidth``: nothing the H200 prices moves."""
+    On ``ref`` itself both cases give ``mem_eff * ref's bandwidth``: nothing the H200 prices moves.
+
+    Raises:
+        UnknownGPUError: ``spec`` or ``ref`` is not a :class:`GPUSpec` (a name: ``perfmodel.get_gpu`` first).
+        CalibrationError: ``p`` has no ``mem_eff`` in (0, 1].
+    """
+    for name, gpu in (("spec", spec), ("ref", ref)):
+        if not isinstance(gpu, GPUSpec):
+            raise UnknownGPUError(f"{name} must be a GPUSpec (for a name: perfmodel.get_gpu({gpu!r})), got {gpu!r}")
+    eff = p.get("mem_eff") if isinstance(p, dict) else None
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0.0 < eff <= 1.0:
+        raise CalibrationError(f"a grouped class's mem_eff must be a fraction in (0, 1], got {eff!r}")
     fitted = float(p["mem_eff"]) * ref.mem_bw_bytes_per_s
     if fitted >= ref.achievable_mem_bw_bytes_per_s:
         return float(p["mem_eff"]) * spec.mem_bw_bytes_per_s
