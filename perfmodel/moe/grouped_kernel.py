@@ -263,9 +263,9 @@ def memory_rate_bytes_per_s(p: dict[str, Any], spec: GPUSpec, ref: GPUSpec) -> f
     eff = p.get("mem_eff") if isinstance(p, dict) else None
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0.0 < eff <= 1.0:
         raise CalibrationError(f"a grouped class's mem_eff must be a fraction in (0, 1], got {eff!r}")
-    fitted = float(p["mem_eff"]) * ref.mem_bw_bytes_per_s
+    fitted = float(eff) * ref.mem_bw_bytes_per_s
     if fitted >= ref.achievable_mem_bw_bytes_per_s:
-        return float(p["mem_eff"]) * spec.mem_bw_bytes_per_s
+        return float(eff) * spec.mem_bw_bytes_per_s
     return min(fitted * spec.sm_throughput_ratio(ref), spec.achievable_mem_bw_bytes_per_s)
 
 
