@@ -8,7 +8,7 @@
 # round's "diagnostics" (kernel profiles, isolated GEMMs: nothing scored) run after its scored commands, on what is
 # left.
 #
-#   ROUNDS="round8 repeat2" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh   # with $OUT set; carry [".whl"]
+#   ROUNDS="round8 repeat2 round11_h100" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh   # $OUT set; carry [".whl"]
 #
 # Output: $OUT/registered_round.tar.gz (one folder per round with moe_block_time.json; the log and the nvidia-smi
 # clock log at the top), re-packed after every command. Set-up shared with the other MoE scripts: _gpu_env.sh.

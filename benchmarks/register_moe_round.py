@@ -75,9 +75,25 @@ ROUNDS["round10_h100"] = (
         ),
     ],
 )
+# registered 2026-12-07 with the model of round 10 unchanged (b7c8e17): five families whose expert shapes no earlier
+# family, fit or sweep had (added to the bench for this round), for the H100 SXM. The GEMM-dense blocks first
+# (grok2 and ernie45_300b_a47b at 32768 tokens, grok2 at 65536: predicted near break-even, where the twins' bf16
+# over-price matters most), then small blocks at 16384 and 8192. Its diagnostic profiles four of the timed blocks on
+# the same board as their walls, which rounds 8-10 never had together for the small blocks (round 10's profiles
+# crossed boards)
+ROUNDS["round11_h100"] = (
+    "h100_2026-12-07r11",
+    3,
+    [
+        (("grok2", "ernie45_300b_a47b"), (32768,), ("balanced", "skewed")),
+        (("grok2",), (65536,), ("balanced", "skewed")),
+        (("hunyuan_a13b", "yuan2_m32", "qwen3_next_80b_a3b"), (16384,), ("balanced", "skewed")),
+        (("hunyuan_a13b", "ernie45_300b_a47b"), (8192,), ("balanced",)),
+    ],
+)
 #: the GPU a round is priced for and measured on (perfmodel.specs.get_gpu names); H200 unless named here
 GPU_OF_ROUND: dict[str, str] = {"round8_h100": "H100", "repeat2_h100": "H100", "round9_h100": "H100",
-                                "round10_h100": "H100"}  # fmt: skip
+                                "round10_h100": "H100", "round11_h100": "H100"}  # fmt: skip
 #: a round on another GPU -> the registered round whose items (and the bench's counts) it repeats: its counts are
 #: read from that file, so registering it needs no torch
 TWIN_OF: dict[str, str] = {"round8_h100": "round8", "repeat2_h100": "repeat2"}
@@ -91,6 +107,12 @@ DIAGNOSTICS: dict[str, list[str]] = {
     ],
     "round10_h100": [
         "python3 -m perfmodel.bench.moe_block kernels --models olmoe_1b_7b,deepseek_v3_16b --tokens 8192 "
+        "--routings balanced",
+    ],
+    "round11_h100": [
+        "python3 -m perfmodel.bench.moe_block kernels --models grok2,ernie45_300b_a47b --tokens 32768 "
+        "--routings balanced",
+        "python3 -m perfmodel.bench.moe_block kernels --models hunyuan_a13b,qwen3_next_80b_a3b --tokens 16384 "
         "--routings balanced",
     ],
 }

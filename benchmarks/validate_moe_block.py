@@ -85,9 +85,11 @@ FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi3
 #: H100, at 8192 and 16384 tokens (no H100 block that short measured before); its test, pre-registered
 #: "fresh10_h100": round 10, registered 2026-12-06 for the H100 SXM with the grouped GEMMs' SM-bound memory rule
 #: (chosen on round 8's isolated H100 GEMMs): five families held out by shape, never run on an H100, at 16384 tokens
+#: "fresh11_h100": round 11, registered 2026-12-07 for the H100 SXM with the model of round 10 unchanged: five families
+#: added for it, whose expert shapes no earlier family, fit or sweep had, at 8192-65536 tokens
 #: the rounds scored by folder, not by family (their families were measured before at other token counts)
 FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100", "fresh9_h100",
-                 "fresh10_h100"}  # fmt: skip
+                 "fresh10_h100", "fresh11_h100"}  # fmt: skip
 #: the scored-once rounds: split name -> families
 ROUNDS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6,
           "inshape6": INSHAPE6}  # fmt: skip
@@ -566,7 +568,7 @@ ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fre
                  "repeat": "h200_2026-12-04r6-repeat", "fresh8": "h200_2026-12-05r8",
                  "repeat2": "h200_2026-12-05r8-repeat", "fresh8_h100": "h100_2026-12-06r8",
                  "repeat2_h100": "h100_2026-12-06r8-repeat", "fresh9_h100": "h100_2026-12-06r9",
-                 "fresh10_h100": "h100_2026-12-06r10"}  # fmt: skip
+                 "fresh10_h100": "h100_2026-12-06r10", "fresh11_h100": "h100_2026-12-07r11"}  # fmt: skip
 #: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
 SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 

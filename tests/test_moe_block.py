@@ -771,6 +771,22 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     ran = {r["model"] for name in ("round8_h100", "repeat2_h100", "round9_h100") for r in regs[name]["items"]}
     assert len(regs["round10_h100"]["items"]) == 10 and not r10 & (v.SHAPE_OF_FIT | ran)
     assert all(len(r["predicted_fwd_bwd_s"]) == 2 for r in regs["round10_h100"]["items"])  # both recipes fit
+    # round 11: families added for it, whose (dim, inter) no earlier bench family had, and none of whose GEMM shapes
+    # (gate/up fused, down; fwd, dgrad, wgrad) a fit family's or round 8's (where the H100 transfer was chosen)
+    r11 = regs["round11_h100"]["items"]
+    new = {r["model"] for r in r11}
+
+    def gemm_shapes(m):
+        d, i = MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter
+        return {(d, 2 * i), (i, d), (2 * i, d), (d, i)}
+
+    assert len(r11) == 14 and regs["round11_h100"]["gpu"] == "H100"
+    pairs = {(MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter) for m in MODEL_BY_NAME if m not in new}
+    assert not {(MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter) for m in new} & pairs
+    synth = {m for m in MODEL_BY_NAME if m.startswith("synth_")}  # the event law's long-step fit shapes
+    chosen_on = v.SHAPE_OF_FIT | synth | {r["model"] for r in regs["round8_h100"]["items"]}
+    assert not set().union(*map(gemm_shapes, new)) & set().union(*map(gemm_shapes, chosen_on))
+    assert all(len(r["predicted_fwd_bwd_s"]) == 2 for r in r11)
     for twin, of in reg_mod.TWIN_OF.items():  # an H100 twin: the same items and counts, priced on the H100
         assert regs[twin]["gpu"] == "H100" and regs[twin]["commands"] == regs[of]["commands"], twin
         assert [(a["id"], a["counts"]) for a in regs[twin]["items"]] == [
@@ -778,7 +794,7 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
         ]
     for name, reg in regs.items():
         split = {"round8": "fresh8", "round8_h100": "fresh8_h100", "round9_h100": "fresh9_h100",
-                 "round10_h100": "fresh10_h100"}.get(name, name)  # fmt: skip
+                 "round10_h100": "fresh10_h100", "round11_h100": "fresh11_h100"}.get(name, name)  # fmt: skip
         assert reg["folder"] == v.ROUND_FOLDERS[split], name
         for cmd in reg["commands"]:  # what the device call runs parses as the bench's own CLI
             a = build_parser().parse_args([*cmd.split()[3:], "--out", "x"])

@@ -222,6 +222,43 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("synth_c", 4352, 20480, 16, 2, 0, "softmax", 16, "synthetic fit shape (not a model)"),
     BlockConfig("synth_d", 7680, 10240, 8, 1, 0, "softmax", 8, "synthetic fit shape (not a model)"),
     BlockConfig("synth_e", 6656, 28672, 8, 2, 0, "softmax", 8, "synthetic fit shape (not a model)"),
+    # Round 11 for the H100 SXM (added 2026-12-07; pre-registered: the model of round 10 unchanged, committed before
+    # measurement): families whose (dim, inter) no earlier family had, for a test held out by shape. No GEMM shape of
+    # theirs is a fit family's or one of the H100 rows the twin transfer was chosen on (round 8's families); two of
+    # the down / dgrad shapes are held-out families' (hunyuan_a13b's 3072 x 4096 is qwen3_235b_a22b's fused gate/up,
+    # qwen3_next_80b_a3b's 1024 x 2048 olmoe_1b_7b's), which no fit used.
+    # baidu ERNIE-4.5-300B-A47B, PaddlePaddle/ERNIE examples/pre-training/model_configs/ERNIE-4p5-300B-A47B/
+    # model_config.json: hidden_size 8192, moe_intermediate_size 3584, moe_num_experts 64, moe_k 8,
+    # moe_num_shared_experts 0; softmax router (its selection-only bias correction is not modelled).
+    BlockConfig("ernie45_300b_a47b", 8192, 3584, 64, 8, 0, "softmax", 64,
+                "ERNIE-4p5-300B-A47B model_config.json (PaddlePaddle/ERNIE): hidden_size, moe_intermediate_size, "
+                "moe_num_experts, moe_k, moe_num_shared_experts=0"),
+    # Tencent-Hunyuan/Hunyuan-A13B models/config.json: hidden_size 4096, moe_intermediate_size 3072, num_experts 64,
+    # moe_topk 8, num_shared_expert 1 (modeling_hunyuan.py: shared width intermediate_size x num_shared_expert =
+    # 3072); softmax gate.
+    BlockConfig("hunyuan_a13b", 4096, 3072, 64, 8, 3072, "softmax", 64,
+                "Hunyuan-A13B models/config.json: hidden_size, moe_intermediate_size, num_experts, moe_topk, "
+                "num_shared_expert=1 x intermediate_size"),
+    # xai-org/grok-2 config.json as quoted by AMD Primus-Turbo's grouped-GEMM benchmark cases ("Grok-V2":
+    # hidden_size 8192, moe_intermediate_size 16384, 8 experts, top-2); softmax router (vLLM grok1.py; its logit
+    # softcap and GELU experts are not modelled: the bench's experts are SwiGLU, the same GEMM shapes). Its residual
+    # dense MLP (residual_moe) runs beside the MoE block, not in it, as arctic's: not part of this block.
+    BlockConfig("grok2", 8192, 16384, 8, 2, 0, "softmax", 8,
+                "grok-2 config.json (quoted by Primus-Turbo's grouped-GEMM cases): hidden_size, "
+                "moe_intermediate_size, experts 8, top-2"),
+    # Qwen/Qwen3-Next-80B-A3B (transformers configuration_qwen3_next.py defaults, whose docstring names the
+    # checkpoint; Megatron-Bridge's qwen3_next_80b_a3b test fixture agrees): hidden_size 2048, moe_intermediate_size
+    # 512, num_experts 512, num_experts_per_tok 10, shared_expert_intermediate_size 512 (its sigmoid gate on the
+    # shared expert is not modelled); softmax router.
+    BlockConfig("qwen3_next_80b_a3b", 2048, 512, 512, 10, 512, "softmax", 512,
+                "Qwen3-Next-80B-A3B (transformers Qwen3NextConfig defaults): hidden_size, moe_intermediate_size, "
+                "num_experts, num_experts_per_tok, shared_expert_intermediate_size"),
+    # IEIT-Yuan/Yuan2.0-M32 examples/pretrain_yuan2.0_moe_2x32B.sh: --hidden-size 2048 --num-experts 32
+    # --moe-router-topk 2, no --ffn-hidden-size (megatron/arguments.py: 4 x hidden = 8192); softmax over its
+    # attention router's scores (the attention router is priced as the bench's linear one).
+    BlockConfig("yuan2_m32", 2048, 8192, 32, 2, 0, "softmax", 32,
+                "Yuan2.0-M32 pretrain_yuan2.0_moe_2x32B.sh: hidden-size, num-experts, moe-router-topk; "
+                "ffn-hidden-size default 4 x hidden"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
