@@ -6,7 +6,7 @@
 # registered for another GPU than the device's (the registration's "gpu"; H200 where it has none) is skipped, so
 # one call can name the H200 and H100 registrations of a round and run the one that matches the card it gets. A
 # round's "diagnostics" (kernel profiles, isolated GEMMs: nothing scored) run after its scored commands, on what is
-# left.
+# left; a diagnostic of a bench phase an earlier one of the round ran (two kernels commands) resumes its file.
 #
 #   ROUNDS="round8 repeat2 round11_h100" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh   # $OUT set; carry [".whl"]
 #
@@ -52,10 +52,16 @@ for round in $ROUNDS; do
     run_phase "$round" "$budget" $PYTHON ${cmd#python3 } --out "$WORK/$folder" --budget-s "$budget" $resume
     resume="--resume"
   done < <($PARSE_PY -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["commands"]))' "$reg")
+  seen=" "  # the bench phases ("module phase") a diagnostic of this round has written: a later one resumes that file
   while IFS= read -r cmd; do
     [ -n "$cmd" ] || continue
     budget=$(( $(left) - 20 ))
-    run_phase "$round diagnostic" "$budget" $PYTHON ${cmd#python3 } --out "$WORK/$folder" --budget-s "$budget"
+    set -- $cmd
+    key="$3:$4"
+    resume=""
+    case "$seen" in *" $key "*) resume="--resume";; esac
+    seen="$seen$key "
+    run_phase "$round diagnostic" "$budget" $PYTHON ${cmd#python3 } --out "$WORK/$folder" --budget-s "$budget" $resume
   done < <($PARSE_PY -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1])).get("diagnostics", [])))' "$reg")
 done
 nvidia-smi --query-gpu=name,uuid,clocks.sm,temperature.gpu,power.draw --format=csv 2>&1 | tee -a "$LOG"

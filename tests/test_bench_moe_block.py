@@ -501,6 +501,18 @@ def test_registered_round_script_runs_the_h100_twins_and_their_diagnostics_on_an
     assert "round8: registered for another GPU than NVIDIA H100 80GB HBM3, skipped" in stdout
 
 
+def test_registered_round_script_resumes_a_repeated_diagnostic_phase(tmp_path):
+    """Round 11's two kernels diagnostics write one file: the second resumes it (round 11's first run on the H100
+    lost the first profiles to the second's fresh file)."""
+    calls, work, _ = _registered_round_calls(tmp_path, "round11_h100", "NVIDIA H100 80GB HBM3")
+    reg = json.loads((ROOT / "benchmarks" / "registered" / "round11_h100.json").read_text())
+    assert len(calls) == len(reg["commands"]) + len(reg["diagnostics"]) == 6
+    diag = calls[len(reg["commands"]) :]
+    assert [c.split()[2:4] for c in diag] == [["perfmodel.bench.moe_block", "kernels"]] * 2
+    assert not diag[0].endswith("--resume") and diag[1].endswith("--resume")
+    assert all(f"--out {work / reg['folder']} " in c for c in diag)
+
+
 def test_counts_helper_on_skewed_vector():
     c = Counter(MB.routing_indices(torch, MB.MODEL_BY_NAME["mixtral_8x7b"], 512, "skewed").reshape(-1).tolist())
     assert sum(c.values()) == 1024 and len(c) <= 8
