@@ -644,6 +644,8 @@ TWIN_ROUNDS = {
     "registered": ("h100_2026-12-06r9",),
     # round 10, registered with the grouped GEMMs' SM-bound memory rule (chosen on round 8's isolated GEMMs): its test
     "registered_r10": ("h100_2026-12-06r10",),
+    # round 11, registered with the model of round 10 unchanged (b7c8e17): five families added for it, 8192-65536 tokens
+    "registered_r11": ("h100_2026-12-07r11",),
 }
 TWIN_FOLDERS = tuple(f for fs in TWIN_ROUNDS.values() for f in fs)
 

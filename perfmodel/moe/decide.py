@@ -72,8 +72,8 @@ class BlockDecision:
     instead of the GEMM-dense one
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
-    the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM: two rounds pre-registered, one
-    post-selection), where the speedup was over-predicted in 38 of 40 measured configurations, GEMM-dense ones
+    the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM: three rounds pre-registered, one
+    post-selection), where the speedup was over-predicted in 51 of 54 measured configurations, GEMM-dense ones
     included; the reason says it is likely lower."""
 
     bf16: ExpertBlockTime
