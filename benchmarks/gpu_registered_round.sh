@@ -8,7 +8,8 @@
 # round's "diagnostics" (kernel profiles, isolated GEMMs: nothing scored) run after its scored commands, on what is
 # left; a diagnostic of a bench phase an earlier one of the round ran (two kernels commands) resumes its file.
 #
-#   ROUNDS="round8 repeat2 round11_h100" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh   # $OUT set; carry [".whl"]
+#   ROUNDS="round8 repeat2 round11_h100" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh
+#   (with $OUT set; the device call carries [".whl"])
 #
 # Output: $OUT/registered_round.tar.gz (one folder per round with moe_block_time.json; the log and the nvidia-smi
 # clock log at the top), re-packed after every command. Set-up shared with the other MoE scripts: _gpu_env.sh.

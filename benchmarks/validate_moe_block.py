@@ -86,7 +86,7 @@ FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi3
 #: "fresh10_h100": round 10, registered 2026-12-06 for the H100 SXM with the grouped GEMMs' SM-bound memory rule
 #: (chosen on round 8's isolated H100 GEMMs): five families held out by shape, never run on an H100, at 16384 tokens
 #: "fresh11_h100": round 11, registered 2026-12-07 for the H100 SXM with the model of round 10 unchanged: five families
-#: added for it, whose expert shapes no earlier family, fit or sweep had, at 8192-65536 tokens
+#: added for it, whose (dim, inter) no earlier family had, at 8192-65536 tokens
 #: the rounds scored by folder, not by family (their families were measured before at other token counts)
 FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100", "fresh9_h100",
                  "fresh10_h100", "fresh11_h100"}  # fmt: skip
