@@ -76,11 +76,11 @@ ROUNDS["round10_h100"] = (
     ],
 )
 # registered 2026-12-07 with the model of round 10, unchanged (at b7c8e17): five families whose (dim, inter) no earlier
-# family had (added to the bench for this round; no GEMM shape of a fit family's or round 8's), for the H100 SXM. The GEMM-dense blocks first
-# (grok2 and ernie45_300b_a47b at 32768 tokens, grok2 at 65536: predicted near break-even, where the twins' bf16
-# over-price matters most), then small blocks at 16384 and 8192. Its diagnostic profiles four of the timed blocks on
-# the same board as their walls, which rounds 8-10 never had together for the small blocks (round 10's profiles
-# crossed boards)
+# family had (added to the bench for this round; no GEMM shape of a fit family's or round 8's), for the H100 SXM.
+# The GEMM-dense blocks first (grok2 and ernie45_300b_a47b at 32768 tokens, grok2 at 65536: predicted near
+# break-even, where the twins' bf16 over-price matters most), then small blocks at 16384 and 8192. Its diagnostic
+# profiles four of the timed blocks on the same board as their walls, which rounds 8-10 never had together for the
+# small blocks (round 10's profiles crossed boards)
 ROUNDS["round11_h100"] = (
     "h100_2026-12-07r11",
     3,
