@@ -776,9 +776,12 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     r11 = regs["round11_h100"]["items"]
     new = {r["model"] for r in r11}
 
-    def gemm_shapes(m):
-        d, i = MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter
-        return {(d, 2 * i), (i, d), (2 * i, d), (d, i)}
+    def gemm_shapes(m):  # the grouped sweep's (K, N) of a family's expert GEMMs, fwd and wgrad
+        from perfmodel.bench.grouped_gemm.config import MoEModel
+        from perfmodel.bench.grouped_gemm.plan import _model_shapes
+
+        c = MODEL_BY_NAME[m]
+        return {(s.K, s.N) for s in _model_shapes(MoEModel(m, c.dim, c.inter, c.experts, c.top_k, c.source))}
 
     assert len(r11) == 14 and regs["round11_h100"]["gpu"] == "H100"
     pairs = {(MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter) for m in MODEL_BY_NAME if m not in new}
