@@ -16,7 +16,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
@@ -24,12 +24,25 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from perfmodel.bench.moe_block.config import MODEL_BY_NAME, SEED  # noqa: E402
 from perfmodel.bench.moe_block.plan import fits_memory, plan_items  # noqa: E402
 
-#: round name -> (folder its data will land in, minimum timed runs per do_bench, [(models, tokens, routings)])
-ROUNDS: dict[str, tuple[str, int, list[tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]]]] = {
+
+class Round(NamedTuple):
+    """One round: the folder its data will land in (``<gpu>_<date><suffix>`` under benchmarks/data), the minimum
+    timed runs per do_bench, the bench invocations ``[(models, tokens, routings)]``, and the GPU it is priced for and
+    measured on (a perfmodel.specs.get_gpu name). Its registration file carries all four; the validator reads them
+    from there."""
+
+    folder: str
+    min_reps: int
+    groups: list[tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]]
+    gpu: str = "H200"
+
+
+#: round name -> :class:`Round`
+ROUNDS: dict[str, Round] = {
     # registered 2026-12-05 with the in-block fp8 GEMM rate and the held sustained factor (both post-selection): new
     # step lengths of held-out families near break-even (49152, 98304, 24576 tokens: never measured), and two families
     # never measured beyond 32768 tokens
-    "round8": (
+    "round8": Round(
         "h200_2026-12-05r8",
         3,
         [
@@ -41,17 +54,17 @@ ROUNDS: dict[str, tuple[str, int, list[tuple[tuple[str, ...], tuple[int, ...], t
     ),
     # the contested configuration a third time (measured twice, seen while the model was chosen: not a held-out
     # score), with five timed runs per do_bench, for the run-to-run spread
-    "repeat2": ("h200_2026-12-05r8-repeat", 5, [(("mixtral_8x22b",), (32768,), ("balanced", "skewed"))]),
+    "repeat2": Round("h200_2026-12-05r8-repeat", 5, [(("mixtral_8x22b",), (32768,), ("balanced", "skewed"))]),
 }
 # registered 2026-12-06 with the model of round8 / repeat2 unchanged (62809e3), for the H100 the device lends when no
 # H200 comes: the same items priced on the H100 (the block model's transfer: "not validated" there), so an H100 run
 # scores the transfer instead of being set against H200 predictions
-ROUNDS["round8_h100"] = ("h100_2026-12-06r8", *ROUNDS["round8"][1:])
-ROUNDS["repeat2_h100"] = ("h100_2026-12-06r8-repeat", *ROUNDS["repeat2"][1:])
+ROUNDS["round8_h100"] = ROUNDS["round8"]._replace(folder="h100_2026-12-06r8", gpu="H100")
+ROUNDS["repeat2_h100"] = ROUNDS["repeat2"]._replace(folder="h100_2026-12-06r8-repeat", gpu="H100")
 # registered 2026-12-06 with the H200-board transfer (the board terms on the H200's twins and the SM-bound eager rule,
 # both chosen after round8_h100 was seen): families held out by shape that no H100 ran, at step lengths no H100 block
 # had (8192 and 16384 tokens); small-expert families first (the quantization kernels' share is largest there)
-ROUNDS["round9_h100"] = (
+ROUNDS["round9_h100"] = Round(
     "h100_2026-12-06r9",
     3,
     [
@@ -59,12 +72,13 @@ ROUNDS["round9_h100"] = (
         (("mixtral_8x7b", "qwen2_57b_a14b", "glm45_air"), (16384,), ("balanced",)),
         (("olmoe_1b_7b", "qwen3_235b_a22b", "gpt_oss_120b", "deepseek_v3_16b"), (8192,), ("balanced",)),
     ],
+    gpu="H100",
 )
 # registered 2026-12-06 with the grouped GEMMs' SM-bound memory rule (chosen on round 8's isolated H100 GEMMs): five
 # families held out by shape that no H100 ran, at 16384 tokens, balanced and skewed (arctic left out: its fp8 block
 # does not fit the bench's memory plan); its diagnostic profiles two of round 9's small blocks, whose bf16 side the
 # model prices 5 % slow on the H100 (host time or kernels: unmeasured)
-ROUNDS["round10_h100"] = (
+ROUNDS["round10_h100"] = Round(
     "h100_2026-12-06r10",
     3,
     [
@@ -74,6 +88,7 @@ ROUNDS["round10_h100"] = (
             ("balanced", "skewed"),
         ),
     ],
+    gpu="H100",
 )
 # registered 2026-12-07 with the model of round 10, unchanged (at b7c8e17): five families whose (dim, inter) no earlier
 # family had (added to the bench for this round; no GEMM shape of a fit family's or round 8's), for the H100 SXM.
@@ -81,7 +96,7 @@ ROUNDS["round10_h100"] = (
 # break-even, where the twins' bf16 over-price matters most), then small blocks at 16384 and 8192. Its diagnostic
 # profiles four of the timed blocks on the same board as their walls, which rounds 8-10 never had together for the
 # small blocks (round 10's profiles crossed boards)
-ROUNDS["round11_h100"] = (
+ROUNDS["round11_h100"] = Round(
     "h100_2026-12-07r11",
     3,
     [
@@ -90,10 +105,8 @@ ROUNDS["round11_h100"] = (
         (("hunyuan_a13b", "yuan2_m32", "qwen3_next_80b_a3b"), (16384,), ("balanced", "skewed")),
         (("hunyuan_a13b", "ernie45_300b_a47b"), (8192,), ("balanced",)),
     ],
+    gpu="H100",
 )
-#: the GPU a round is priced for and measured on (perfmodel.specs.get_gpu names); H200 unless named here
-GPU_OF_ROUND: dict[str, str] = {"round8_h100": "H100", "repeat2_h100": "H100", "round9_h100": "H100",
-                                "round10_h100": "H100", "round11_h100": "H100"}  # fmt: skip
 #: a round on another GPU -> the registered round whose items (and the bench's counts) it repeats: its counts are
 #: read from that file, so registering it needs no torch
 TWIN_OF: dict[str, str] = {"round8_h100": "round8", "repeat2_h100": "repeat2"}
@@ -153,8 +166,7 @@ def register(name: str) -> dict[str, Any]:
         except ImportError as exc:  # pragma: no cover - depends on the machine
             raise SystemExit("register_moe_round needs torch (any build; pip install torch)") from exc
 
-    folder, min_reps, groups = ROUNDS[name]
-    gpu = GPU_OF_ROUND.get(name, "H200")
+    folder, min_reps, groups, gpu = ROUNDS[name]
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     items, commands = [], []
     for models, tokens, routings in groups:

@@ -27,6 +27,7 @@ import argparse
 import gzip
 import io
 import json
+import re
 import sys
 import tarfile
 from collections.abc import Callable
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 import perfmodel as pm
 from benchmarks.harness.tables import Block, table, write_blocks
+from perfmodel.moe.block import h200_twin
 
 FIT = {"deepseek_v3", "deepseek_v3_ep8", "qwen3_30b_a3b", "llama4_maverick"}
 VALIDATION = {"deepseek_v3_16b", "llama4_scout"}
@@ -77,19 +79,41 @@ FRESH7 = {"mixtral_8x7b", "mixtral_8x22b", "dbrx", "skywork_moe", "hunyuan_large
 #: benchmarks/registered/round8.json (benchmarks/register_moe_round.py); scored by folder once measured. "repeat2"
 #: (registered/repeat2.json) measures round 3's contested mixtral_8x22b configuration at 32768 tokens a third time
 FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi35_moe", "skywork_moe"}
-#: "fresh8_h100" / "repeat2_h100": the same items registered 2026-12-06 for the H100 (the model unchanged, priced
-#: there: its transfer off the H200), for a device call that gets an H100; each record is priced for the GPU its
-#: file names (load's ``_gpu``)
-#: "fresh9_h100": round 9, registered 2026-12-06 for the H100 SXM with the H200-board transfer chosen on round 8's H100
-#: rows (the board terms on the H200's twins, the SM-bound eager rule): families held out by shape and never run on an
-#: H100, at 8192 and 16384 tokens (no H100 block that short measured before); its test, pre-registered
-#: "fresh10_h100": round 10, registered 2026-12-06 for the H100 SXM with the grouped GEMMs' SM-bound memory rule
-#: (chosen on round 8's isolated H100 GEMMs): five families held out by shape, never run on an H100, at 16384 tokens
-#: "fresh11_h100": round 11, registered 2026-12-07 for the H100 SXM with the model of round 10 unchanged: five families
-#: added for it, whose (dim, inter) no earlier family had, at 8192-65536 tokens
-#: the rounds scored by folder, not by family (their families were measured before at other token counts)
-FOLDER_ROUNDS = {"repeat", "fresh7", "fresh8", "repeat2", "fresh8_h100", "repeat2_h100", "fresh9_h100",
-                 "fresh10_h100", "fresh11_h100"}  # fmt: skip
+#: the pre-registered block rounds, one home: each file of benchmarks/registered (benchmarks/register_moe_round.py)
+#: names its round, the folder its data lands in and the GPU it is priced for ("gpu"; H200 where absent). Scored by
+#: folder, not by family (their families were measured before at other token counts). What each round tested is
+#: said where it was registered (register_moe_round.ROUNDS) and in docs/moe.md:
+#: "fresh8" / "repeat2" (H200, 2026-12-05); "fresh8_h100" / "repeat2_h100" (the same items, priced on the H100:
+#: the H200-board transfer was chosen on them); "fresh9_h100" (that transfer's test); "fresh10_h100" (the grouped
+#: GEMMs' SM-bound memory rule's test); "fresh11_h100" (the model of round 10 unchanged, five families added for it)
+REGISTERED_DIR = Path(__file__).resolve().parent / "registered"
+
+
+def registered_rounds(directory: Path = REGISTERED_DIR) -> dict[str, dict[str, Any]]:
+    """Registration name -> its file's contents, for every block round in ``directory`` (the grouped-GEMM
+    registrations, ``"kind": "grouped"``, left out), ordered by folder: date, then the suffix's numbers as numbers
+    (r8, r8-repeat, r9, r10)."""
+    regs = [json.loads(f.read_text()) for f in sorted(directory.glob("*.json"))]
+    regs = [r for r in regs if r.get("kind", "block") == "block"]
+
+    def order(r: dict[str, Any]) -> tuple[Any, ...]:
+        rest = r["folder"].partition("_")[2]  # <gpu>_<YYYY-MM-DD><suffix>
+        return (rest[:10], *[int(x) if x.isdigit() else x for x in re.split(r"(\d+)", rest[10:])])
+
+    return {r["round"]: r for r in sorted(regs, key=order)}
+
+
+def split_name(registration: str) -> str:
+    """The ``--rounds`` split of a registration: ``roundN[_gpu]`` scores as ``freshN[_gpu]``, a repeat as itself."""
+    return "fresh" + registration[len("round") :] if registration.startswith("round") else registration
+
+
+_REGISTERED = registered_rounds()
+#: split -> folder of every registered block round
+REGISTERED_FOLDERS = {split_name(name): reg["folder"] for name, reg in _REGISTERED.items()}
+#: the rounds scored by folder, not by family: repeat and round 7 (measured before rounds were registered as files)
+#: and every registered one
+FOLDER_ROUNDS = {"repeat", "fresh7", *REGISTERED_FOLDERS}
 #: the scored-once rounds: split name -> families
 ROUNDS = {"fresh": FRESH, "fresh2": FRESH2, "fresh3": FRESH3, "fresh4": FRESH4, "fresh5": FRESH5, "fresh6": FRESH6,
           "inshape6": INSHAPE6}  # fmt: skip
@@ -565,10 +589,7 @@ BLOCK_FOLDERS = ("h200_2026-12-03b", "h200_2026-12-03f", "h200_2026-12-04f", "h2
 ROUND_FOLDERS = {"fresh": "h200_2026-12-03f", "fresh2": "h200_2026-12-04f", "fresh3": "h200_2026-12-04t",
                  "fresh4": "h200_2026-12-04y", "fresh5": "h200_2026-12-04zz", "fresh6": "h200_2026-12-04r6",
                  "inshape6": "h200_2026-12-04r6", "fresh7": "h200_2026-12-04r7",
-                 "repeat": "h200_2026-12-04r6-repeat", "fresh8": "h200_2026-12-05r8",
-                 "repeat2": "h200_2026-12-05r8-repeat", "fresh8_h100": "h100_2026-12-06r8",
-                 "repeat2_h100": "h100_2026-12-06r8-repeat", "fresh9_h100": "h100_2026-12-06r9",
-                 "fresh10_h100": "h100_2026-12-06r10", "fresh11_h100": "h100_2026-12-07r11"}  # fmt: skip
+                 "repeat": "h200_2026-12-04r6-repeat", **REGISTERED_FOLDERS}  # fmt: skip
 #: the families whose expert GEMM shapes are a fit family's: left out of the held-out GEMM-dense figures
 SHAPE_OF_FIT = set(FIT) | {"llama4_scout"} | INSHAPE6
 
@@ -636,17 +657,17 @@ def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-#: the folders of the H200-board twin's figures (--twin), the H100 SXM's rounds (h200_board: the H200's SMs, clock,
-#: peaks and power limit), measured 2026-12-06: round 8 and its repeat as registered for it (the transfer rule was
-#: chosen on them: post-selection), round 9 (registered with that rule: its test), round 10
-TWIN_ROUNDS = {
-    "post_selection": ("h100_2026-12-06r8", "h100_2026-12-06r8-repeat"),
-    "registered": ("h100_2026-12-06r9",),
-    # round 10, registered with the grouped GEMMs' SM-bound memory rule (chosen on round 8's isolated GEMMs): its test
-    "registered_r10": ("h100_2026-12-06r10",),
-    # round 11, registered with the model of round 10 unchanged (b7c8e17): five families added for it, 8192-65536 tokens
-    "registered_r11": ("h100_2026-12-07r11",),
-}
+#: the registrations the H200-board transfer was chosen on (round 8 and its repeat, priced for the H100 SXM):
+#: pooled as one round of the twin's figures, "post_selection"
+TWIN_CHOSEN_ON = ("round8_h100", "repeat2_h100")
+#: the folders of the H200-board twin's figures (--twin): every registered round priced for a GPU on the H200's board
+#: that is not the H200 (perfmodel.moe.block.h200_twin: so far the H100 SXM's), each its own round under its split name
+#: (fresh9_h100: the transfer's test; fresh10_h100, fresh11_h100: later tests), but those of TWIN_CHOSEN_ON
+TWIN_ROUNDS: dict[str, tuple[str, ...]] = {
+    "post_selection": tuple(_REGISTERED[n]["folder"] for n in TWIN_CHOSEN_ON),
+    **{split_name(n): (reg["folder"],) for n, reg in _REGISTERED.items()
+       if n not in TWIN_CHOSEN_ON and h200_twin(reg.get("gpu", "H200"))},
+}  # fmt: skip
 TWIN_FOLDERS = tuple(f for fs in TWIN_ROUNDS.values() for f in fs)
 
 

@@ -754,6 +754,25 @@ def test_the_in_block_gemm_table_in_the_docs_is_the_script_output_and_the_consta
     assert sum(n for _, n in bands.values()) == 420 and all(0.985 <= m <= 1.01 for m, _ in bands.values()), iso
 
 
+def test_the_validators_rounds_are_read_from_the_registrations(tmp_path):
+    """A registered round's split, folder and GPU come from its file: ordered by folder date, then the suffix's numbers
+    as numbers; a grouped-GEMM registration is not a block round."""
+    import json
+
+    v = _validator()
+    for name, folder, kind in (("round10_h100", "h100_2026-12-06r10", "block"), ("repeat2", "h200_2026-12-05r8-repeat",
+                               None), ("round8", "h200_2026-12-05r8", None), ("round9_h100", "h100_2026-12-06r9",
+                               "block"), ("grouped10_h100", "h100_2026-12-06g10", "grouped")):  # fmt: skip
+        reg = {"round": name, "folder": folder, **({"kind": kind} if kind else {})}
+        (tmp_path / f"{name}.json").write_text(json.dumps(reg))
+    got = v.registered_rounds(tmp_path)
+    assert list(got) == ["round8", "repeat2", "round9_h100", "round10_h100"]
+    assert [v.split_name(n) for n in got] == ["fresh8", "repeat2", "fresh9_h100", "fresh10_h100"]
+    # the shipped files: every registered block round is scored by folder, each H100 one in the twin's figures
+    assert {v.split_name(n) for n in v.registered_rounds()} <= v.FOLDER_ROUNDS
+    assert set(v.TWIN_FOLDERS) == {r["folder"] for r in v.registered_rounds().values() if r.get("gpu") == "H100"}
+
+
 def test_registered_rounds_hold_todays_predictions_until_measured():
     from perfmodel.bench.moe_block.cli import build_parser
     from perfmodel.bench.moe_block.config import MODEL_BY_NAME
@@ -796,9 +815,9 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
             (a["id"], a["counts"]) for a in regs[of]["items"]
         ]
     for name, reg in regs.items():
-        split = {"round8": "fresh8", "round8_h100": "fresh8_h100", "round9_h100": "fresh9_h100",
-                 "round10_h100": "fresh10_h100", "round11_h100": "fresh11_h100"}.get(name, name)  # fmt: skip
-        assert reg["folder"] == v.ROUND_FOLDERS[split], name
+        split = v.split_name(name)  # the validator's rounds are read from these files: one home
+        assert reg["folder"] == v.ROUND_FOLDERS[split] and split in v.FOLDER_ROUNDS, name
+        assert reg.get("gpu", "H200") == reg_mod.ROUNDS[name].gpu, name
         for cmd in reg["commands"]:  # what the device call runs parses as the bench's own CLI
             a = build_parser().parse_args([*cmd.split()[3:], "--out", "x"])
             assert a.phase == "time" and a.min_reps == reg["min_reps"], cmd
@@ -893,7 +912,7 @@ def test_twin_error_is_what_the_h100_rounds_give():
     for name, key, n in (("speedup", "speedup", 54), ("bf16_block", "bf16", 55), ("rowwise_block", "rowwise", 54)):
         e = bm.TWIN_ERROR[key]
         assert got[name]["n"] == e["n"] == n, name
-        rounds = [got[f"{name}@{r}"] for r in ("post_selection", "registered", "registered_r10", "registered_r11")]
+        rounds = [got[f"{name}@{r}"] for r in ("post_selection", "fresh9_h100", "fresh10_h100", "fresh11_h100")]
         assert [x["n"] for x in rounds] == [15 + n % 2, 15, 10, 14], name  # round 8 + repeat, rounds 9, 10, 11
         for q in ("p50", "p90"):  # the larger round's, as the H200's bars
             assert e[q] == pytest.approx(max(x[q] for x in rounds), abs=0.05), (name, q)
@@ -901,9 +920,9 @@ def test_twin_error_is_what_the_h100_rounds_give():
             assert got[name][k] == pytest.approx(e[k], abs=5e-4), (name, k)
     # the direction the provenance and the decisions state: the speedup over-predicted in most configurations
     assert got["speedup"]["over"] > 0.9 and got["speedup"]["median_ratio"] > 1.03
-    assert got["speedup@registered"]["p50"] < 5.0  # round 9: the speedup's MdAPE (3.7 % as registered, 4.6 % now)
-    assert got["speedup@registered_r10"]["p50"] < 5.0 and got["speedup@registered_r10"]["over"] == 1.0  # round 10
-    assert got["speedup@registered_r11"]["p50"] < 3.0 and got["bf16_block@registered_r11"]["p90"] < 5.0  # round 11
+    assert got["speedup@fresh9_h100"]["p50"] < 5.0  # round 9: the speedup's MdAPE (3.7 % as registered, 4.6 % now)
+    assert got["speedup@fresh10_h100"]["p50"] < 5.0 and got["speedup@fresh10_h100"]["over"] == 1.0  # round 10
+    assert got["speedup@fresh11_h100"]["p50"] < 3.0 and got["bf16_block@fresh11_h100"]["p90"] < 5.0  # round 11
     d = pm.moe.block_decision("mixtral-8x7b", tokens=16384, recipe="rowwise", gpu="H100-SXM")
     assert "likely lower" in d.reason and "known wrong in direction on the H100 SXM" in d.fp8.provenance
     h200 = pm.moe.expert_block_time("mixtral-8x7b", tokens=16384).provenance
