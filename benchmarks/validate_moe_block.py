@@ -733,6 +733,59 @@ def twin_diagnostics(data: Path) -> str:
     return "\n".join(lines)
 
 
+def block_clocks(folder: Path) -> list[dict[str, Any]]:
+    """Each timed block of ``folder`` with its nvidia-smi samples (``gpu_clocks.csv.gz``, one every 0.2 s) between the
+    record's ``t_start_utc`` and ``t_end_utc``: ``samples``, ``sm_mhz`` (mean SM clock), ``watts`` (mean board power)
+    and ``tensor_load`` (the model's, :func:`predict`). Records without timestamps (before round 8) or samples are
+    left out."""
+    import datetime as dt
+
+    path = folder / "gpu_clocks.csv.gz"
+    if not path.is_file():
+        return []
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    head = [h.strip() for h in lines[0].split(",")]
+    sm, watts = head.index("clocks.current.sm [MHz]"), head.index("power.draw [W]")
+    samples = []
+    for line in lines[1:]:
+        f = [x.strip() for x in line.split(",")]
+        try:
+            t = dt.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=dt.timezone.utc)
+            samples.append((t, float(f[sm].split()[0]), float(f[watts].split()[0])))
+        except (ValueError, IndexError):
+            continue  # a header repeated, or a sample nvidia-smi could not read ("[N/A]")
+    out = []
+    for r in load(folder):
+        if "t_start_utc" not in r or "t_end_utc" not in r:
+            continue
+        a, b = dt.datetime.fromisoformat(r["t_start_utc"]), dt.datetime.fromisoformat(r["t_end_utc"])
+        s = [x for x in samples if a <= x[0] <= b]
+        if s:
+            out.append({**r, "samples": len(s), "sm_mhz": float(np.mean([x[1] for x in s])),
+                        "watts": float(np.mean([x[2] for x in s])), "tensor_load": predict(r).tensor_load})  # fmt: skip
+    return out
+
+
+def clocks_table(data: Path) -> str:
+    """Markdown: the SM clock and board power of the H100 SXM's timed blocks (:data:`TWIN_FOLDERS` under ``data``),
+    by round, recipe and the model's tensor load (GEMM-dense: above :data:`POWER_CAP_LOAD0`, where the power-cap term
+    acts): blocks, the range of their mean SM clock (MHz) and of their mean power (W)."""
+    from perfmodel.moe.block_constants import POWER_CAP_LOAD0
+
+    rows = []
+    for rnd, folders in TWIN_ROUNDS.items():
+        recs = [r for f in folders for r in block_clocks(data / f)]
+        for recipe in RECIPE:
+            for dense in (True, False):
+                g = [r for r in recs if r["recipe"] == recipe and (r["tensor_load"] > POWER_CAP_LOAD0) == dense]
+                if g:
+                    mhz, w = [r["sm_mhz"] for r in g], [r["watts"] for r in g]
+                    rows.append((rnd, RECIPE[recipe], f"{'above' if dense else 'at most'} {POWER_CAP_LOAD0:.2f}",
+                                 len(g), f"{min(mhz):.0f}-{max(mhz):.0f}", f"{min(w):.0f}-{max(w):.0f}"))  # fmt: skip
+    head = ("round", "recipe", "tensor load", "blocks", "mean SM clock, MHz", "mean power, W")
+    return table(head, rows)
+
+
 def gemm_dense_error(data: Path) -> dict[str, dict[str, float]]:
     """The float8 rowwise speedup's error above and below GEMM_DENSE_LOAD (the bf16 block's ``tensor_load`` as
     priced, event timing), over every measured pair of :data:`BLOCK_FOLDERS` under ``data``: |pred / meas - 1|
@@ -896,10 +949,13 @@ def main(argv: list[str]) -> int:
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--fp8-in-block", action="store_true", help="the grouped GEMMs' isolated price over their "
                     "in-block profiled time, per kernel profile (FOLDER: benchmarks/data)")  # fmt: skip
+    ap.add_argument("--clocks", action="store_true", help="the SM clock and power of the H100 SXM's timed blocks, "
+                    "by tensor load (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
     a = ap.parse_args(argv[1:])
     for flag, make, block in (("fp8_in_block", gemm_in_block_table, "moe-gemm-in-block"),
-                              ("rounds", rounds_table, "moe-block-rounds")):  # fmt: skip
+                              ("rounds", rounds_table, "moe-block-rounds"),
+                              ("clocks", clocks_table, "moe-h100-clocks")):  # fmt: skip
         if getattr(a, flag):
             body = make(a.folder)
             if a.docs:

@@ -929,6 +929,20 @@ def test_twin_error_is_what_the_h100_rounds_give():
     assert "known wrong in direction on the H100 SXM" not in h200
 
 
+def test_the_h100_clocks_table_in_the_docs_is_the_script_output():
+    """The twin's GEMM-dense bf16 blocks ran power-capped (docs/moe.md: mean SM clock 1270-1875 MHz against the 1980
+    boost), its rowwise blocks at 1640-1980 MHz."""
+    v = _validator()
+    _stale_check(v.clocks_table, "moe-h100-clocks", "--clocks")
+    root = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    recs = [r for f in v.TWIN_FOLDERS for r in v.block_clocks(root / f)]
+    dense = [r["sm_mhz"] for r in recs if r["recipe"] == "bf16" and r["tensor_load"] > bm.POWER_CAP_LOAD0]
+    rowwise = [r["sm_mhz"] for r in recs if r["recipe"] == "fp8_rowwise"]
+    assert len(dense) == 25 and 1265 < min(dense) < 1275 and 1870 < max(dense) < 1880
+    assert 1640 < min(rowwise) < 1645 and max(rowwise) <= 1980
+    assert all(r["samples"] >= 1 for r in recs) and not v.block_clocks(root / "h200_2026-12-04zz")  # no timestamps
+
+
 def test_the_h100_twin_table_in_the_docs_is_the_script_output():
     body = _stale_check(_validator().twin_diagnostics, "moe-h100-twin", "--twin")
     # what docs/moe.md says of it: the block's GEMMs and SM-bound kernels ran as on the H200, the streaming ones slower
