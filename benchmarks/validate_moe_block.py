@@ -734,35 +734,26 @@ def twin_diagnostics(data: Path) -> str:
 
 
 def block_clocks(folder: Path) -> list[dict[str, Any]]:
-    """Each timed block of ``folder`` with its nvidia-smi samples (``gpu_clocks.csv.gz``, one every 0.2 s) between the
-    record's ``t_start_utc`` and ``t_end_utc``: ``samples``, ``sm_mhz`` (mean SM clock), ``watts`` (mean board power)
-    and ``tensor_load`` (the model's, :func:`predict`). Records without timestamps (before round 8) or samples are
-    left out."""
+    """Each timed block of ``folder`` with its nvidia-smi samples (``gpu_clocks.csv.gz``, one every 0.2 s, read by
+    benchmarks.harness.validate_tiles.clock_log) between the record's ``t_start_utc`` and ``t_end_utc``: ``samples``,
+    ``sm_mhz`` (mean SM clock), ``watts`` (mean board power) and ``tensor_load`` (the model's, :func:`predict`).
+    Records without timestamps (before round 8) or samples are left out."""
     import datetime as dt
 
-    path = folder / "gpu_clocks.csv.gz"
-    if not path.is_file():
+    from benchmarks.harness.validate_tiles import clock_log
+
+    log = clock_log(folder / "gpu_clocks.csv.gz")
+    if log is None:
         return []
-    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
-    head = [h.strip() for h in lines[0].split(",")]
-    sm, watts = head.index("clocks.current.sm [MHz]"), head.index("power.draw [W]")
-    samples = []
-    for line in lines[1:]:
-        f = [x.strip() for x in line.split(",")]
-        try:
-            t = dt.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=dt.timezone.utc)
-            samples.append((t, float(f[sm].split()[0]), float(f[watts].split()[0])))
-        except (ValueError, IndexError):
-            continue  # a header repeated, or a sample nvidia-smi could not read ("[N/A]")
     out = []
     for r in load(folder):
         if "t_start_utc" not in r or "t_end_utc" not in r:
             continue
-        a, b = dt.datetime.fromisoformat(r["t_start_utc"]), dt.datetime.fromisoformat(r["t_end_utc"])
-        s = [x for x in samples if a <= x[0] <= b]
-        if s:
-            out.append({**r, "samples": len(s), "sm_mhz": float(np.mean([x[1] for x in s])),
-                        "watts": float(np.mean([x[2] for x in s])), "tensor_load": predict(r).tensor_load})  # fmt: skip
+        a, b = (dt.datetime.fromisoformat(r[k]).timestamp() for k in ("t_start_utc", "t_end_utc"))
+        m = (log["t"] >= a) & (log["t"] <= b)
+        if m.any():
+            out.append({**r, "samples": int(m.sum()), "sm_mhz": float(log["sm_mhz"][m].mean()),
+                        "watts": float(log["power_w"][m].mean()), "tensor_load": predict(r).tensor_load})  # fmt: skip
     return out
 
 

@@ -704,8 +704,10 @@ def score_defaults(sessions: tuple[tuple[str, str], ...] = tuple(DEFAULTS.items(
 
 
 def clock_log(path: Path = CLOCKS) -> dict[str, np.ndarray] | None:
-    """The sweep's ``nvidia-smi`` log: unix time, SM clock (MHz), power (W) and the active clock-event reasons
-    (bit mask) per 100 ms sample; ``None`` if the session has none."""
+    """An ``nvidia-smi --query-gpu ... --format=csv`` log (the sweep's by default): unix time, SM clock (MHz) and power
+    (W) per sample, and ``reasons``, the active clock-event reasons (bit mask), where the log has that column (the
+    MoE rounds before round 8 logged ``clocks_event_reasons.sw_power_cap`` instead); columns found by header name;
+    ``None`` if there is no log."""
     import csv
     import datetime
     import gzip
@@ -713,15 +715,19 @@ def clock_log(path: Path = CLOCKS) -> dict[str, np.ndarray] | None:
     if not path.exists():
         return None
     with gzip.open(path, "rt") as fh:
-        rows = list(csv.reader(fh))[1:]
+        head, *rows = list(csv.reader(fh))
+    col = {name.strip(): i for i, name in enumerate(head)}
+    sm, power = col["clocks.current.sm [MHz]"], col["power.draw [W]"]
     utc = datetime.timezone.utc
     t = [datetime.datetime.strptime(r[0].strip(), "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=utc).timestamp() for r in rows]
-    return {
+    out = {
         "t": np.array(t),
-        "sm_mhz": np.array([float(r[1].split()[0]) for r in rows]),
-        "power_w": np.array([float(r[3].split()[0]) for r in rows]),
-        "reasons": np.array([int(r[5].strip(), 16) for r in rows]),
+        "sm_mhz": np.array([float(r[sm].split()[0]) for r in rows]),
+        "power_w": np.array([float(r[power].split()[0]) for r in rows]),
     }
+    if "clocks_event_reasons.active" in col:
+        out["reasons"] = np.array([int(r[col["clocks_event_reasons.active"]].strip(), 16) for r in rows])
+    return out
 
 
 def record_clocks(rs: list[dict[str, Any]], log: dict[str, np.ndarray]) -> np.ndarray:
