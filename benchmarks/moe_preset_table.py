@@ -21,7 +21,8 @@ import perfmodel as pm  # noqa: E402
 from benchmarks.harness.tables import Block, write_blocks  # noqa: E402
 
 PRESETS = ("mixtral-8x7b", "deepseek-v3", "deepseek-v3-16b", "qwen3-30b-a3b", "llama4-scout", "llama4-maverick",
-           "gpt-oss-120b")  # fmt: skip
+           "gpt-oss-120b", "mixtral-8x22b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b", "dbrx", "olmoe-1b-7b",
+           "gpt-oss-20b", "glm-4.5-air")  # fmt: skip
 MAX_TOKENS = 1 << 18
 #: the generated block of docs/moe.md (between ``<!-- moe-presets:begin -->`` and ``<!-- moe-presets:end -->``)
 BLOCK = "moe-presets"

@@ -22,6 +22,7 @@ Counting rules:
 from __future__ import annotations
 
 from ..errors import UnknownLayerKindError, UnknownPresetError
+from ._moe import GQA_ATTENTION
 from ._registry import PRESETS, get_preset, list_presets, moe_presets
 from ._shapes import (
     ACTIVATIONS,
@@ -35,6 +36,7 @@ from ._shapes import (
 
 __all__ = [
     "ACTIVATIONS",
+    "GQA_ATTENTION",
     "NORMS",
     "PRESETS",
     "LayerShape",

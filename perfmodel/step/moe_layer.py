@@ -38,7 +38,7 @@ from ..float8.recipes import Recipe, get_recipe
 from ..models.base import ExpectedError, Provenance
 from ..models.registry import ModelLike
 from ..moe import AllToAllTime, ExpertBlockTime, ep_all_to_all, expert_block_time
-from ..presets import LayerShape, ModelPreset, MoEShape, get_preset
+from ..presets import GQA_ATTENTION, LayerShape, ModelPreset, MoEShape, get_preset
 from ..specs.gpu import GPULike
 from .layer import MLP_GROUPS, LayerTime, converted_linears, layer_time
 from .params import LayerParams
@@ -62,15 +62,11 @@ EXPERTS_GROUP = "experts"
 #: ``moe_training`` has fp8 rowwise grouped GEMMs (Hopper) and mxfp8 (Blackwell) only, so the other dense recipes
 #: (tensorwise, blockwise, ...) leave the experts in bf16 under ``convert=None`` and are refused for "experts"
 EXPERT_RECIPES: dict[str, str] = {"rowwise": "rowwise", "mxfp8": "mxfp8"}
-#: the GQA attention of the MoE presets (heads, kv_heads, head_dim) from their config.json (cited in
-#: perfmodel/presets/_moe.py next to each preset). DeepSeek's MLA is not here: the step model has no MLA kernel.
-MOE_ATTENTION: dict[str, tuple[int, int, int]] = {
-    "mixtral-8x7b": (32, 8, 128),
-    "qwen3-30b-a3b": (32, 4, 128),
-    "llama4-scout": (40, 8, 128),
-    "llama4-maverick": (40, 8, 128),
-    "gpt-oss-120b": (64, 8, 64),
-}
+#: the GQA attention of the MoE presets (heads, kv_heads, head_dim) from their config.json: a copy of
+#: ``perfmodel.presets.GQA_ATTENTION``, the one home of these numbers (the presets' q/k/v/o Linears are built from
+#: it; the copies checked are cited there next to each preset). DeepSeek's MLA is not here: the step model has no MLA
+#: kernel.
+MOE_ATTENTION: dict[str, tuple[int, int, int]] = dict(GQA_ATTENTION)
 #: the dense MLP's Linears in the MoE presets' dense layers (first names of presets' ``linears``)
 _DENSE_MLP = ("mlp.w1", "mlp.gate_proj")
 

@@ -35,7 +35,8 @@ and its text), :mod:`~perfmodel.train.config`, :mod:`~perfmodel.train.compute`, 
 :mod:`~perfmodel.train.fp8_gather`, :mod:`~perfmodel.train.memory`, :mod:`~perfmodel.train.mfu`,
 :mod:`~perfmodel.train.moe`, :mod:`~perfmodel.train.grid`.
 
-MoE models (the GQA MoE presets: mixtral-8x7b, qwen3-30b-a3b, llama4-scout, llama4-maverick, gpt-oss-120b) with
+MoE models (the GQA MoE presets: mixtral-8x7b, qwen3-30b-a3b, llama4-scout, llama4-maverick, gpt-oss-120b,
+mixtral-8x22b, qwen3-235b-a22b, qwen3-coder-480b-a35b, dbrx, olmoe-1b-7b, gpt-oss-20b, glm-4.5-air) with
 ``ep=`` (expert parallelism out of the FSDP shard ranks, ``tp = 1``): each MoE layer is
 :func:`perfmodel.step.layer_time` (attention half + routed-expert block + EP all-to-all, serial), dense layers
 ``dense_layer=True``; parameter counts with every expert, 6·N model FLOPs with the active ones (docs/train.md,
