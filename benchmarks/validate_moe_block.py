@@ -671,18 +671,97 @@ TWIN_ROUNDS: dict[str, tuple[str, ...]] = {
 TWIN_FOLDERS = tuple(f for fs in TWIN_ROUNDS.values() for f in fs)
 
 
-def twin_error(data: Path) -> dict[str, dict[str, float]]:
-    """The model's error on the H100 SXM (:data:`TWIN_ROUNDS` under ``data``): ``speedup`` (|pred / meas - 1| median
-    and p90 %, the pred / meas ratio's median, range and the share above 1), ``bf16_block`` and ``rowwise_block``
-    (fwd+bwd, the same statistics), each with its count, pooled; the same per round as ``<name>@<round>``."""
-    q: dict[str, list[float]] = {}
+def _twin_blocks(data: Path) -> list[dict[str, Any]]:
+    """Every timed block of :data:`TWIN_ROUNDS` under ``data``, as the model prices it without the twin's block factor:
+    ``round``, ``pair`` (folder, configuration), ``recipe`` (the record's), ``meas`` (fwd+bwd s), ``host`` (the event
+    law's host seconds) and ``body`` (the rest of the priced fwd+bwd, before ``TWIN_BLOCK_FACTOR``)."""
+    out = []
     for rnd, folders in TWIN_ROUNDS.items():
         for folder in folders:
-            for pair in pairs_by_config(load(data / folder)).values():
-                for key, ratio in _pair_ratios(pair).items():
-                    q.setdefault(key, []).append(ratio)
-                    q.setdefault(f"{key}@{rnd}", []).append(ratio)
+            for key, pair in pairs_by_config(load(data / folder)).items():
+                for rec, r in pair.items():
+                    b = predict(r)
+                    host = b.host_fwd_s + b.host_bwd_s
+                    out.append({"round": rnd, "pair": (folder, key), "recipe": rec, "meas": r["fwd_bwd_s"],
+                                "host": host, "body": (b.total_s - host) / b.board_factor})  # fmt: skip
+    return out
+
+
+def _fit_twin_factor(blocks: list[dict[str, Any]]) -> float:
+    """Least squares on the relative error of ``factor * body + host`` against ``meas``."""
+    x = np.array([b["body"] / b["meas"] for b in blocks])
+    y = np.array([1 - b["host"] / b["meas"] for b in blocks])
+    return float(x @ y / (x @ x))
+
+
+def twin_block_factor(data: Path, leave_out: str | None = None) -> dict[str, float]:
+    """TWIN_BLOCK_FACTOR (perfmodel.moe.block_constants) per model recipe from :data:`TWIN_ROUNDS` under ``data``,
+    without round ``leave_out`` (a :data:`TWIN_ROUNDS` key) where given."""
+    blocks = [b for b in _twin_blocks(data) if b["round"] != leave_out]
+    return {RECIPE[rec]: _fit_twin_factor([b for b in blocks if b["recipe"] == rec]) for rec in RECIPE}
+
+
+def _twin_ratios(blocks: list[dict[str, Any]], factor: Callable[[str, str], float]) -> dict[str, list[float]]:
+    """Predicted / measured per quantity (``bf16_block``, ``rowwise_block``, ``speedup``) and per ``<name>@<round>``,
+    with ``factor(round, model recipe)`` on each block's body."""
+    by: dict[tuple[str, Any], dict[str, tuple[float, float]]] = {}
+    for b in blocks:
+        p = factor(b["round"], RECIPE[b["recipe"]]) * b["body"] + b["host"]
+        by.setdefault((b["round"], b["pair"]), {})[b["recipe"]] = (p, b["meas"])
+    q: dict[str, list[float]] = {}
+    for (rnd, _), d in by.items():
+        ratios = {key: d[rec][0] / d[rec][1] for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block"))
+                  if rec in d}  # fmt: skip
+        if set(d) == set(RECIPE):
+            ratios["speedup"] = (d["bf16"][0] / d["fp8_rowwise"][0]) / (d["bf16"][1] / d["fp8_rowwise"][1])
+        for key, ratio in ratios.items():
+            q.setdefault(key, []).append(ratio)
+            q.setdefault(f"{key}@{rnd}", []).append(ratio)
+    return q
+
+
+def twin_error(data: Path, mode: str = "held_out") -> dict[str, dict[str, float]]:
+    """The model's error on the H100 SXM (:data:`TWIN_ROUNDS` under ``data``): ``speedup`` (|pred / meas - 1| median
+    and p90 %, the pred / meas ratio's median, range and the share above 1), ``bf16_block`` and ``rowwise_block``
+    (fwd+bwd, the same statistics), each with its count, pooled; the same per round as ``<name>@<round>``.
+    ``mode``: "held_out" (each round priced with TWIN_BLOCK_FACTOR fitted on the other rounds: held out by family),
+    "in_sample" (the factor fitted on every round, as shipped) or "no_factor" (the transfer without it)."""
+    blocks = _twin_blocks(data)
+    if mode == "no_factor":
+        q = _twin_ratios(blocks, lambda rnd, rec: 1.0)
+    elif mode == "in_sample":
+        c = twin_block_factor(data)
+        q = _twin_ratios(blocks, lambda rnd, rec: c[rec])
+    elif mode == "held_out":
+        loo = {rnd: twin_block_factor(data, leave_out=rnd) for rnd in TWIN_ROUNDS}
+        q = _twin_ratios(blocks, lambda rnd, rec: loo[rnd][rec])
+    else:
+        raise ValueError(f"mode must be held_out, in_sample or no_factor, got {mode!r}")
     return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
+
+
+def twin_factor_table(data: Path) -> str:
+    """Markdown: per H100 round (:data:`TWIN_ROUNDS`) and pooled, the bf16 and rowwise fwd+bwd and the float8
+    speedup's MdAPE / p90 % and the speedup's share over-predicted, without TWIN_BLOCK_FACTOR, with it fitted on the
+    other rounds (held out by family) and with it fitted on every round (in-sample, as shipped); then the factor
+    fitted without each round."""
+    modes = {m: twin_error(data, m) for m in ("no_factor", "held_out", "in_sample")}
+    rows = []
+    for rnd in [*TWIN_ROUNDS, "pooled"]:
+        at = "" if rnd == "pooled" else f"@{rnd}"
+        cells = [rnd, str(int(modes["no_factor"][f"speedup{at}"]["n"]))]
+        for m in modes.values():
+            e = {k: m[f"{k}{at}"] for k in ("bf16_block", "rowwise_block", "speedup")}
+            cells.append(" · ".join(f"{x['p50']:.1f} / {x['p90']:.1f}" for x in e.values()))
+            cells.append(f"{e['speedup']['over'] * 100:.0f} %")
+        rows.append(cells)
+    head = ("round", "pairs", "no factor: bf16 · rowwise · speedup", "speedup over", "held out by round",
+            "speedup over", "in-sample (shipped)", "speedup over")  # fmt: skip
+    loo = {rnd: twin_block_factor(data, leave_out=rnd) for rnd in TWIN_ROUNDS}
+    all_ = twin_block_factor(data)
+    facs = "; ".join(f"without {rnd}: bf16 {c['bf16']:.4f}, rowwise {c['rowwise']:.4f}" for rnd, c in loo.items())
+    return (table(head, rows) + f"\n\nTWIN_BLOCK_FACTOR fitted on every round: bf16 {all_['bf16']:.4f}, rowwise "
+            f"{all_['rowwise']:.4f}; {facs}.")  # fmt: skip
 
 
 def twin_diagnostics(data: Path) -> str:
@@ -940,6 +1019,12 @@ def main(argv: list[str]) -> int:
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--fp8-in-block", action="store_true", help="the grouped GEMMs' isolated price over their "
                     "in-block profiled time, per kernel profile (FOLDER: benchmarks/data)")  # fmt: skip
+    ap.add_argument(
+        "--derive-twin",
+        action="store_true",
+        help="TWIN_BLOCK_FACTOR from the H100 SXM's rounds and its "
+        "scores without it, held out by round and in-sample (FOLDER: benchmarks/data)",
+    )
     ap.add_argument("--clocks", action="store_true", help="the SM clock and power of the H100 SXM's timed blocks, "
                     "by tensor load (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--docs", type=Path, help="write the kernel and score tables between their markers in this file")
@@ -961,6 +1046,14 @@ def main(argv: list[str]) -> int:
     if a.long_step:
         for name, v in long_step_error(a.folder).items():
             print(name, " ".join(f"{k}={x:.4g}" for k, x in v.items()))
+        return 0
+    if a.derive_twin:
+        for name, v in twin_block_factor(a.folder).items():
+            print(f"twin_block_factor_{name} = {v:.4f}")
+        body = twin_factor_table(a.folder)
+        print(body)
+        if a.docs:
+            write_blocks([Block(doc=a.docs, name="moe-h100-factor", body=body)])
         return 0
     if a.twin:
         for name, v in twin_error(a.folder).items():

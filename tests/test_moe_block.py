@@ -480,7 +480,7 @@ def test_block_error_bar_only_where_validated():
         t = bm.TWIN_ERROR[key]
         e = bm.expert_block_time("deepseek-v3", tokens=8192, gpu="H100-SXM", recipe=recipe).error_bar
         assert (e["p50"], e["p90"]) == (max(h200[0], t["p50"]), max(h200[1], t["p90"])), recipe
-        assert e["basis"].startswith("the H200's board terms transferred: on the H100 SXM"), recipe
+        assert e["basis"].startswith("the H200's board terms transferred with the block factor our H100 SXM"), recipe
 
 
 def test_a_decision_inside_the_speedup_error_says_so():
@@ -508,9 +508,11 @@ def test_gemm_dense_blocks_say_the_model_under_predicts_them():
     assert 0 < small.bf16.tensor_load < GEMM_DENSE_LOAD and not small.gemm_dense and "GEMM-dense" not in small.reason
     # off the H200's board nothing was validated: no regime note
     assert not pm.moe.block_decision(m, tokens=32768, recipe="rowwise", gpu="H100-PCIe").gemm_dense
-    # on its twin the H100 SXM over-predicted the speedup of GEMM-dense blocks too: no "may be higher" there
+    # on its twin the H200's GEMM-dense regime error was not measured: no "may be higher" there, and the twin's own
+    # error (block factor included) has no direction
     tw = pm.moe.block_decision(m, tokens=32768, recipe="rowwise", gpu="H100-SXM")
-    assert tw.gemm_dense and "may be higher" not in tw.reason and "likely lower" in tw.reason
+    assert tw.gemm_dense and "may be higher" not in tw.reason and "likely" not in tw.reason
+    assert "block factor our H100 SXM measured" in tw.reason
     # by hand: one bf16 GEMM of 2 * 1024 * 4096 * 4096 FLOPs priced at s seconds, out of a kernel sum of 2 s
     k = [bm.BlockKernel("g", "fwd", 1.0, 0.0, 2 * 1024 * 4096**2, "gemm", "bf16_x"),
          bm.BlockKernel("m", "fwd", 1.0, 1e9, 0.0, "memory")]  # fmt: skip
@@ -908,7 +910,9 @@ def test_eager_kernels_below_copy_speed_keep_the_h200_rate_scaled_by_sm_throughp
 
 
 def test_twin_error_is_what_the_h100_rounds_give():
-    got = _validator().twin_error(pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data")
+    v = _validator()
+    data = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    got = v.twin_error(data)  # each round priced with the factor fitted on the other three
     for name, key, n in (("speedup", "speedup", 54), ("bf16_block", "bf16", 55), ("rowwise_block", "rowwise", 54)):
         e = bm.TWIN_ERROR[key]
         assert got[name]["n"] == e["n"] == n, name
@@ -918,15 +922,46 @@ def test_twin_error_is_what_the_h100_rounds_give():
             assert e[q] == pytest.approx(max(x[q] for x in rounds), abs=0.05), (name, q)
         for k in ("median_ratio", "min_ratio", "max_ratio", "over"):  # pooled
             assert got[name][k] == pytest.approx(e[k], abs=5e-4), (name, k)
-    # the direction the provenance and the decisions state: the speedup over-predicted in most configurations
-    assert got["speedup"]["over"] > 0.9 and got["speedup"]["median_ratio"] > 1.03
-    assert got["speedup@fresh9_h100"]["p50"] < 5.0  # round 9: the speedup's MdAPE (3.7 % as registered, 4.6 % now)
-    assert got["speedup@fresh10_h100"]["p50"] < 5.0 and got["speedup@fresh10_h100"]["over"] == 1.0  # round 10
-    assert got["speedup@fresh11_h100"]["p50"] < 3.0 and got["bf16_block@fresh11_h100"]["p90"] < 5.0  # round 11
+    # without the factor the speedup was over-predicted in 51 of 54 (docs/moe.md); held out by round it is centred
+    before = v.twin_error(data, "no_factor")
+    assert round(before["speedup"]["over"] * 54) == 51 and before["speedup"]["median_ratio"] > 1.04
+    assert before["bf16_block"]["median_ratio"] == pytest.approx(1.031, abs=5e-4)
+    assert 0.4 < got["speedup"]["over"] < 0.6 and abs(got["speedup"]["median_ratio"] - 1) < 0.01
+    assert got["speedup"]["p90"] < before["speedup"]["p90"] and bm.twin_speedup_direction() is None
+    with pytest.raises(ValueError, match="mode must be"):
+        v.twin_error(data, "loro")
     d = pm.moe.block_decision("mixtral-8x7b", tokens=16384, recipe="rowwise", gpu="H100-SXM")
-    assert "likely lower" in d.reason and "known wrong in direction on the H100 SXM" in d.fp8.provenance
+    assert "likely" not in d.reason and "error on the H100 SXM has no known direction" in d.fp8.provenance
     h200 = pm.moe.expert_block_time("mixtral-8x7b", tokens=16384).provenance
-    assert "known wrong in direction on the H100 SXM" not in h200
+    assert "on the H100 SXM" not in h200 and "TWIN_BLOCK_FACTOR" not in h200
+
+
+def test_twin_block_factor_is_its_fit_and_applies_to_the_time_beyond_the_host_on_the_twins_only(monkeypatch):
+    v = _validator()
+    data = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    fit = v.twin_block_factor(data)
+    assert fit == pytest.approx(dict(bm.TWIN_BLOCK_FACTOR), abs=5e-5)
+    for rnd in v.TWIN_ROUNDS:  # the same sign without any one round (board, families)
+        c = v.twin_block_factor(data, leave_out=rnd)
+        assert c["bf16"] < 0.98 and c["rowwise"] > 1.0, rnd
+    _stale_check(v.twin_factor_table, "moe-h100-factor", "--derive-twin")
+    for recipe in ("bf16", "rowwise"):
+        on = bm.expert_block_time("mixtral-8x7b", tokens=16384, recipe=recipe, gpu="H100-SXM")
+        with monkeypatch.context() as mp:
+            mp.setattr(bm, "TWIN_BLOCK_FACTOR", {"bf16": 1.0, "rowwise": 1.0})
+            off = bm.expert_block_time("mixtral-8x7b", tokens=16384, recipe=recipe, gpu="H100-SXM")
+        c, host = bm.TWIN_BLOCK_FACTOR[recipe], on.host_fwd_s + on.host_bwd_s
+        assert on.board_factor == c and off.board_factor == 1.0 and host == off.host_fwd_s + off.host_bwd_s > 0
+        assert on.total_s == pytest.approx(host + c * (off.total_s - host), rel=1e-12)
+        assert on.fwd_s == pytest.approx(on.host_fwd_s + c * (off.fwd_s - off.host_fwd_s), rel=1e-12)
+        assert on.total_s == pytest.approx(
+            on.fwd_s + on.bwd_s, rel=1e-12
+        ) and on.total_s == pytest.approx(  # the identity the fields keep
+            sum(k.seconds for k in on.kernels) + host + on.sustained_fwd_s + on.sustained_bwd_s, rel=1e-12
+        )
+        assert f"TWIN_BLOCK_FACTOR[{recipe!r}]" in on.provenance and "board factor" in on.table()
+    for kw in ({"gpu": "H200"}, {"gpu": "H100-PCIe"}, {"gpu": "H100-SXM", "timing": "kernel"}):
+        assert bm.expert_block_time("mixtral-8x7b", tokens=16384, **kw).board_factor == 1.0, kw
 
 
 def test_the_h100_clocks_table_in_the_docs_is_the_script_output():
@@ -966,5 +1001,5 @@ def test_a_users_gpuspec_of_the_h200_board_is_priced_as_its_twin():
     d = pm.moe.block_decision("mixtral-8x7b", tokens=65536, recipe="rowwise", gpu=mine)
     ref = pm.moe.block_decision("mixtral-8x7b", tokens=65536, recipe="rowwise", gpu="H100-SXM")
     assert d.fp8.gpu == "MyH100" and d.long_step and d.speedup == pytest.approx(ref.speedup, rel=1e-12)
-    assert d.fp8.error_bar == ref.fp8.error_bar and "known wrong in direction on the H100 SXM" in d.fp8.provenance
+    assert d.fp8.error_bar == ref.fp8.error_bar and "error on the H100 SXM has no known direction" in d.fp8.provenance
     pm.moe.break_even_tokens("mixtral-8x7b", gpu=mine, max_tokens=1 << 16)  # no UnknownGPUError on the way

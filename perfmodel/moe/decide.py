@@ -40,6 +40,7 @@ from .block import (
     expert_block_time,
     h200_twin,
     is_long_step,
+    twin_speedup_direction,
     twin_speedup_error,
 )
 
@@ -72,9 +73,10 @@ class BlockDecision:
     instead of the GEMM-dense one
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
-    the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM: three rounds pre-registered, one
-    post-selection), where the speedup was over-predicted in 51 of 54 measured configurations, GEMM-dense ones
-    included; the reason says it is likely lower."""
+    the block times carry the block factor our H100 SXM measured (:data:`~perfmodel.moe.block.TWIN_BLOCK_FACTOR`)
+    and the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, four rounds, each priced with
+    the factor fitted on the others); the reason states that error, and a direction only where the measured
+    configurations show one (:func:`~perfmodel.moe.block.twin_speedup_direction`)."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -157,12 +159,13 @@ def block_decision(
             f"speedup may be higher than this"
         )
     if twin:
-        e = TWIN_ERROR["speedup"]
+        e, d = TWIN_ERROR["speedup"], twin_speedup_direction()
         reason += (
-            f"; the H200's board terms transferred to the {b.gpu}: on our H100 SXM the model over-predicted the "
-            f"speedup in {e['over'] * 100:.0f} % of {int(e['n'])} measured configurations (8192-131072 tokens, "
-            f"predicted / measured median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}; GEMM-dense ones "
-            "included), so the speedup is likely lower than this"
+            f"; the H200's board terms transferred to the {b.gpu} with the block factor our H100 SXM measured: there "
+            f"the speedup, each round priced with the factor fitted on the others, came out at predicted / measured "
+            f"median {e['median_ratio']:.3f} ({e['min_ratio']:.2f}-{e['max_ratio']:.2f}, over-predicted in "
+            f"{e['over'] * 100:.0f} % of {int(e['n'])} configurations, 8192-131072 tokens)"
+            + (f", so the speedup is likely {d} than this" if d else "")
         )
     if close:
         where = "long-step " if long_step else "GEMM-dense " if dense else "pre-registered "
@@ -274,12 +277,14 @@ def break_even_tokens(
     note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
     if not monotone:
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
-    if d.fp8.error_bar.get("p50") is not None and h200_twin(gpu):
+    direction = twin_speedup_direction()
+    if d.fp8.error_bar.get("p50") is not None and h200_twin(gpu) and direction is not None:
         e = TWIN_ERROR["speedup"]
         note += (
-            f"; on the H100 SXM the model over-predicted the speedup in {e['over'] * 100:.0f} % of the measured "
-            "configurations (predicted / "
-            f"measured median {e['median_ratio']:.3f}): the break-even is likely later, if there is one"
+            f"; on the H100 SXM the model's speedup was {'over' if direction == 'lower' else 'under'}-predicted in "
+            f"{max(e['over'], 1 - e['over']) * 100:.0f} % of the measured configurations (predicted / measured median "
+            f"{e['median_ratio']:.3f}): the break-even is likely {'later' if direction == 'lower' else 'earlier'}"
+            + (", if there is one" if direction == "lower" else "")
         )
     if d.long_step:
         e = LONG_STEP_ERROR["speedup"]
