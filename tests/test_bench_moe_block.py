@@ -64,6 +64,11 @@ EXPECTED = {  # name: (hidden, expert inter, experts on GPU, top_k, shared inter
     "grok2": (8192, 16384, 8, 2, 0, "softmax", 8),  # its residual dense MLP is outside the block
     "qwen3_next_80b_a3b": (2048, 512, 512, 10, 512, "softmax", 512),
     "yuan2_m32": (2048, 8192, 32, 2, 0, "softmax", 32),
+    "jamba15_large_ep2": (8192, 24576, 8, 2, 0, "softmax", 16),  # round 12 (H100, 2026-12-07): 16 experts / EP 2
+    "step3": (7168, 5120, 48, 3, 5120, "softmax", 48),  # share_expert_dim 5120 (one shared expert)
+    "step35_flash": (4096, 1280, 288, 8, 1280, "sigmoid", 288),  # share_expert_dims 1280
+    "ling_flash_20": (4096, 1024, 256, 8, 1024, "sigmoid", 256),  # n-shared-experts 1 x 1024
+    "minicpm_moe_8x2b": (2304, 5760, 8, 2, 0, "softmax", 8),
 }
 FRESH2 = ("granite_3b_a800m", "ernie45_21b_a3b", "qwen2_57b_a14b", "minimax_m1")
 

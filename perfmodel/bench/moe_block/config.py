@@ -259,6 +259,55 @@ MODELS: tuple[BlockConfig, ...] = (
     BlockConfig("yuan2_m32", 2048, 8192, 32, 2, 0, "softmax", 32,
                 "Yuan2.0-M32 pretrain_yuan2.0_moe_2x32B.sh: hidden-size, num-experts, moe-router-topk; "
                 "ffn-hidden-size default 4 x hidden"),
+    # Round 12 for the H100 SXM (added 2026-12-07; pre-registered: the rows committed before any of them is
+    # measured): families chosen held out by shape. No (dim, inter) of theirs is an earlier row's, synth_* rows
+    # included, and none of their expert GEMM shapes (dim x 2*inter, inter x dim, 2*inter x dim, dim x inter) is one
+    # of any earlier row's four; nor do two of them share one. A mix: one few-expert, GEMM-dense family at EP=2
+    # (jamba15_large_ep2), two many-small-expert ones (step35_flash, ling_flash_20), a mid one (step3) and a small
+    # 8-expert one (minicpm_moe_8x2b). The largest routed block on one GPU: step3, 48 x 3 x 7168 x 5120 = 5.3e9
+    # parameters plus its shared expert of 5120.
+    # ai21labs/AI21-Jamba-1.5-Large config.json as transcribed by abhibambhaniya/GenZ-LLM-Analyzer
+    # GenZ/Models/Model_sets/misc.py: hidden_size 8192, intermediate_size 24576, num_experts 16, num_experts_per_tok 2
+    # (its expert_top_k), expert_layer_period 2 over 72 layers (36 MoE layers x 16 x 3 x 8192 x 24576 = 348e9 of the
+    # 398e9 published parameters); no shared expert; softmax router (transformers' Jamba MoE block is Mixtral's).
+    # Its 16 experts (9.7e9 parameters) exceed one GPU's budget: the layer as one of EP=2 GPUs holds it, 16 / 2 = 8
+    # local experts (4.8e9), the router's 16 outputs kept (as deepseek_v3_ep8). Its Mamba layers are not this block.
+    BlockConfig("jamba15_large_ep2", 8192, 24576, 8, 2, 0, "softmax", 16,
+                "AI21-Jamba-1.5-Large config.json (transcribed in GenZ-LLM-Analyzer Model_sets/misc.py): hidden_size, "
+                "intermediate_size, num_experts, top-k; local-experts variant 16/EP2 = 8 experts on this GPU"),
+    # stepfun-ai Step-3 (vLLM vllm/transformers_utils/configs/step3_vl.py, Step3TextConfig defaults): hidden_size
+    # 7168, moe_intermediate_size 5120, moe_num_experts 48, moe_top_k 3, share_expert_dim 5120 (one shared expert),
+    # norm_expert_weight false; softmax router (vLLM step3_text.py: FusedMoE's default scoring). stepfun-ai/Step3
+    # README.md's model card agrees: hidden 7168, 48 experts, 3 selected, 1 shared expert.
+    BlockConfig("step3", 7168, 5120, 48, 3, 5120, "softmax", 48,
+                "Step-3 (vLLM Step3TextConfig defaults; Step3 README model card): hidden_size, moe_intermediate_size, "
+                "moe_num_experts, moe_top_k, share_expert_dim"),
+    # stepfun-ai/Step-3.5-Flash (NVIDIA Megatron-Bridge src/megatron/bridge/models/stepfun/configuration_step35.py,
+    # Step35Config defaults, whose docstring says they mirror the published model): hidden_size 4096,
+    # moe_intermediate_size 1280, moe_num_experts 288, moe_top_k 8, share_expert_dims 1280 (one shared expert). Router:
+    # sigmoid with a routing bias and scaling factor 3.0 (moe_router_activation "sigmoid", use_moe_router_bias, in
+    # jamesETsmith/ATOM atom/model_config/step3p5.py, a mirror of the published configuration_step3p5.py; the bias
+    # and scale are not modelled). vLLM's own Step3p5Config carries generic defaults (hidden 5120, softmax) and reads
+    # the real values from the checkpoint: not a copy. stepfun-ai/Step-3.5-Flash README.md agrees: hidden 4096, 288
+    # routed experts + 1 shared, top-8.
+    BlockConfig("step35_flash", 4096, 1280, 288, 8, 1280, "sigmoid", 288,
+                "Step-3.5-Flash (Megatron-Bridge Step35Config defaults; ATOM step3p5.py): hidden_size, "
+                "moe_intermediate_size, moe_num_experts, moe_top_k, share_expert_dims, moe_router_activation=sigmoid"),
+    # inclusionAI Ling-flash-2.0 (Ascend/MindSpeed-LLM examples/mcore/ling_v2/pretrain_ling_flash_100b_4k_ptd_A3.sh):
+    # --hidden-size 4096 --moe-ffn-hidden-size 1024 --num-experts 256 --moe-router-topk 8 --n-shared-experts 1 (one
+    # shared expert of moe-ffn-hidden-size 1024) --moe-router-score-function sigmoid (its group-limited routing, 8
+    # groups / top-4 groups, and the expert bias are not modelled). Megatron-Bridge docs/models/bailing/ling-2.md
+    # agrees on 256 experts, top-8, sigmoid routing.
+    BlockConfig("ling_flash_20", 4096, 1024, 256, 8, 1024, "sigmoid", 256,
+                "Ling-flash-2.0 (MindSpeed-LLM pretrain_ling_flash_100b_4k_ptd_A3.sh): hidden-size, "
+                "moe-ffn-hidden-size, num-experts, moe-router-topk, n-shared-experts=1, "
+                "moe-router-score-function=sigmoid"),
+    # openbmb/MiniCPM-MoE-8x2B (Ascend/MindSpeed-LLM examples/mcore/minicpm/pretrain_minicpm_8x2b.sh): --hidden-size
+    # 2304 --ffn-hidden-size 5760 (the experts' width: the script sets no moe-ffn-hidden-size) --num-experts 8
+    # --moe-router-topk 2 --swiglu, no shared expert; softmax router (Megatron's default score function).
+    BlockConfig("minicpm_moe_8x2b", 2304, 5760, 8, 2, 0, "softmax", 8,
+                "MiniCPM-MoE-8x2B (MindSpeed-LLM pretrain_minicpm_8x2b.sh): hidden-size, ffn-hidden-size, num-experts, "
+                "moe-router-topk"),
 )  # fmt: skip
 MODEL_BY_NAME: dict[str, BlockConfig] = {m.name: m for m in MODELS}
 
