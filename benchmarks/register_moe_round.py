@@ -107,6 +107,22 @@ ROUNDS["round11_h100"] = Round(
     ],
     gpu="H100",
 )
+# registered 2026-12-07 with the H100 SXM's block factor (TWIN_BLOCK_FACTOR, fitted on rounds 8-11) committed first:
+# its test. Five families added to the bench for it, whose (dim, inter) and expert GEMM shapes no earlier row had
+# (so none of rounds 8-11, where the factor was fitted, nor any fit family or synthetic fit shape). The long steps
+# first (jamba15_large_ep2, GEMM-dense and predicted at break-even, 0.99-1.04x, and the 8-expert minicpm_moe_8x2b, at
+# 32768 and 65536 tokens), then the many-expert families at 16384 and 8192 tokens. Its diagnostic profiles two of the
+# 32768-token blocks on the same board as their walls (round 11's GEMM-dense profiles were lost)
+ROUNDS["round12_h100"] = Round(
+    "h100_2026-12-07r12",
+    3,
+    [
+        (("jamba15_large_ep2", "minicpm_moe_8x2b"), (32768, 65536), ("balanced", "skewed")),
+        (("step3", "step35_flash", "ling_flash_20"), (16384,), ("balanced", "skewed")),
+        (("step35_flash", "ling_flash_20", "minicpm_moe_8x2b"), (8192,), ("balanced",)),
+    ],
+    gpu="H100",
+)
 #: a round on another GPU -> the registered round whose items (and the bench's counts) it repeats: its counts are
 #: read from that file, so registering it needs no torch
 TWIN_OF: dict[str, str] = {"round8_h100": "round8", "repeat2_h100": "repeat2"}
@@ -120,6 +136,10 @@ DIAGNOSTICS: dict[str, list[str]] = {
     ],
     "round10_h100": [
         "python3 -m perfmodel.bench.moe_block kernels --models olmoe_1b_7b,deepseek_v3_16b --tokens 8192 "
+        "--routings balanced",
+    ],
+    "round12_h100": [
+        "python3 -m perfmodel.bench.moe_block kernels --models jamba15_large_ep2,minicpm_moe_8x2b --tokens 32768 "
         "--routings balanced",
     ],
     "round11_h100": [

@@ -811,6 +811,20 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     chosen_on = v.SHAPE_OF_FIT | synth | {r["model"] for r in regs["round8_h100"]["items"]}
     assert not set().union(*map(gemm_shapes, new)) & set().union(*map(gemm_shapes, chosen_on))
     assert all(len(r["predicted_fwd_bwd_s"]) == 2 for r in r11)
+    # round 12: the block factor's test. Families added for it, whose (dim, inter) and GEMM shapes no other bench row
+    # has (so none of rounds 8-11, on which TWIN_BLOCK_FACTOR was fitted), registered with the factor committed
+    r12 = regs["round12_h100"]["items"]
+    new12 = {r["model"] for r in r12}
+    assert len(r12) == 17 and regs["round12_h100"]["gpu"] == "H100" and len(new12) == 5
+    assert v.split_name("round12_h100") not in v.TWIN_FACTOR_ROUNDS and "fresh12_h100" in v.TWIN_ROUNDS
+    others = [m for m in MODEL_BY_NAME if m not in new12]
+    assert not {(MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter) for m in new12} & {
+        (MODEL_BY_NAME[m].dim, MODEL_BY_NAME[m].inter) for m in others
+    }
+    assert not set().union(*map(gemm_shapes, new12)) & set().union(*map(gemm_shapes, others))
+    fitted_on = {r["model"] for n in ("round8_h100", "repeat2_h100", "round9_h100", "round10_h100", "round11_h100")
+                 for r in regs[n]["items"]}  # fmt: skip
+    assert not new12 & fitted_on and all(len(r["predicted_fwd_bwd_s"]) == 2 for r in r12)
     for twin, of in reg_mod.TWIN_OF.items():  # an H100 twin: the same items and counts, priced on the H100
         assert regs[twin]["gpu"] == "H100" and regs[twin]["commands"] == regs[of]["commands"], twin
         assert [(a["id"], a["counts"]) for a in regs[twin]["items"]] == [
