@@ -294,7 +294,9 @@ def model_by_class(b: Any, phase: str = "fwd_bwd") -> dict[str, list[float]]:
 def kernel_tables(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> str:
     """Markdown: per class (median over configs of each recipe) and per config (sums and gaps), before and after."""
     wall = {(r["id"], r["recipe"]): r for r in trecs}
-    lines = ["Per kernel class, fwd+bwd at 8192 tokens, summed over the configs of each recipe (ms; launches):", ""]
+    tokens = ", ".join(str(t) for t in sorted({r["tokens"] for r in krecs})) or "no"
+    lines = [f"Per kernel class, fwd+bwd at {tokens} tokens, summed over the configs of each recipe (ms; launches):"]
+    lines.append("")
     lines += [
         "| recipe | class | measured launches | measured ms | before: launches | before ms | after: launches | "
         "after ms | after / measured |",
@@ -322,7 +324,7 @@ def kernel_tables(krecs: list[dict[str, Any]], trecs: list[dict[str, Any]]) -> s
             )
     lines += [
         "",
-        "Per config (fwd+bwd, 8192 tokens; ms): measured wall (do_bench) and kernel sum (profiler), their gap; "
+        f"Per config (fwd+bwd, {tokens} tokens; ms): measured wall (do_bench) and kernel sum (profiler), their gap; "
         "the model's kernel sum before and after, and its wall (event timing: kernels + host syncs + event):",
         "",
     ]

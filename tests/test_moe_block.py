@@ -927,20 +927,27 @@ def test_twin_error_is_what_the_h100_rounds_give():
     v = _validator()
     data = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data"
     got = v.twin_error(data)  # each round priced with the factor fitted on the other three
-    for name, key, n in (("speedup", "speedup", 54), ("bf16_block", "bf16", 55), ("rowwise_block", "rowwise", 54)):
+    for name, key, n in (("speedup", "speedup", 71), ("bf16_block", "bf16", 72), ("rowwise_block", "rowwise", 71)):
         e = bm.TWIN_ERROR[key]
         assert got[name]["n"] == e["n"] == n, name
-        rounds = [got[f"{name}@{r}"] for r in ("post_selection", "fresh9_h100", "fresh10_h100", "fresh11_h100")]
-        assert [x["n"] for x in rounds] == [15 + n % 2, 15, 10, 14], name  # round 8 + repeat, rounds 9, 10, 11
+        rounds = [got[f"{name}@{r}"] for r in v.TWIN_ROUNDS]
+        # round 8 + repeat (one bf16 block whose fp8 side ran out of memory), rounds 9-12
+        assert [x["n"] for x in rounds] == [15 + (key == "bf16"), 15, 10, 14, 17], name
         for q in ("p50", "p90"):  # the larger round's, as the H200's bars
             assert e[q] == pytest.approx(max(x[q] for x in rounds), abs=0.05), (name, q)
         for k in ("median_ratio", "min_ratio", "max_ratio", "over"):  # pooled
             assert got[name][k] == pytest.approx(e[k], abs=5e-4), (name, k)
     # without the factor the speedup was over-predicted in 51 of 54 (docs/moe.md); held out by round it is centred
     before = v.twin_error(data, "no_factor")
-    assert round(before["speedup"]["over"] * 54) == 51 and before["speedup"]["median_ratio"] > 1.04
-    assert before["bf16_block"]["median_ratio"] == pytest.approx(1.031, abs=5e-4)
+    fit = [before[f"speedup@{r}"] for r in v.TWIN_FACTOR_ROUNDS]  # rounds 8-11, where the factor was fitted
+    assert sum(round(x["over"] * x["n"]) for x in fit) == 51 and sum(x["n"] for x in fit) == 54
+    assert before["speedup"]["median_ratio"] > 1.04
     assert 0.4 < got["speedup"]["over"] < 0.6 and abs(got["speedup"]["median_ratio"] - 1) < 0.01
+    # round 12, pre-registered with the factor (docs/moe.md): speedup 1.9 / 6.2 %, over-predicted in 8 of 17, against
+    # 4.3 / 7.2 % and 14 of 17 without it
+    r12, r12_before = got["speedup@fresh12_h100"], before["speedup@fresh12_h100"]
+    assert r12["p50"] < 2.0 and r12["p90"] < 6.5 and round(r12["over"] * 17) == 8
+    assert r12_before["p50"] > 4.0 and round(r12_before["over"] * 17) == 14
     assert got["speedup"]["p90"] < before["speedup"]["p90"] and bm.twin_speedup_direction() is None
     with pytest.raises(ValueError, match="mode must be"):
         v.twin_error(data, "loro")
@@ -987,7 +994,7 @@ def test_the_h100_clocks_table_in_the_docs_is_the_script_output():
     recs = [r for f in v.TWIN_FOLDERS for r in v.block_clocks(root / f)]
     dense = [r["sm_mhz"] for r in recs if r["recipe"] == "bf16" and r["tensor_load"] > bm.POWER_CAP_LOAD0]
     rowwise = [r["sm_mhz"] for r in recs if r["recipe"] == "fp8_rowwise"]
-    assert len(dense) == 25 and 1265 < min(dense) < 1275 and 1870 < max(dense) < 1880
+    assert len(dense) == 35 and 1260 < min(dense) < 1275 and 1870 < max(dense) < 1880  # round 12: 1264-1710
     assert 1640 < min(rowwise) < 1645 and max(rowwise) <= 1980
     assert all(r["samples"] >= 1 for r in recs) and not v.block_clocks(root / "h200_2026-12-04zz")  # no timestamps
 

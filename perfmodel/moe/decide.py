@@ -74,9 +74,10 @@ class BlockDecision:
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
     the block times carry the block factor our H100 SXM measured (:data:`~perfmodel.moe.block.TWIN_BLOCK_FACTOR`)
-    and the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, four rounds, each priced with
-    the factor fitted on the others); the reason states that error, and a direction only where the measured
-    configurations show one (:func:`~perfmodel.moe.block.twin_speedup_direction`)."""
+    and the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, five rounds: rounds 8-11 each
+    priced with the factor fitted on the other three, round 12 pre-registered with it); the reason states that
+    error, and a direction only where the measured configurations show one
+    (:func:`~perfmodel.moe.block.twin_speedup_direction`)."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -162,7 +163,8 @@ def block_decision(
         e, d = TWIN_ERROR["speedup"], twin_speedup_direction()
         reason += (
             f"; the H200's board terms transferred to the {b.gpu} with the block factor our H100 SXM measured: there "
-            f"the speedup, each round priced with the factor fitted on the others, came out at predicted / measured "
+            f"the speedup (rounds 8-11 each priced with the factor fitted on the others, round 12 pre-registered with "
+            f"it) came out at predicted / measured "
             f"median {e['median_ratio']:.3f} ({e['min_ratio']:.2f}-{e['max_ratio']:.2f}, over-predicted in "
             f"{e['over'] * 100:.0f} % of {int(e['n'])} configurations, 8192-131072 tokens)"
             + (f", so the speedup is likely {d} than this" if d else "")
