@@ -1024,3 +1024,23 @@ def test_a_users_gpuspec_of_the_h200_board_is_priced_as_its_twin():
     assert d.fp8.gpu == "MyH100" and d.long_step and d.speedup == pytest.approx(ref.speedup, rel=1e-12)
     assert d.fp8.error_bar == ref.fp8.error_bar and "error on the H100 SXM has no known direction" in d.fp8.provenance
     pm.moe.break_even_tokens("mixtral-8x7b", gpu=mine, max_tokens=1 << 16)  # no UnknownGPUError on the way
+
+
+def test_a_measured_twin_direction_is_stated_where_there_is_one(monkeypatch):
+    """The twin's answers name a direction only where TWIN_ERROR's share over-predicted passes TWIN_DIRECTION_SHARE
+    (none today: 35 of 71); the branches for either side say so in the decision and the break-even note."""
+    assert bm.twin_speedup_direction() is None and "no known direction" in bm.twin_speedup_note()
+    for over, word, later in ((0.9, "lower", "later"), (0.1, "higher", "earlier")):
+        with monkeypatch.context() as mp:
+            mp.setitem(bm.TWIN_ERROR["speedup"], "over", over)
+            assert bm.twin_speedup_direction() == word
+            assert bm.twin_speedup_note().startswith(f"known wrong in direction on the H100 SXM: the float8 speedup is "
+                                                     f"likely {word}")  # fmt: skip
+            d = pm.moe.block_decision("mixtral-8x7b", tokens=16384, recipe="rowwise", gpu="H100-SXM")
+            assert f"so the speedup is likely {word} than this" in d.reason
+            b = pm.moe.break_even_tokens("mixtral-8x22b", gpu="H100-SXM", max_tokens=1 << 16)
+            assert b.tokens is not None and f"the break-even is likely {later}" in b.note
+        on_h200 = pm.moe.block_decision("mixtral-8x7b", tokens=16384, recipe="rowwise")
+        assert "likely" not in on_h200.reason
+    b = pm.moe.break_even_tokens("mixtral-8x22b", gpu="H100-SXM", max_tokens=1 << 16)
+    assert "H100 SXM" not in b.note
