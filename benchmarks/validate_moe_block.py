@@ -699,11 +699,17 @@ def _fit_twin_factor(blocks: list[dict[str, Any]]) -> float:
     return float(x @ y / (x @ x))
 
 
+def _twin_factors(blocks: list[dict[str, Any]], leave_out: str | None = None) -> dict[str, float]:
+    """The factor per model recipe from the ``blocks`` (:func:`_twin_blocks`) of :data:`TWIN_FACTOR_ROUNDS`, without
+    round ``leave_out`` where given."""
+    fit = [b for b in blocks if b["round"] in TWIN_FACTOR_ROUNDS and b["round"] != leave_out]
+    return {RECIPE[rec]: _fit_twin_factor([b for b in fit if b["recipe"] == rec]) for rec in RECIPE}
+
+
 def twin_block_factor(data: Path, leave_out: str | None = None) -> dict[str, float]:
     """TWIN_BLOCK_FACTOR (perfmodel.moe.block_constants) per model recipe from the rounds of :data:`TWIN_FACTOR_ROUNDS`
     under ``data``, without round ``leave_out`` (one of them) where given."""
-    blocks = [b for b in _twin_blocks(data) if b["round"] in TWIN_FACTOR_ROUNDS and b["round"] != leave_out]
-    return {RECIPE[rec]: _fit_twin_factor([b for b in blocks if b["recipe"] == rec]) for rec in RECIPE}
+    return _twin_factors(_twin_blocks(data), leave_out)
 
 
 def _twin_ratios(blocks: list[dict[str, Any]], factor: Callable[[str, str], float]) -> dict[str, list[float]]:
@@ -733,15 +739,19 @@ def twin_error(data: Path, mode: str = "held_out") -> dict[str, dict[str, float]
     three: held out by family; a later round with the factor as shipped, which it was registered with), "in_sample"
     (the factor as fitted on :data:`TWIN_FACTOR_ROUNDS`, as shipped) or "no_factor" (the transfer without it). Rounds
     not measured yet (no folder under ``data``) have no entries."""
-    blocks = _twin_blocks(data)
+    return _twin_error(_twin_blocks(data), mode)
+
+
+def _twin_error(blocks: list[dict[str, Any]], mode: str) -> dict[str, dict[str, float]]:
+    """:func:`twin_error` of the ``blocks`` (:func:`_twin_blocks`), priced once by the caller."""
     if mode == "no_factor":
         q = _twin_ratios(blocks, lambda rnd, rec: 1.0)
     elif mode == "in_sample":
-        c = twin_block_factor(data)
+        c = _twin_factors(blocks)
         q = _twin_ratios(blocks, lambda rnd, rec: c[rec])
     elif mode == "held_out":
-        c = twin_block_factor(data)
-        loo = {rnd: twin_block_factor(data, leave_out=rnd) for rnd in TWIN_FACTOR_ROUNDS}
+        c = _twin_factors(blocks)
+        loo = {rnd: _twin_factors(blocks, leave_out=rnd) for rnd in TWIN_FACTOR_ROUNDS}
         q = _twin_ratios(blocks, lambda rnd, rec: loo.get(rnd, c)[rec])
     else:
         raise ValueError(f"mode must be held_out, in_sample or no_factor, got {mode!r}")
@@ -754,7 +764,8 @@ def twin_factor_table(data: Path) -> str:
     :data:`TWIN_FACTOR_ROUNDS` with the factor fitted on the other three, a later round with the factor as shipped)
     and with the factor as shipped (in-sample on :data:`TWIN_FACTOR_ROUNDS`); then the factor fitted without each
     round."""
-    modes = {m: twin_error(data, m) for m in ("no_factor", "held_out", "in_sample")}
+    blocks = _twin_blocks(data)
+    modes = {m: _twin_error(blocks, m) for m in ("no_factor", "held_out", "in_sample")}
     rows = []
     measured = [rnd for rnd in TWIN_ROUNDS if f"speedup@{rnd}" in modes["no_factor"]]
     for rnd in [*measured, "pooled"]:
@@ -767,11 +778,11 @@ def twin_factor_table(data: Path) -> str:
         rows.append(cells)
     head = ("round", "pairs", "no factor: bf16 · rowwise · speedup", "speedup over", "held out by round",
             "speedup over", "shipped factor (in-sample on rounds 8-11)", "speedup over")  # fmt: skip
-    loo = {rnd: twin_block_factor(data, leave_out=rnd) for rnd in TWIN_FACTOR_ROUNDS}
-    all_ = twin_block_factor(data)
+    loo = {rnd: _twin_factors(blocks, leave_out=rnd) for rnd in TWIN_FACTOR_ROUNDS}
+    all_ = _twin_factors(blocks)
     facs = "; ".join(f"without {rnd}: bf16 {c['bf16']:.4f}, rowwise {c['rowwise']:.4f}" for rnd, c in loo.items())
-    return (table(head, rows) + f"\n\nTWIN_BLOCK_FACTOR fitted on every round: bf16 {all_['bf16']:.4f}, rowwise "
-            f"{all_['rowwise']:.4f}; {facs}.")  # fmt: skip
+    return (table(head, rows) + f"\n\nTWIN_BLOCK_FACTOR fitted on rounds 8-11 ({', '.join(TWIN_FACTOR_ROUNDS)}): "
+            f"bf16 {all_['bf16']:.4f}, rowwise {all_['rowwise']:.4f}; {facs}.")  # fmt: skip
 
 
 def twin_diagnostics(data: Path) -> str:
