@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 import perfmodel as pm
 from benchmarks.harness.tables import Block, table, write_blocks
-from perfmodel.moe.block import h200_twin
+from perfmodel.moe.block import LONG_STEP_TOKENS, h200_twin
 
 FIT = {"deepseek_v3", "deepseek_v3_ep8", "qwen3_30b_a3b", "llama4_maverick"}
 VALIDATION = {"deepseek_v3_16b", "llama4_scout"}
@@ -633,8 +633,6 @@ def long_step_error(data: Path) -> dict[str, dict[str, float]]:
     range and the share above 1), ``bf16_block`` and ``rowwise_block`` (fwd+bwd, the same statistics), each with its
     count, on both folders pooled; ``speedup_held_out`` / ``speedup_in_shape``: the speedup on round 7 alone / on the
     fit families' own long steps alone."""
-    from perfmodel.moe.block import LONG_STEP_TOKENS
-
     q: dict[str, list[float]] = {"speedup": [], "bf16_block": [], "rowwise_block": [], "speedup_held_out": [],
                                  "speedup_in_shape": []}  # fmt: skip
     for folder in LONG_STEP_FOLDERS:
@@ -678,8 +676,9 @@ TWIN_FACTOR_ROUNDS = ("post_selection", "fresh9_h100", "fresh10_h100", "fresh11_
 
 def _twin_blocks(data: Path) -> list[dict[str, Any]]:
     """Every timed block of :data:`TWIN_ROUNDS` under ``data``, as the model prices it without the twin's block factor:
-    ``round``, ``pair`` (folder, configuration), ``recipe`` (the record's), ``meas`` (fwd+bwd s), ``host`` (the event
-    law's host seconds) and ``body`` (the rest of the priced fwd+bwd, before ``TWIN_BLOCK_FACTOR``)."""
+    ``round``, ``pair`` (folder, configuration), ``recipe`` (the record's), ``tokens`` (per step), ``meas`` (fwd+bwd
+    s), ``host`` (the event law's host seconds) and ``body`` (the rest of the priced fwd+bwd, before
+    ``TWIN_BLOCK_FACTOR``)."""
     out = []
     for rnd, folders in TWIN_ROUNDS.items():
         for folder in folders:
@@ -687,8 +686,9 @@ def _twin_blocks(data: Path) -> list[dict[str, Any]]:
                 for rec, r in pair.items():
                     b = predict(r)
                     host = b.host_fwd_s + b.host_bwd_s
-                    out.append({"round": rnd, "pair": (folder, key), "recipe": rec, "meas": r["fwd_bwd_s"],
-                                "host": host, "body": (b.total_s - host) / b.board_factor})  # fmt: skip
+                    out.append({"round": rnd, "pair": (folder, key), "recipe": rec, "tokens": int(r["tokens"]),
+                                "meas": r["fwd_bwd_s"], "host": host,
+                                "body": (b.total_s - host) / b.board_factor})  # fmt: skip
     return out
 
 
@@ -713,21 +713,26 @@ def twin_block_factor(data: Path, leave_out: str | None = None) -> dict[str, flo
 
 
 def _twin_ratios(blocks: list[dict[str, Any]], factor: Callable[[str, str], float]) -> dict[str, list[float]]:
-    """Predicted / measured per quantity (``bf16_block``, ``rowwise_block``, ``speedup``) and per ``<name>@<round>``,
-    with ``factor(round, model recipe)`` on each block's body."""
+    """Predicted / measured per quantity (``bf16_block``, ``rowwise_block``, ``speedup``), per ``<name>@<round>`` and,
+    for the blocks of more than ``LONG_STEP_TOKENS`` tokens (the H200's long-step regime), ``<name>@long``; with
+    ``factor(round, model recipe)`` on each block's body."""
     by: dict[tuple[str, Any], dict[str, tuple[float, float]]] = {}
+    tokens: dict[tuple[str, Any], int] = {}
     for b in blocks:
         p = factor(b["round"], RECIPE[b["recipe"]]) * b["body"] + b["host"]
         by.setdefault((b["round"], b["pair"]), {})[b["recipe"]] = (p, b["meas"])
+        tokens[(b["round"], b["pair"])] = b["tokens"]
     q: dict[str, list[float]] = {}
-    for (rnd, _), d in by.items():
+    for (rnd, pair), d in by.items():
+        pools = [rnd, "long"] if tokens[(rnd, pair)] > LONG_STEP_TOKENS else [rnd]
         ratios = {key: d[rec][0] / d[rec][1] for rec, key in (("bf16", "bf16_block"), ("fp8_rowwise", "rowwise_block"))
                   if rec in d}  # fmt: skip
         if set(d) == set(RECIPE):
             ratios["speedup"] = (d["bf16"][0] / d["fp8_rowwise"][0]) / (d["bf16"][1] / d["fp8_rowwise"][1])
         for key, ratio in ratios.items():
             q.setdefault(key, []).append(ratio)
-            q.setdefault(f"{key}@{rnd}", []).append(ratio)
+            for pool in pools:
+                q.setdefault(f"{key}@{pool}", []).append(ratio)
     return q
 
 

@@ -35,6 +35,7 @@ from .block import (
     LONG_STEP_TOKENS,
     SPEEDUP_ERROR_BAR,
     TWIN_ERROR,
+    TWIN_LONG_STEP_ERROR,
     ExpertBlockTime,
     as_moe_shape,
     expert_block_time,
@@ -70,7 +71,8 @@ class BlockDecision:
     more than :data:`~perfmodel.moe.block.LONG_STEP_TOKENS` tokens, beyond every fit, where the model over-predicted
     the speedup more often than not (76 % of 34 measured configurations, predicted / measured up to 1.15): the reason
     says the speedup is likely lower, and ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`)
-    instead of the GEMM-dense one
+    instead of the GEMM-dense one; on the H100 SXM that direction did not hold
+    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 8 of 17), and a twin's reason says so
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
     the block times carry the block factor our H100 SXM measured (:data:`~perfmodel.moe.block.TWIN_BLOCK_FACTOR`)
@@ -133,7 +135,7 @@ def block_decision(
     gem_f = sum(k.seconds for k in f.kernels if k.kind == "gemm")
     reason = (
         f"{recipe} saves {(gem_b - gem_f) * 1e3:.3f} ms of grouped GEMMs and adds {quant * 1e3:.3f} ms of "
-        f"quantization: speedup {s:.3f} {'>=' if use else '<'} {ms:g}"
+        f"quantization{_beyond_kernels(b, f)}: speedup {s:.3f} {'>=' if use else '<'} {ms:g}"
     )
     validated = f.error_bar.get("p50") is not None
     long_step = validated and is_long_step(spec, "bf16", b.event_law, b.tokens)
@@ -149,8 +151,9 @@ def block_decision(
             f"; beyond {LONG_STEP_TOKENS} tokens per step, where the H200 measurements at 65536-131072 tokens found "
             f"the model over-predicting the speedup more often than not (predicted / measured median "
             f"{e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}, {int(e['n'])} configurations: round 7's held-out "
-            f"families and the fit families' own), so the speedup is likely lower than this"
+            f"families and the fit families' own)"
         )
+        reason += _twin_long_step(b.gpu) if twin else ", so the speedup is likely lower than this"
     elif dense and not twin:  # the GEMM-dense regime's error was measured up to LONG_STEP_TOKENS only, on the H200
         e = GEMM_DENSE_SPEEDUP_ERROR
         reason += (
@@ -159,8 +162,8 @@ def block_decision(
             f"{1 / e['median_ratio']:.3f}, up to {1 / e['min_ratio']:.2f}, {e['n']} held-out configurations), so the "
             f"speedup may be higher than this"
         )
-    if twin:
-        e, d = TWIN_ERROR["speedup"], twin_speedup_direction()
+    if twin:  # beyond LONG_STEP_TOKENS the direction is the long steps' own, stated above
+        e, d = TWIN_ERROR["speedup"], None if long_step else twin_speedup_direction()
         reason += (
             f"; the H200's board terms transferred to the {b.gpu} with the block factor our H100 SXM measured: there "
             f"the speedup (rounds 8-11 each priced with the factor fitted on the others, round 12 pre-registered with "
@@ -187,6 +190,38 @@ def block_decision(
         gemm_dense=dense,
         long_step=long_step,
     )
+
+
+def _beyond_kernels(b: ExpertBlockTime, f: ExpertBlockTime) -> str:
+    """The reason's clause on the seconds each block's time holds beyond its kernels (the event law's host wait and
+    sustained-run seconds, :data:`~perfmodel.moe.block.EVENT_LAW`, or the host constants), so that the reason's sums
+    add up to the speedup; empty where both are their kernels' sum (``timing="kernel"``)."""
+    extra = [(x, x.total_s - sum(k.seconds for k in x.kernels)) for x in (b, f)]
+    if all(abs(e) < 1e-3 * x.total_s for x, e in extra):
+        return ""
+    parts = []
+    for x, e in extra:
+        what = f"{x.recipe} {'+' if e >= 0 else '-'}{abs(e) * 1e3:.3f} ms"
+        if x.power_cap_factor > 1.0:
+            what += f" (the power cap: kernels x{x.power_cap_factor:.3f})"
+        parts.append(what)
+    return f", and beyond the kernels the event time (host waits, sustained run) adds {', '.join(parts)}"
+
+
+def _twin_long_step(gpu: str) -> str:
+    """The long-step clause's end on a twin of the H200's board: whether our H100 SXM's long steps showed the H200's
+    direction (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`)."""
+    t, d = TWIN_LONG_STEP_ERROR["speedup"], twin_speedup_direction(long_step=True)
+    seen = (
+        f"our H100 SXM's {int(t['n'])} blocks of more than {LONG_STEP_TOKENS} tokens: predicted / measured median "
+        f"{t['median_ratio']:.3f}, {t['min_ratio']:.2f}-{t['max_ratio']:.2f}, over-predicted in "
+        f"{t['over'] * 100:.0f} %"
+    )
+    if d == "lower":
+        return f"; so did {seen}, so the speedup on the {gpu} is likely lower than this"
+    if d == "higher":
+        return f"; the other way on {seen}, so the speedup on the {gpu} is likely higher than this"
+    return f"; not so on {seen}: no direction is known on the {gpu}"
 
 
 def speedup(preset_or_config: Any, *, tokens: Any, gpu: Any = "H200", recipe: str = "rowwise", **kw: Any) -> float:
@@ -279,16 +314,25 @@ def break_even_tokens(
     note = f"speedup reaches {ms:g} at {hi_t} tokens per step ({hi_t * m.top_k / m.experts:.1f} rows per expert)"
     if not monotone:
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
-    direction = twin_speedup_direction()
-    if d.fp8.error_bar.get("p50") is not None and h200_twin(gpu) and direction is not None:
-        e = TWIN_ERROR["speedup"]
+    twin = d.fp8.error_bar.get("p50") is not None and h200_twin(gpu)
+    direction = twin_speedup_direction(d.long_step) if twin else None
+    if direction is not None:
+        e = (TWIN_LONG_STEP_ERROR if d.long_step else TWIN_ERROR)["speedup"]
         note += (
             f"; on the H100 SXM the model's speedup was {'over' if direction == 'lower' else 'under'}-predicted in "
-            f"{max(e['over'], 1 - e['over']) * 100:.0f} % of the measured configurations (predicted / measured median "
-            f"{e['median_ratio']:.3f}): the break-even is likely {'later' if direction == 'lower' else 'earlier'}"
-            + (", if there is one" if direction == "lower" else "")
+            f"{max(e['over'], 1 - e['over']) * 100:.0f} % of the measured configurations"
+            + (f" of more than {LONG_STEP_TOKENS} tokens" if d.long_step else "")
+            + f" (predicted / measured median {e['median_ratio']:.3f}): the break-even is likely "
+            f"{'later' if direction == 'lower' else 'earlier'}" + (", if there is one" if direction == "lower" else "")
         )
-    if d.long_step:
+    elif twin and d.long_step:
+        e, t = LONG_STEP_ERROR["speedup"], TWIN_LONG_STEP_ERROR["speedup"]
+        note += (
+            f"; beyond {LONG_STEP_TOKENS} tokens per step the H200 over-predicted the speedup in "
+            f"{e['over'] * 100:.0f} % of its measured configurations, our H100 SXM in {t['over'] * 100:.0f} % of its "
+            f"{int(t['n'])}: no direction is known for the break-even on the {d.fp8.gpu}"
+        )
+    elif d.long_step:
         e = LONG_STEP_ERROR["speedup"]
         note += (
             f"; beyond {LONG_STEP_TOKENS} tokens per step, where the model over-predicted the speedup on the H200 "
