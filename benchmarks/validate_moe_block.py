@@ -660,13 +660,16 @@ def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
 #: the registrations the H200-board transfer was chosen on (round 8 and its repeat, priced for the H100 SXM):
 #: pooled as one round of the twin's figures, "post_selection"
 TWIN_CHOSEN_ON = ("round8_h100", "repeat2_h100")
+#: twin registrations of blocks whose expert shapes are the H200's fit families' (in-shape for its block constants):
+#: scored apart (:func:`twin_in_shape_error`), never pooled into the held-out-by-shape figures of TWIN_ROUNDS
+TWIN_IN_SHAPE = ("round13_h100",)
 #: the folders of the H200-board twin's figures (--twin): every registered round priced for a GPU on the H200's board
 #: that is not the H200 (perfmodel.moe.block.h200_twin: so far the H100 SXM's), each its own round under its split name
 #: (fresh9_h100: the transfer's test; fresh10_h100, fresh11_h100: later tests), but those of TWIN_CHOSEN_ON
 TWIN_ROUNDS: dict[str, tuple[str, ...]] = {
     "post_selection": tuple(_REGISTERED[n]["folder"] for n in TWIN_CHOSEN_ON),
     **{split_name(n): (reg["folder"],) for n, reg in _REGISTERED.items()
-       if n not in TWIN_CHOSEN_ON and h200_twin(reg.get("gpu", "H200"))},
+       if n not in TWIN_CHOSEN_ON + TWIN_IN_SHAPE and h200_twin(reg.get("gpu", "H200"))},
 }  # fmt: skip
 TWIN_FOLDERS = tuple(f for fs in TWIN_ROUNDS.values() for f in fs)
 #: the rounds TWIN_BLOCK_FACTOR (perfmodel.moe.block_constants) was fitted on (2026-12-07); a later twin round is held

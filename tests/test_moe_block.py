@@ -770,9 +770,12 @@ def test_the_validators_rounds_are_read_from_the_registrations(tmp_path):
     got = v.registered_rounds(tmp_path)
     assert list(got) == ["round8", "repeat2", "round9_h100", "round10_h100"]
     assert [v.split_name(n) for n in got] == ["fresh8", "repeat2", "fresh9_h100", "fresh10_h100"]
-    # the shipped files: every registered block round is scored by folder, each H100 one in the twin's figures
+    # the shipped files: every registered block round is scored by folder, each H100 one in the twin's figures but
+    # those of in-shape blocks (scored apart)
     assert {v.split_name(n) for n in v.registered_rounds()} <= v.FOLDER_ROUNDS
-    assert set(v.TWIN_FOLDERS) == {r["folder"] for r in v.registered_rounds().values() if r.get("gpu") == "H100"}
+    h100 = {n: r["folder"] for n, r in v.registered_rounds().items() if r.get("gpu") == "H100"}
+    assert set(v.TWIN_FOLDERS) == {f for n, f in h100.items() if n not in v.TWIN_IN_SHAPE}
+    assert set(v.TWIN_IN_SHAPE) <= set(h100) and not set(v.TWIN_IN_SHAPE) & set(v.TWIN_CHOSEN_ON)
 
 
 def test_registered_rounds_hold_todays_predictions_until_measured():
@@ -825,6 +828,12 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     fitted_on = {r["model"] for n in ("round8_h100", "repeat2_h100", "round9_h100", "round10_h100", "round11_h100")
                  for r in regs[n]["items"]}  # fmt: skip
     assert not new12 & fitted_on and all(len(r["predicted_fwd_bwd_s"]) == 2 for r in r12)
+    # round 13: the H200's long-step fit-family blocks (h200_2026-12-04r7-fit) with the same counts, on the H100 SXM:
+    # families no H100 round ran (held out from the block factor), in-shape for the H200 (scored apart)
+    r13 = regs["round13_h100"]["items"]
+    h200 = {r["id"]: r["counts"] for r in v.load(root / "benchmarks" / "data" / "h200_2026-12-04r7-fit")}
+    assert len(r13) == 14 and all(h200[r["id"]] == r["counts"] for r in r13)
+    assert not {r["model"] for r in r13} & (fitted_on | new12) and "round13_h100" in v.TWIN_IN_SHAPE
     for twin, of in reg_mod.TWIN_OF.items():  # an H100 twin: the same items and counts, priced on the H100
         assert regs[twin]["gpu"] == "H100" and regs[twin]["commands"] == regs[of]["commands"], twin
         assert [(a["id"], a["counts"]) for a in regs[twin]["items"]] == [
