@@ -793,6 +793,49 @@ def twin_factor_table(data: Path) -> str:
             f"bf16 {all_['bf16']:.4f}, rowwise {all_['rowwise']:.4f}; {facs}.")  # fmt: skip
 
 
+#: the H200's folder of the blocks TWIN_IN_SHAPE repeats on the H100 SXM (the same ids and counts)
+TWIN_IN_SHAPE_H200 = "h200_2026-12-04r7-fit"
+
+
+def twin_in_shape_table(data: Path) -> str:
+    """Markdown: each block of the :data:`TWIN_IN_SHAPE` rounds measured on the H100 SXM beside the same id on the
+    H200 (:data:`TWIN_IN_SHAPE_H200`): the measured float8 speedup on each board, the model's predicted / measured
+    speedup on each (the H100's with TWIN_BLOCK_FACTOR as shipped, fitted on rounds 8-11, which ran none of these
+    families) and the bf16 block's; then the medians and the share over-predicted. Empty where none is measured."""
+    h200 = pairs_by_config(load(data / TWIN_IN_SHAPE_H200))
+    both = []
+    for name in TWIN_IN_SHAPE:
+        folder = data / _REGISTERED[name]["folder"]
+        if folder.is_dir():
+            for key, pair in pairs_by_config(load(folder)).items():
+                if set(pair) == set(RECIPE) and set(h200.get(key, {})) == set(RECIPE):
+                    both.append((key, pair, h200[key]))
+    if not both:
+        return ""
+    lines = [
+        "| configuration | H200 measured | H200 pred / meas | H100 measured | H100 pred / meas | H100 / H200 measured "
+        "| bf16 block pred / meas, H200 · H100 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    q: dict[str, list[float]] = {"h200": [], "h100": [], "h200_bf16": [], "h100_bf16": []}
+    for key, h1, h2 in both:
+        m1, m2 = (p["bf16"]["fwd_bwd_s"] / p["fp8_rowwise"]["fwd_bwd_s"] for p in (h1, h2))
+        r1, r2 = _pair_ratios(h1), _pair_ratios(h2)
+        for board, r in (("h100", r1), ("h200", r2)):
+            q[board].append(r["speedup"])
+            q[f"{board}_bf16"].append(r["bf16_block"])
+        lines.append(f"| {key} | {m2:.3f}x | {r2['speedup']:.3f} | {m1:.3f}x | {r1['speedup']:.3f} | {m1 / m2:.3f} | "
+                     f"{r2['bf16_block']:.3f} · {r1['bf16_block']:.3f} |")  # fmt: skip
+    over = {k: int(np.sum(np.array(v) > 1)) for k, v in q.items()}
+    n = len(both)
+    lines.append(
+        f"| **median** ({n}; over-predicted: H200 {over['h200']}, H100 {over['h100']}) | | "
+        f"{np.median(q['h200']):.3f} | | {np.median(q['h100']):.3f} | | "
+        f"{np.median(q['h200_bf16']):.3f} · {np.median(q['h100_bf16']):.3f} |"
+    )
+    return "\n".join(lines)
+
+
 def twin_diagnostics(data: Path) -> str:
     """Markdown: the H100 SXM against the H200 on the same work. Kernel classes: round 8's H100 profiles (49152 tokens)
     over the H200's of the same family and recipe at 32768 tokens (h200_2026-12-04x) times 1.5, the classes whose time
@@ -1044,6 +1087,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--twin", action="store_true", help="the error on the H100 SXM, the H200's board twin (FOLDER: benchmarks/data)"
     )
+    ap.add_argument("--twin-in-shape", action="store_true", help="the H100 SXM's blocks of the H200's fit families "
+                    "beside the same blocks on the H200 (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--gemm-dense", action="store_true", help="the speedup error above / below GEMM_DENSE_LOAD "
                     "over every measured block (FOLDER: benchmarks/data)")  # fmt: skip
     ap.add_argument("--fp8-in-block", action="store_true", help="the grouped GEMMs' isolated price over their "
@@ -1091,6 +1136,12 @@ def main(argv: list[str]) -> int:
         print(body)
         if a.docs:
             write_blocks([Block(doc=a.docs, name="moe-h100-twin", body=body)])
+        return 0
+    if a.twin_in_shape:
+        body = twin_in_shape_table(a.folder)
+        print(body or "no TWIN_IN_SHAPE round measured yet")
+        if a.docs and body:
+            write_blocks([Block(doc=a.docs, name="moe-h100-long-steps", body=body)])
         return 0
     if a.gemm_dense:
         for name, v in gemm_dense_error(a.folder).items():

@@ -1110,3 +1110,21 @@ def test_the_reason_adds_up_to_the_speedup():
     k = pm.moe.block_decision("mixtral-8x7b", tokens=8192, recipe="rowwise", timing="kernel")
     assert k.bf16.total_s == pytest.approx(sum(x.seconds for x in k.bf16.kernels), rel=1e-12)
     assert "beyond the kernels" not in k.reason and "quantization: speedup" in k.reason
+
+
+def test_the_in_shape_twin_table_sets_each_block_beside_the_same_block_on_the_h200(tmp_path):
+    """--twin-in-shape pairs each TWIN_IN_SHAPE block with the H200's of the same id: with the H200's own folder
+    standing in for the H100's, every row's boards agree (measured ratio 1.000) and each board's median is the other's;
+    with no round measured, nothing is printed."""
+    v = _validator()
+    data = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    assert v.twin_in_shape_table(tmp_path) == ""  # neither board's folder
+    (tmp_path / v.TWIN_IN_SHAPE_H200).symlink_to(data / v.TWIN_IN_SHAPE_H200)
+    assert v.twin_in_shape_table(tmp_path) == ""  # the H100's round not measured (here)
+    (tmp_path / v._REGISTERED["round13_h100"]["folder"]).symlink_to(data / v.TWIN_IN_SHAPE_H200)
+    rows = [[c.strip() for c in r.strip("|").split("|")] for r in v.twin_in_shape_table(tmp_path).splitlines()]
+    body, last = rows[2:-1], rows[-1]
+    assert len(body) == 16 and all(len(r) == 7 and r[5] == "1.000" for r in body)
+    assert all(r[1] == r[3] and r[2] == r[4] for r in body)
+    over = sum(float(r[2]) > 1 for r in body)
+    assert f"(16; over-predicted: H200 {over}, H100 {over})" in last[0] and last[2] == last[4]
