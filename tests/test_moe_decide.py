@@ -90,6 +90,12 @@ def test_section_text_and_rows():
     assert row["gemm_dense"] is False and row["close_call"] is False  # a small-expert block, far from 1
     _, (dense,) = pm.moe.routed_experts_section("mixtral-8x7b", tokens=32768, recipes=("rowwise",))
     assert dense["gemm_dense"] is True and "GEMM-dense block" in dense["reason"]
+    assert "close call" not in text.split("-> speedup")[1].splitlines()[0]  # the verdict: far from 1
+    # a close call says so on the verdict's own line, not only deep in the reason
+    close, (row,) = pm.moe.routed_experts_section("mixtral-8x22b", tokens=65536, recipes=("rowwise",), gpu="H100-SXM")
+    assert row["close_call"] and row["use"]
+    verdict = next(ln for ln in close.splitlines() if "-> speedup" in ln)
+    assert verdict.endswith("convert (a close call, within the model's error: measure before deciding)")
 
 
 def test_moe_preset_refused_by_dense_apis_with_a_pointer():

@@ -404,7 +404,9 @@ def routed_experts_section(
         except PerfModelError as e:
             lines.append(f"  {r}: skipped ({e})")
             continue
-        verdict = "convert" if d.use else "keep bf16"
+        verdict = ("convert" if d.use else "keep bf16") + (
+            " (a close call, within the model's error: measure before deciding)" if d.close_call else ""
+        )
         lines.append(
             f"  {r}: block bf16 {d.bf16.total_s * 1e3:.3f} ms vs {r} {d.fp8.total_s * 1e3:.3f} ms (fwd+bwd, align "
             f"{ALIGN[r]}) -> speedup {d.speedup:.3f}: {verdict}"
