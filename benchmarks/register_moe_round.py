@@ -1,5 +1,5 @@
 """Pre-register a round of MoE block measurements: the model's predictions for every item, written before the items
-are measured and committed with the model that made them (docs/moe.md, "Block validation").
+are measured and committed with the model that made them (docs/validation/moe.md, "Block validation").
 
     python benchmarks/register_moe_round.py round8            # print the predictions
     python benchmarks/register_moe_round.py round8 --write    # write benchmarks/registered/<round>.json

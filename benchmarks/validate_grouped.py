@@ -6,8 +6,8 @@ Prints markdown tables: for each timing (event, kernel), dtype (bf16, fp8), op (
 distribution (balanced; skewed = Dirichlet-skewed and empty-group vectors), the median and 90th percentile of
 |predicted / measured - 1| of the shipped calibration (perfmodel/calibrations/h200_grouped.json), with the
 compute-only roofline as torchao's MoE roofline prices it (perfmodel.moe.roofline_grouped_gemm_time_s) beside it.
-Splits (by model family, chosen before any score was seen; see docs/moe.md): ``fit``, ``validation`` (looked at
-while the model form was chosen), ``test`` (looked at once), ``held_out`` (validation + test), ``shape_disjoint``
+Splits (by model family, chosen before any score was seen; see docs/validation/moe.md): ``fit``, ``validation`` (looked
+at while the model form was chosen), ``test`` (looked at once), ``held_out`` (validation + test), ``shape_disjoint``
 (held-out families whose (K, N) no fit family has: all but llama4_scout). ``fresh`` (round 1), ``fresh2`` (round 2,
 added 2026-12-04), ``fresh3`` (round 3, 2026-12-04 evening) and ``fresh4`` (round 4, 2026-12-04 night): families in
 no fit and with no (K, N) of any earlier family, measured in their own sweep folder after the model that scores them
@@ -130,7 +130,8 @@ def _all_ops(tab: str) -> str:
 
 
 def docs_blocks() -> dict[str, str]:
-    """The generated blocks of docs/moe.md, by name (between ``<!-- grouped-NAME:begin -->`` and ``:end -->``)."""
+    """The generated blocks of docs/validation/moe.md, by name (between ``<!-- grouped-NAME:begin -->`` and ``:end
+    -->``)."""
     params = gm.load_params()["params"]
     records = cg.load_records(ROOT / "benchmarks" / "data" / "h200_2026-12-03")
     overlap = shape_overlap(records)
@@ -152,7 +153,7 @@ def docs_blocks() -> dict[str, str]:
 
 
 def write_docs(path: Path) -> None:
-    """Replace every generated block of ``path`` (docs/moe.md) between its markers ``grouped-NAME``
+    """Replace every generated block of ``path`` (docs/validation/moe.md) between its markers ``grouped-NAME``
     (:func:`benchmarks.harness.tables.write_blocks`: a missing marker is a ``BlockError``)."""
     write_blocks(Block(doc=path, name=f"grouped-{name}", body=body) for name, body in docs_blocks().items())
 
@@ -178,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=None, help="sweep folder (default: h200_2026-12-03; a fresh split's own)")
     ap.add_argument("--split", default="all", choices=[*SPLITS, "shape_disjoint", *FRESH_SPLITS, "all"])
-    ap.add_argument("--docs", type=Path, help="rewrite the generated grouped-GEMM tables of this file (docs/moe.md)")
+    ap.add_argument(
+        "--docs", type=Path, help="rewrite the generated grouped-GEMM tables of this file (docs/validation/moe.md)"
+    )
     args = ap.parse_args(argv)
     if args.docs:
         write_docs(args.docs)

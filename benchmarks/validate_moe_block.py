@@ -4,13 +4,13 @@
     python benchmarks/validate_moe_block.py DIR --final    # ... and the test split (look once, at the end)
     python benchmarks/validate_moe_block.py DIR --kernels  # measured kernels vs the model's, class by class
     python benchmarks/validate_moe_block.py DIR --derive   # the block constants, from the fit families only
-    python benchmarks/validate_moe_block.py DIR --final --docs docs/moe.md   # rewrite the generated tables there
+    python benchmarks/validate_moe_block.py DIR --final --docs docs/validation/moe.md   # rewrite the tables there
     python benchmarks/validate_moe_block.py benchmarks/data --fp8-in-block  # grouped GEMMs in the block vs alone
 
 DIR holds ``moe_block_results.tar.gz`` (or its JSON files: ``moe_block_time.json``, ``moe_block_kernels.json``).
 
 The split by model family was fixed before any block measurement was looked at (2026-12-03) and is the grouped-GEMM
-split's (docs/moe.md, "Split by model family"):
+split's (docs/validation/moe.md, "Split by model family"):
 
 * fit: deepseek_v3, deepseek_v3_ep8, qwen3_30b_a3b, llama4_maverick (every block constant comes from these);
 * validation: deepseek_v3_16b, llama4_scout (its block scores were seen before the kernel-level fix: post-selection);
@@ -82,7 +82,7 @@ FRESH8 = {"mixtral_8x22b", "dbrx", "hunyuan_large", "grok1", "minimax_m1", "phi3
 #: the pre-registered block rounds, one home: each file of benchmarks/registered (benchmarks/register_moe_round.py)
 #: names its round, the folder its data lands in and the GPU it is priced for ("gpu"; H200 where absent). Scored by
 #: folder, not by family (their families were measured before at other token counts). What each round tested is
-#: said where it was registered (register_moe_round.ROUNDS) and in docs/moe.md:
+#: said where it was registered (register_moe_round.ROUNDS) and in docs/validation/moe.md:
 #: "fresh8" / "repeat2" (H200, 2026-12-05); "fresh8_h100" / "repeat2_h100" (the same items, priced on the H100:
 #: the H200-board transfer was chosen on them); "fresh9_h100" (that transfer's test); "fresh10_h100" (the grouped
 #: GEMMs' SM-bound memory rule's test); "fresh11_h100" (the model of round 10 unchanged, five families added for it)
@@ -1048,7 +1048,7 @@ def score(recs: list[dict[str, Any]], splits: list[str]) -> str:
     return "\n".join(out)
 
 
-#: the header of the derived-constants table (docs/moe.md)
+#: the header of the derived-constants table (docs/validation/moe.md)
 _DERIVE_HEAD = (
     "| constant | fit families (slowdowns, host gaps: median; colwise_dual, power_derate: least squares) |\n"
     "| --- | ---: |\n"

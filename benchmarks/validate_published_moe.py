@@ -1,14 +1,14 @@
 """Published Hopper grouped-GEMM results, priced by perfmodel.moe.grouped_gemm_time_s (validation only, never fitted).
 
     python benchmarks/validate_published_moe.py            # print the markdown table
-    python benchmarks/validate_published_moe.py --docs docs/moe.md   # rewrite the table between its markers
+    python benchmarks/validate_published_moe.py --docs docs/validation/moe.md   # rewrite the table between its markers
 
 Each entry of :data:`PUBLISHED` holds a published figure exactly as its source prints it, the source (URL and the
 commit or tag read), the GPU, dtype, shapes and what was timed. :func:`score` prices the ones perfmodel can express
 with :func:`perfmodel.moe.grouped_gemm_time_s` and says, for each, whether the grouped-GEMM fit saw that shape and GPU
 (fit families ``deepseek_v3, qwen3_30b_a3b, llama4_maverick, random`` on the H200, read from the 2026-12-03 sweep in
 ``benchmarks/data/h200_2026-12-03``, see benchmarks/validate_grouped.py). A match on a shape the fit saw is in-sample by
-shape. Nothing here changes a model constant: published numbers validate, they never tune (docs/moe.md).
+shape. Nothing here changes a model constant: published numbers validate, they never tune (docs/validation/moe.md).
 
 Columns: "published" and "ours" are times (``time``), bf16/fp8 speedups (``speedup``) or a ratio of two published
 times (``ratio``, for a source whose absolute times are totals over an unstated loop); "ratio / speedup" is
@@ -35,7 +35,7 @@ from perfmodel.calibrate import grouped as cg  # noqa: E402
 
 __all__ = ["BEGIN", "END", "PUBLISHED", "fit_coverage", "price", "render", "rows_from_offs", "score", "write_docs"]
 
-#: the generated block of docs/moe.md this script writes (benchmarks/harness/tables.write_blocks)
+#: the generated block of docs/validation/moe.md this script writes (benchmarks/harness/tables.write_blocks)
 BLOCK = "published-moe"
 BEGIN, END = markers(BLOCK)
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03"
@@ -357,7 +357,8 @@ def score(data: Path = DATA) -> list[dict[str, Any]]:
 
 
 def render(rows: list[dict[str, Any]] | None = None) -> str:
-    """The markdown table (what ``main`` prints and what docs/moe.md holds between :data:`BEGIN` and :data:`END`)."""
+    """The markdown table (what ``main`` prints and what docs/validation/moe.md holds between :data:`BEGIN` and
+    :data:`END`)."""
     rows = score() if rows is None else rows
     lines = [
         "| source | what | published | ours | ratio / speedup | direction right? | expressible? (fit saw) |",

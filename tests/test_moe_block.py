@@ -729,14 +729,16 @@ def test_fp8_grouped_gemms_take_the_in_block_rate_on_the_h200_only():
 
 
 def _stale_check(make, block: str, flag: str) -> str:
-    """Docs block ``block`` of docs/moe.md equals ``make(benchmarks/data)`` (validator ``flag``); returns it."""
+    """Docs block ``block`` of docs/validation/moe.md equals ``make(benchmarks/data)`` (validator ``flag``); returns
+    it."""
     from benchmarks.harness.tables import block_text
 
     root = pathlib.Path(__file__).resolve().parents[1]
     body = make(root / "benchmarks" / "data")
-    got = block_text((root / "docs" / "moe.md").read_text(), block, doc="docs/moe.md")
+    got = block_text((root / "docs" / "validation" / "moe.md").read_text(), block, doc="docs/validation/moe.md")
     assert got == body, (
-        f"stale: PYTHONPATH=. python benchmarks/validate_moe_block.py benchmarks/data {flag} --docs docs/moe.md"
+        f"stale: PYTHONPATH=. python benchmarks/validate_moe_block.py benchmarks/data {flag} --docs "
+        "docs/validation/moe.md"
     )
     return body
 
@@ -946,7 +948,8 @@ def test_twin_error_is_what_the_h100_rounds_give():
             assert e[q] == pytest.approx(max(x[q] for x in rounds), abs=0.05), (name, q)
         for k in ("median_ratio", "min_ratio", "max_ratio", "over"):  # pooled
             assert got[name][k] == pytest.approx(e[k], abs=5e-4), (name, k)
-    # without the factor the speedup was over-predicted in 51 of 54 (docs/moe.md); held out by round it is centred
+    # without the factor the speedup was over-predicted in 51 of 54 (docs/validation/moe.md); held out by round it is
+    # centred
     before = v.twin_error(data, "no_factor")
     fit = [before[f"speedup@{r}"] for r in v.TWIN_FACTOR_ROUNDS]  # rounds 8-11, where the factor was fitted
     assert sum(round(x["over"] * x["n"]) for x in fit) == 51 and sum(x["n"] for x in fit) == 54
@@ -961,7 +964,8 @@ def test_twin_error_is_what_the_h100_rounds_give():
         assert long[k] == pytest.approx(e[k], abs=5e-4), k
     # the H200's long-step direction (over-predicted in 76 %) is not the H100 SXM's
     assert bm.LONG_STEP_ERROR["speedup"]["over"] > bm.TWIN_DIRECTION_SHARE > e["over"] > 1 - bm.TWIN_DIRECTION_SHARE
-    # round 12, pre-registered with the factor (docs/moe.md): speedup 1.9 / 6.2 %, over-predicted in 8 of 17, against
+    # round 12, pre-registered with the factor (docs/validation/moe.md): speedup 1.9 / 6.2 %, over-predicted in 8 of
+    # 17, against
     # 4.3 / 7.2 % and 14 of 17 without it
     r12, r12_before = got["speedup@fresh12_h100"], before["speedup@fresh12_h100"]
     assert r12["p50"] < 2.0 and r12["p90"] < 6.5 and round(r12["over"] * 17) == 8
@@ -1004,7 +1008,8 @@ def test_twin_block_factor_is_its_fit_and_applies_to_the_time_beyond_the_host_on
 
 
 def test_the_h100_clocks_table_in_the_docs_is_the_script_output():
-    """The twin's GEMM-dense bf16 blocks ran power-capped (docs/moe.md: mean SM clock 1270-1875 MHz against the 1980
+    """The twin's GEMM-dense bf16 blocks ran power-capped (docs/validation/moe.md: mean SM clock 1270-1875 MHz against
+    the 1980
     boost), its rowwise blocks at 1640-1980 MHz."""
     v = _validator()
     _stale_check(v.clocks_table, "moe-h100-clocks", "--clocks")
@@ -1019,7 +1024,8 @@ def test_the_h100_clocks_table_in_the_docs_is_the_script_output():
 
 def test_the_h100_twin_table_in_the_docs_is_the_script_output():
     body = _stale_check(_validator().twin_diagnostics, "moe-h100-twin", "--twin")
-    # what docs/moe.md says of it: the block's GEMMs and SM-bound kernels ran as on the H200, the streaming ones slower
+    # what docs/validation/moe.md says of it: the block's GEMMs and SM-bound kernels ran as on the H200, the streaming
+    # ones slower
     rows = [
         line.split(" | ") for line in body.splitlines() if line.startswith("| hunyuan") or line.startswith("| mixtral")
     ]

@@ -369,7 +369,8 @@ def test_held_out_scores_agree_with_the_data():
         assert r["mdape"] == pytest.approx(s["mdape"], abs=1e-9) and r["p90"] == pytest.approx(s["p90"], abs=1e-9)
 
 
-#: the held-out event-time figures docs/moe.md states (validation + test families, all ops), % — (MdAPE, p90);
+#: the held-out event-time figures docs/validation/moe.md states (validation + test families, all ops), % — (MdAPE,
+#: p90);
 #: post-selection since the schema-2 form (2026-12-04), which was chosen after these families were seen
 DOCUMENTED = {
     ("bf16", "balanced"): (3.5, 9.0),
@@ -422,13 +423,16 @@ def test_the_grouped_tables_in_the_docs_are_the_script_output():
     spec.loader.exec_module(vg)
     from benchmarks.harness.tables import block_text
 
-    text = (ROOT / "docs" / "moe.md").read_text()
+    text = (ROOT / "docs" / "validation" / "moe.md").read_text()
     blocks = vg.docs_blocks()
     assert set(blocks) >= {"params", "held-out", "fresh4"}
     for name, body in blocks.items():
-        stale = f"docs/moe.md grouped-{name} is stale: python benchmarks/validate_grouped.py --docs docs/moe.md"
-        assert block_text(text, f"grouped-{name}", doc="docs/moe.md") == body, stale
-    # the round-4 event cells meet the targets (MdAPE <= 5 %, p90 <= 15 %): the figures docs/moe.md states
+        stale = (
+            f"docs/validation/moe.md grouped-{name} is stale: python benchmarks/validate_grouped.py --docs "
+            "docs/validation/moe.md"
+        )
+        assert block_text(text, f"grouped-{name}", doc="docs/validation/moe.md") == body, stale
+    # the round-4 event cells meet the targets (MdAPE <= 5 %, p90 <= 15 %): the figures docs/validation/moe.md states
     for row in blocks["fresh4"].split("\n")[2:]:
         cells = [c.strip() for c in row.strip("|").split("|")]
         if cells[0] == "event":

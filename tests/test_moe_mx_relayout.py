@@ -88,7 +88,7 @@ def test_the_mxfp8_block_answer_on_torchtitan_2086():
         pm.moe.expert_block_time(m, tokens=131072, gpu="B200", recipe=r, compiled=True) for r in ("bf16", "mxfp8")
     )
     # published 0.953x; predicted 0.964x (0.961x before the SM-bound eager rule, 0.960x before the schema-2 grouped
-    # model; post-selection, docs/moe.md)
+    # model; post-selection, docs/validation/moe.md)
     assert round(bf.total_s / mx.total_s, 3) == pytest.approx(0.964, abs=5e-4)
     assert bf.event_law and not mx.event_law and "estimated" in mx.provenance
     assert known_wrong("B200", "mxfp8", scope="moe_block") == () and "KNOWN WRONG" not in mx.provenance

@@ -1,4 +1,5 @@
-"""The published MoE grouped-GEMM table in docs/moe.md is the output of benchmarks/validate_published_moe.py."""
+"""The published MoE grouped-GEMM table in docs/validation/moe.md is the output of
+benchmarks/validate_published_moe.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs" / "moe.md"
+DOCS = ROOT / "docs" / "validation" / "moe.md"
 SCRIPT = ROOT / "benchmarks" / "validate_published_moe.py"
 DATA = ROOT / "benchmarks" / "data" / "h200_2026-12-03"
 
@@ -32,13 +33,13 @@ def rows(vp):
 def _docs_block(vp) -> str:
     text = DOCS.read_text()
     i, j = text.find(vp.BEGIN), text.find(vp.END)
-    assert 0 <= i < j, "docs/moe.md lacks the published-moe markers"
+    assert 0 <= i < j, "docs/validation/moe.md lacks the published-moe markers"
     return text[i + len(vp.BEGIN) : j].strip()
 
 
 def test_docs_table_is_the_script_output(vp, rows):
     assert _docs_block(vp) == vp.render(rows), (
-        "regenerate: python benchmarks/validate_published_moe.py --docs docs/moe.md"
+        "regenerate: python benchmarks/validate_published_moe.py --docs docs/validation/moe.md"
     )
 
 

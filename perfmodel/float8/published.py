@@ -68,7 +68,7 @@ _TT_2086 = "https://github.com/pytorch/torchtitan/issues/2086"
 #: The published runs the model calls wrong in direction (published speedup more than 3 % away from 1 and on
 #: the other side of 1 from the prediction), from docs/validation.md's scored table. (torchtitan issue 2086's MoE
 #: layer, 0.953x published, was here until 2026-12-04: predicted 1.006x then, 0.960-0.964x since the MoE block's event
-#: law, a change made knowing that row: docs/moe.md, "Published results".)
+#: law, a change made knowing that row: docs/validation/moe.md, "Published results".)
 KNOWN_WRONG: tuple[PublishedDisagreement, ...] = (
     PublishedDisagreement(
         arch="100",

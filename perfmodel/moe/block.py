@@ -48,7 +48,7 @@ event timing prices each phase of a bf16 or rowwise block by the event law (:dat
 plus its kernel sum times the H200's sustained-run factor; compiled blocks on their fused kernels, an estimate);
 mxfp8 keeps the eager host gaps (:data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S`); the backward's derate
 (:func:`power_derate`) of the first event form is superseded; all derived on the fit families' H200 measurements only
-(:mod:`perfmodel.moe.block_constants`, ``benchmarks/validate_moe_block.py --derive``, docs/moe.md "Block
+(:mod:`perfmodel.moe.block_constants`, ``benchmarks/validate_moe_block.py --derive``, docs/validation/moe.md "Block
 validation").
 """
 
@@ -752,7 +752,7 @@ def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = Fal
 #: sustained factor, 2026-12-05) gives rounds 3, 4 and 6 bf16 2.4 / 7.1, 2.2 / 5.8, 2.5 / 5.6 and rowwise 1.1 / 3.0,
 #: 0.6 / 1.2, 1.0 / 3.7: post-selection on every round, so the bars keep the largest figure any of these rounds had
 #: under a model it was scored on. ``PYTHONPATH=. python benchmarks/validate_moe_block.py benchmarks/data --rounds``
-#: (docs/moe.md, "Block validation").
+#: (docs/validation/moe.md, "Block validation").
 _BLOCK_BARS = {"bf16": (2.9, 9.3), "rowwise": (1.5, 5.3)}
 #: the float8 speedup's error on the same rounds (|predicted / measured - 1|, median and 90th percentile, %): round 6
 #: 2.0 / 6.2 (8 configurations), round 4 2.1 / 4.7 (20), round 3 3.3 / 8.4 (30, before the power-cap term; 3.1 / 7.6
@@ -775,8 +775,9 @@ GEMM_DENSE_LOAD = 0.55
 #: speedup a little more often than not (59 %). Before the power-cap term (rounds 1-5, 61 configurations) it was
 #: 6.7 / 11.8 %, median ratio 0.935; with it, before the in-block fp8 GEMM rate and the held sustained factor, 3.7 /
 #: 11.1 %, median 0.974. Each of those forms was chosen after rounds 1-5 (and, for the last two, 6 and 7) were seen:
-#: the figures are post-selection (``python benchmarks/validate_moe_block.py benchmarks/data --gemm-dense``; docs/moe.md
-#: "Block validation"). Below the threshold the same error is 2.1 / 6.5 % (93 held-out configurations).
+#: the figures are post-selection (``python benchmarks/validate_moe_block.py benchmarks/data --gemm-dense``;
+#: docs/validation/moe.md, "Block validation"). Below the threshold the same error is 2.1 / 6.5 % (93 held-out
+#: configurations).
 #: the bf16 block's own fwd+bwd event-time error on the same 61 GEMM-dense bf16 blocks: |predicted / measured - 1|
 #: median and p90 (%), the ratio's median and minimum (before the power-cap term 5.2 / 10.7 %, median ratio 0.951).
 #: ``--gemm-dense`` prints it (``bf16_block``).
@@ -906,10 +907,10 @@ _TWIN_BASIS = (
 _BLOCK_BASIS = (
     "block fwd+bwd event time on 8 held-out H200 families (rounds 3, 4 and 6, the largest figure of the three under "
     "any model they were scored on; rounds 4 and 6 pre-registered, round 3 re-scored after the model changed: "
-    "benchmarks/data/h200_2026-12-04t, -04y and -04r6, docs/moe.md 'Block validation'); today's model, with the "
-    "in-block fp8 GEMM rate found after every round was seen (post-selection), makes every clear float8 call of "
-    "rounds 1-7 right (the last wrong one before it: mixtral_8x22b at 32768 tokens, measured 1.02-1.06x over two runs, "
-    "predicted 0.99x then, 1.02-1.03x now); gemm_*: the grouped GEMMs' bars"
+    "benchmarks/data/h200_2026-12-04t, -04y and -04r6, docs/validation/moe.md 'Block validation'); today's model, "
+    "with the in-block fp8 GEMM rate found after every round was seen (post-selection), makes every clear float8 "
+    "call of rounds 1-7 right (the last wrong one before it: mixtral_8x22b at 32768 tokens, measured 1.02-1.06x "
+    "over two runs, predicted 0.99x then, 1.02-1.03x now); gemm_*: the grouped GEMMs' bars"
 )
 
 
@@ -988,7 +989,7 @@ def _error_bar(
         "gemm_p50_max": max(b["p50"] for b in p.bars),
         "gemm_p90_max": max(b["p90"] for b in p.bars),
         "basis": "block not validated for this GPU, recipe, timing or compile mode; gemm_*: the grouped GEMMs' "
-        "held-out error bars (benchmarks/data/h200_2026-12-03, docs/moe.md)",
+        "held-out error bars (benchmarks/data/h200_2026-12-03, docs/validation/moe.md)",
     }
     if p.board and law and recipe in _BLOCK_BARS:
         out["p50"], out["p90"] = _BLOCK_BARS[recipe]  # percent, as the grouped GEMMs' bars

@@ -3,7 +3,7 @@
 Every constant here was derived on the fit families only (deepseek_v3, deepseek_v3_ep8, qwen3_30b_a3b,
 llama4_maverick) from the H200 measurements of benchmarks/data/h200_2026-12-03b (``moe_block_kernels.json``:
 torch.profiler kernels at 8192 tokens; ``moe_block_time.json``: do_bench block times), by
-``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive`` (docs/moe.md, "Block
+``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive`` (docs/validation/moe.md, "Block
 validation"). One exception: :data:`POWER_CAP_SLOPE` also uses llama4_scout, whose expert GEMMs are a fit family's
 (``--derive-power-cap``). They price what eager torch / torchao 0.17 launch and how the H200 runs it; on other GPUs
 they are assumed to hold as fractions of that GPU's rates (transferred, not measured).
@@ -110,7 +110,7 @@ COLWISE_DUAL_PROGRAM_S = 25.0e-9
 #: (``python benchmarks/validate_moe_block.py benchmarks/data/h200_2026-12-03b --derive``: ``fp8_gemm_in_block_*``).
 #: The factor was looked for after every block round had been seen (the rowwise blocks with a large GEMM share were
 #: priced slow, and the event law's rowwise sustained term came out negative): every round's figures with it are
-#: post-selection (docs/moe.md). Applied on the H200 only (a board effect, not transferred: elsewhere 1.0).
+#: post-selection (docs/validation/moe.md). Applied on the H200 only (a board effect, not transferred: elsewhere 1.0).
 FP8_GEMM_IN_BLOCK_SPEEDUP = 1.154
 
 #: Sustained-power clock derate of the backward (``measured_eager=True``, ``timing="event"``). Under do_bench the
@@ -170,7 +170,7 @@ def power_derate(duty: float) -> float:
 #:   law's fit rows: the factor is not extrapolated beyond the blocks it was fitted on (bf16 fwd 64 ms, the forward
 #:   of deepseek_v3 at 32768 tokens, skewed). Extrapolated, ``1 + a k / (k + tau)`` kept growing towards
 #:   ``1 + a`` (1.5 for the bf16 forward) and priced long bf16 blocks 3-17 % slow (round 7). This rule, too, was
-#:   chosen after round 7 had been seen: post-selection there (docs/moe.md).
+#:   chosen after round 7 had been seen: post-selection there (docs/validation/moe.md).
 #:
 #: Fitted per (recipe, phase) on the fit families' do_bench rows only (deepseek_v3, deepseek_v3_ep8, qwen3_30b_a3b,
 #: llama4_maverick; 4096-32768 tokens, balanced and skewed; 31 bf16 and 22 rowwise rows of 2026-12-03b; the backward
@@ -178,8 +178,8 @@ def power_derate(duty: float) -> float:
 #: :data:`EVENT_LAW_TAU_RANGE_S`, ``H >= 0``, ``|a| <= EVENT_LAW_A_MAX`` (``python benchmarks/validate_moe_block.py
 #: benchmarks/data/h200_2026-12-03b --derive``: ``event_law_*``). The form was chosen after the block scores of the
 #: validation, test and fresh rounds 1-2 had been seen (their bf16 blocks over-predicted at 4096 tokens and under at
-#: 32768, in every split): on those families the figures of this form are post-selection (docs/moe.md). It replaces
-#: :data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S` and :func:`power_derate`; compiled blocks take it on their fused
+#: 32768, in every split): on those families the figures of this form are post-selection (docs/validation/moe.md). It
+#: replaces :data:`HOST_SYNC_S`, :data:`HOST_GAP_BWD_S` and :func:`power_derate`; compiled blocks take it on their fused
 #: kernels (an estimate), the host constants stay for mxfp8 (never measured here). The sustained-run factor is the
 #: H200's (a board power-cap effect): on other GPUs only ``H`` (host time) is applied.
 EVENT_LAW: Mapping[tuple[str, str], tuple[float, float, float]] = {
@@ -242,7 +242,8 @@ def event_law_time_s(recipe: str, phase: str, kernel_s: float, *, sustained: boo
 #:   llama4_scout is in that fit because its expert GEMMs are llama4_maverick's (5120 x 8192, a fit family's), the
 #:   only fit-family shape whose blocks reach the GEMM-dense regime (deepseek_v3's 7168 x 2048 saturates at 0.50):
 #:   every held-out family stays held out by shape. The term's form (a hinge in tensor load) was chosen after the
-#:   GEMM-dense blocks of rounds 1-5 had been seen: on those families its figures are post-selection (docs/moe.md).
+#:   GEMM-dense blocks of rounds 1-5 had been seen: on those families its figures are post-selection
+#:   (docs/validation/moe.md).
 #:
 #: Applied on the H200 only (its board power cap; on other GPUs the factor is 1.0, as the event law's sustained
 #: factor).
@@ -297,8 +298,8 @@ def block_event_times_s(
 #: SXM differs, we did not measure; its HBM3 draws less of the 700 W than the H200's HBM3e, which would leave its
 #: GEMM-dense bf16 blocks more clock, but the small bf16 blocks are priced slow too. The factor was chosen after every
 #: H100 round had been seen: figures on those rounds are in-sample, and each round scored with the factor fitted on
-#: the others (held out by family) is post-selection for its form (docs/moe.md, "The H100 SXM's block factor").
-#: Its test: round 12 (17 blocks of five families held out by shape, a seventh board;
+#: the others (held out by family) is post-selection for its form (docs/validation/moe.md, "The H100 SXM's block
+#: factor"). Its test: round 12 (17 blocks of five families held out by shape, a seventh board;
 #: benchmarks/data/h100_2026-12-07r12), registered with the factor committed, measured after: float8 speedup MdAPE /
 #: p90 1.9 / 6.2 % (4.3 / 7.2 % without it), over-predicted in 8 of 17 (14 of 17 without it), every clear call right.
 #: Not applied on the H200 (1.0) or off its board; ``timing="kernel"`` and mxfp8 blocks never take it.

@@ -177,7 +177,7 @@ def block_decision(
         where += "H200 blocks" + (" and H100 SXM blocks (post-selection)" if twin else "")
         reason += (
             f"; a close call: within the model's speedup error of {ms:g} (p90 {100 * p90:.0f} % on {where}, "
-            "docs/moe.md), so measure before deciding"
+            "docs/validation/moe.md), so measure before deciding"
         )
     return BlockDecision(
         bf16=b,

@@ -13,8 +13,8 @@ block by :func:`perfmodel.moe.expert_block_time`, expert parallelism's all-to-al
 
 With ``ep`` the block is the one GPU's share: ``experts / ep`` local experts, the router still scoring all experts,
 ``tokens * top_k`` routed rows arriving under balanced routing. The block model prices eager torch (no
-``torch.compile`` unless ``compiled=``); its accuracy is docs/moe.md "Block validation" (carried in each answer's
-provenance from :attr:`perfmodel.moe.ExpertBlockTime.error_bar`). No activation checkpointing is priced for the
+``torch.compile`` unless ``compiled=``); its accuracy is docs/validation/moe.md "Block validation" (carried in each
+answer's provenance from :attr:`perfmodel.moe.ExpertBlockTime.error_bar`). No activation checkpointing is priced for the
 block, so ``ac`` other than ``"none"`` is refused for MoE layers.
 """
 
@@ -367,9 +367,9 @@ def _block_accuracy(block: ExpertBlockTime) -> str:
     if bar.get("p50") is not None:
         return (
             f"expert block fwd+bwd: MdAPE {bar['p50']:.1f} %, p90 {bar['p90']:.1f} % ({bar['basis']}); the first, "
-            "unfitted block model was too fast (held-out MdAPE 17.2 % bf16, 30.8 % rowwise: docs/moe.md)"
+            "unfitted block model was too fast (held-out MdAPE 17.2 % bf16, 30.8 % rowwise: docs/validation/moe.md)"
         )
-    return f"expert block: {bar.get('basis', 'not validated')} (docs/moe.md 'Block validation')"
+    return f"expert block: {bar.get('basis', 'not validated')} (docs/validation/moe.md 'Block validation')"
 
 
 def _provenance(attn: LayerTime, block: ExpertBlockTime, a2a: AllToAllTime | None, note: str = "") -> Provenance:
