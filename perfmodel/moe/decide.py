@@ -79,7 +79,8 @@ class BlockDecision:
     and the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, five rounds: rounds 8-11 each
     priced with the factor fitted on the other three, round 12 pre-registered with it); the reason states that
     error, and a direction only where the measured configurations show one
-    (:func:`~perfmodel.moe.block.twin_speedup_direction`)."""
+    (:func:`~perfmodel.moe.block.twin_speedup_direction`). ``speedup_p90``: that p90 of |predicted / measured - 1|
+    of the speedup, as a fraction (0.13: 13 %), the one ``close_call`` uses; None where the block is not validated."""
 
     bf16: ExpertBlockTime
     fp8: ExpertBlockTime
@@ -90,6 +91,7 @@ class BlockDecision:
     close_call: bool = False
     gemm_dense: bool = False
     long_step: bool = False
+    speedup_p90: float | None = None
 
 
 def _with_experts(config: Any, experts: int | None) -> MoEShape:
@@ -189,6 +191,7 @@ def block_decision(
         close_call=close,
         gemm_dense=dense,
         long_step=long_step,
+        speedup_p90=p90 if validated else None,
     )
 
 
