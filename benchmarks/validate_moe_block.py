@@ -103,9 +103,17 @@ def registered_rounds(directory: Path = REGISTERED_DIR) -> dict[str, dict[str, A
     return {r["round"]: r for r in sorted(regs, key=order)}
 
 
+#: registered rounds of blocks whose expert shapes are a fit family's (held out by family from something, but
+#: in-shape for the H200's block constants): their ``--rounds`` split is ``inshapeN[_gpu]``, not ``freshN``
+IN_SHAPE_ROUNDS = ("round13_h100",)
+
+
 def split_name(registration: str) -> str:
-    """The ``--rounds`` split of a registration: ``roundN[_gpu]`` scores as ``freshN[_gpu]``, a repeat as itself."""
-    return "fresh" + registration[len("round") :] if registration.startswith("round") else registration
+    """The ``--rounds`` split of a registration: ``roundN[_gpu]`` scores as ``freshN[_gpu]`` (``inshapeN[_gpu]`` for
+    :data:`IN_SHAPE_ROUNDS`), a repeat as itself."""
+    if not registration.startswith("round"):
+        return registration
+    return ("inshape" if registration in IN_SHAPE_ROUNDS else "fresh") + registration[len("round") :]
 
 
 _REGISTERED = registered_rounds()
@@ -662,7 +670,7 @@ def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
 TWIN_CHOSEN_ON = ("round8_h100", "repeat2_h100")
 #: twin registrations of blocks whose expert shapes are the H200's fit families' (in-shape for its block constants):
 #: scored apart (:func:`twin_in_shape_error`), never pooled into the held-out-by-shape figures of TWIN_ROUNDS
-TWIN_IN_SHAPE = ("round13_h100",)
+TWIN_IN_SHAPE = tuple(n for n in IN_SHAPE_ROUNDS if h200_twin(_REGISTERED[n].get("gpu", "H200")))
 #: the folders of the H200-board twin's figures (--twin): every registered round priced for a GPU on the H200's board
 #: that is not the H200 (perfmodel.moe.block.h200_twin: so far the H100 SXM's), each its own round under its split name
 #: (fresh9_h100: the transfer's test; fresh10_h100, fresh11_h100: later tests), but those of TWIN_CHOSEN_ON
