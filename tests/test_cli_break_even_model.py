@@ -61,6 +61,13 @@ def test_expert_parallelism_and_recipes_the_block_does_not_take(capsys):
     assert e["speedup_at"]["4096"] == pytest.approx(d.speedup, rel=1e-12)
     code, out, _ = run(capsys, "break-even", "--model", "qwen3-30b-a3b", "--recipe", "tensorwise")
     assert code == 0 and "skipped: tensorwise is not a grouped-GEMM recipe" in out and "give --recipe rowwise" in out
+    # a recipe the GPU cannot run is a named error (the preset's Linears cannot run it either)
+    code, out, err = run(capsys, "break-even", "--model", "mixtral-8x7b", "--recipe", "mxfp8", "--gpu", "h100")
+    assert code != 0 and out == "" and "mxfp8" in err and "H100-SXM" in err
+    # on Blackwell it runs, the block by the estimate
+    code, out, _ = run(capsys, "break-even", "--model", "mixtral-8x7b", "--recipe", "mxfp8", "--gpu", "b200", "--json")
+    e = json.loads(out)["routed_experts"]
+    assert code == 0 and e["speedup_p90"] is None and e["break_even_tokens_p90_range"] is None  # not validated
 
 
 def test_a_dense_preset_has_no_routed_experts(capsys):
@@ -82,6 +89,9 @@ def test_a_dense_preset_has_no_routed_experts(capsys):
         ((), "give Linear shapes (KxN, e.g. 4096x14336) or --model PRESET"),
         (("4096x4096", "--model", "llama3-8b"), "give either Linear shapes (KxN) or --model PRESET, not both"),
         (("--model", "nope"), "unknown model preset 'nope'"),
+        (("4096x4096", "--experts", "8"), "--experts and --compiled price an MoE preset's routed experts"),
+        (("--model", "llama3-8b", "--compiled"), "--experts and --compiled price an MoE preset's routed experts"),
+        (("--model", "mixtral-8x7b", "--experts", "1"), "experts must be a whole number >= top_k (2)"),
     ],
 )
 def test_bad_arguments_get_a_named_error(capsys, argv, message):

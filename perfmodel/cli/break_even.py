@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import PerfModelError
+from ..errors import PerfModelError, UnsupportedFormatError
 from .args import _add_calibration, _add_gpu, _add_time_model, _gpu, _positive_float, _positive_int
 from .output import _error_bar_line, _heading, _print_json, _provenance_line, _table
 
@@ -42,12 +42,18 @@ def _break_even_shapes(args: argparse.Namespace) -> tuple[list[str], Any]:
     if args.model is None:
         if not args.shapes:
             raise PerfModelError("give Linear shapes (KxN, e.g. 4096x14336) or --model PRESET (see `perfmodel models`)")
-        return list(args.shapes), None
-    if args.shapes:
+    elif args.shapes:
         raise PerfModelError("give either Linear shapes (KxN) or --model PRESET, not both")
     from ..presets import get_preset
 
-    preset = get_preset(args.model)
+    preset = None if args.model is None else get_preset(args.model)
+    if (args.experts is not None or args.compiled) and (preset is None or preset.moe is None):
+        raise PerfModelError(
+            "--experts and --compiled price an MoE preset's routed experts: give --model with an MoE preset "
+            "(see `perfmodel models`)"
+        )
+    if preset is None:
+        return list(args.shapes), None
     seen: list[str] = []
     for lin in preset.linears:
         text = f"{lin.in_features}x{lin.out_features}"
@@ -74,10 +80,10 @@ def _experts_record(args: argparse.Namespace, preset: Any, spec: Any) -> dict[st
     kw: dict[str, Any] = {"gpu": spec, "recipe": recipe, "experts": args.experts, "compiled": args.compiled,
                           "time_model": tm}  # fmt: skip
     limit = min(args.max_tokens, 1 << 20)
-    try:
+    try:  # a recipe this GPU cannot run is skipped, as in `perfmodel float8 --model`; bad input is an error
         b = moe.break_even_tokens(preset, min_speedup=args.min_speedup, max_tokens=limit, **kw)
         at = {t: moe.block_decision(preset, tokens=t, min_speedup=args.min_speedup, **kw) for t in _EXPERT_TOKENS}
-    except PerfModelError as e:
+    except UnsupportedFormatError as e:
         return {**out, "skipped": str(e)}
     ref = moe.block_decision(preset, tokens=b.tokens or limit, min_speedup=args.min_speedup, **kw)
     spread = None
