@@ -84,6 +84,7 @@ def test_fqns_all_or_none():
 def test_section_text_and_rows():
     text, rows = pm.moe.routed_experts_section("deepseek-v3-16b", tokens=8192, recipes=("tensorwise", "rowwise"))
     assert "Routed experts (grouped GEMMs, perfmodel.moe)" in text and "tensorwise: not a grouped-GEMM" in text
+    assert "the block a grouped-GEMM MoE layer runs (torchtitan's GroupedExperts" in text
     (row,) = rows
     assert row["recipe"] == "rowwise" and row["speedup"] == pytest.approx(row["bf16_ms"] / row["recipe_ms"], rel=1e-9)
     assert "filter_fn=" in text and "--quantize.grouped_mm.float8.fqns" in text

@@ -349,6 +349,9 @@ def test_an_attached_calibration_is_noted():
 def test_moe_rows_get_a_per_layer_tokens_hint():
     text = str(report("mixtral-8x7b", tokens=TOKENS, gpu="H100"))
     assert "routed experts see fewer (column M)" in text and f"'*': {TOKENS}" in text
+    # which layout the rows price, and where the other one is priced
+    assert "price each expert as its own nn.Linear at M rows" in text and "grouped-GEMM block (perfmodel.moe" in text
+    assert "own nn.Linear" not in str(report("llama3-8b", tokens=TOKENS, gpu="H100"))
 
 
 def test_wide_numbers_keep_the_columns_aligned():

@@ -394,8 +394,9 @@ def routed_experts_section(
         "",
         "Routed experts (grouped GEMMs, perfmodel.moe):",
         f"  {m.name}: {m.experts} experts, top-{m.top_k}, dim {m.dim}, moe_inter {m.moe_inter}, shared width "
-        f"{m.shared_width}; {tokens} tokens; the per-expert Linears above are a balanced-routing approximation, "
-        "this block is the grouped-GEMM price (router, permutation, grouped GEMMs, quantization, shared experts)",
+        f"{m.shared_width}; {tokens} tokens; the block a grouped-GEMM MoE layer runs (torchtitan's GroupedExperts: "
+        "router, permutation, torch._grouped_mm / torchao's _scaled_grouped_mm, quantization, shared experts), "
+        "fwd+bwd; the per-expert rows above are the other layout, one nn.Linear per expert",
     ]
     rows: list[dict[str, Any]] = []
     for r in recipes:

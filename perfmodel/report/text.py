@@ -202,6 +202,14 @@ def _recommendation_lines(rep: Any) -> list[str]:
             f"give module_filter per-layer tokens with your model's module names, e.g. tokens={{{example}, "
             f"'*': {rep.tokens}}}, or exclude them."
         )
+        lines.append(
+            "  note: the routed-expert rows price each expert as its own nn.Linear at M rows (balanced routing), as a "
+            "model whose experts are separate nn.Linear modules runs them, one after another; "
+            "convert_to_float8_training converts only such modules. Experts held as one grouped GEMM (torchtitan's "
+            "GroupedExperts, torch._grouped_mm) are not nn.Linear: they are priced as a grouped-GEMM block "
+            "(perfmodel.moe; the CLI's 'Routed experts' section), and converted with torchao's quantize_ and its MoE "
+            "training config."
+        )
     return lines
 
 
