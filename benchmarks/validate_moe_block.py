@@ -805,6 +805,28 @@ def twin_factor_table(data: Path) -> str:
 TWIN_IN_SHAPE_H200 = "h200_2026-12-04r7-fit"
 
 
+def twin_in_shape_by_shape(data: Path) -> dict[tuple[int, int], dict[str, Any]]:
+    """The float8 speedup's predicted / measured on the H100 SXM per expert shape ``(dim, moe_inter)`` over the
+    blocks of the :data:`TWIN_IN_SHAPE` rounds (TWIN_BLOCK_FACTOR as shipped): ``families`` (sorted, comma-separated),
+    the ratio's median, minimum and maximum, the count and the share above 1 (TWIN_LONG_STEP_BY_SHAPE of
+    perfmodel.moe.block holds it)."""
+    by: dict[tuple[int, int], list[tuple[str, float]]] = {}
+    for name in TWIN_IN_SHAPE:
+        folder = data / _REGISTERED[name]["folder"]
+        if folder.is_dir():
+            for pair in pairs_by_config(load(folder)).values():
+                if set(pair) == set(RECIPE):
+                    rec = pair["bf16"]
+                    by.setdefault((rec["dim"], rec["inter"]), []).append((rec["model"], _pair_ratios(pair)["speedup"]))
+    out = {}
+    for shape, rows in by.items():
+        a = np.array([r for _, r in rows])
+        out[shape] = {"families": ", ".join(sorted({m for m, _ in rows})), "median_ratio": float(np.median(a)),
+                      "min_ratio": float(a.min()), "max_ratio": float(a.max()), "n": len(a),
+                      "over": float(np.mean(a > 1))}  # fmt: skip
+    return out
+
+
 def twin_in_shape_table(data: Path) -> str:
     """Markdown: each block of the :data:`TWIN_IN_SHAPE` rounds measured on the H100 SXM beside the same id on the
     H200 (:data:`TWIN_IN_SHAPE_H200`): the measured float8 speedup on each board, the model's predicted / measured

@@ -122,7 +122,9 @@ __all__ = [
     "TWIN_BLOCK_FACTOR",
     "TWIN_DIRECTION_SHARE",
     "TWIN_ERROR",
+    "TWIN_LONG_STEP_BY_SHAPE",
     "TWIN_LONG_STEP_ERROR",
+    "TWIN_SHAPE_DIRECTION_MIN_N",
     "BlockKernel",
     "ExpertBlockTime",
     "as_moe_shape",
@@ -136,6 +138,7 @@ __all__ = [
     "power_cap_factor",
     "power_derate",
     "skewed_counts",
+    "twin_long_step_shape",
     "twin_speedup_direction",
     "twin_speedup_error",
     "twin_speedup_note",
@@ -894,6 +897,23 @@ TWIN_LONG_STEP_ERROR: Mapping[str, Mapping[str, float]] = {
     "speedup": {"p50": 3.1, "p90": 7.3, "median_ratio": 0.9945, "min_ratio": 0.931, "max_ratio": 1.101, "n": 17,
                 "over": 0.471},
 }  # fmt: skip
+#: The float8 speedup's error on the H100 SXM beyond :data:`LONG_STEP_TOKENS` per expert shape ``(dim, moe_inter)``,
+#: for the shapes round 13 measured (benchmarks/data/h100_2026-12-07r13, 2026-12-07, an eighth H100 board): the H200's
+#: own long-step blocks of its fit families (h200_2026-12-04r7-fit, the same counts) on the H100 SXM, registered with
+#: the model of 522a39f and scored once; in-shape for the H200's block constants, held out from TWIN_BLOCK_FACTOR by
+#: family. The llama4 shape was over-predicted in all 8 (as on the H200, 1.09-1.15), the others not: the H200's
+#: long-step direction belongs to that shape, on both boards. ``python benchmarks/validate_moe_block.py
+#: benchmarks/data --twin-in-shape`` prints the blocks (a test holds these figures).
+TWIN_LONG_STEP_BY_SHAPE: Mapping[tuple[int, int], Mapping[str, Any]] = {
+    (5120, 8192): {"families": "llama4_maverick_ep16, llama4_scout", "median_ratio": 1.0808, "min_ratio": 1.071,
+                   "max_ratio": 1.108, "n": 8, "over": 1.0},
+    (2048, 768): {"families": "qwen3_30b_a3b", "median_ratio": 0.9977, "min_ratio": 0.957, "max_ratio": 1.033, "n": 4,
+                  "over": 0.25},
+    (7168, 2048): {"families": "deepseek_v3_ep8", "median_ratio": 0.9663, "min_ratio": 0.953, "max_ratio": 0.979,
+                   "n": 2, "over": 0.0},
+}  # fmt: skip
+#: the fewest configurations of one expert shape from which its measured side of 1 is stated as a direction
+TWIN_SHAPE_DIRECTION_MIN_N = 4
 #: the share of over-predicted speedups on the twin beyond which an answer says the speedup is likely lower (below
 #: 1 - this, likely higher); between, the twin's answers state their error without a direction
 TWIN_DIRECTION_SHARE = 0.65
@@ -942,6 +962,20 @@ def twin_speedup_direction(long_step: bool = False) -> str | None:
     if over < 1.0 - TWIN_DIRECTION_SHARE:
         return "higher"
     return None
+
+
+def twin_long_step_shape(dim: int, moe_inter: int) -> tuple[Mapping[str, Any], str | None] | None:
+    """What our H100 SXM measured beyond :data:`LONG_STEP_TOKENS` for blocks of this expert shape
+    (:data:`TWIN_LONG_STEP_BY_SHAPE`) and its direction: "lower" where at least :data:`TWIN_SHAPE_DIRECTION_MIN_N`
+    configurations were all over-predicted, "higher" where all were under-predicted, else None; None where the shape
+    was not measured."""
+    t = TWIN_LONG_STEP_BY_SHAPE.get((int(dim), int(moe_inter)))
+    if t is None:
+        return None
+    d = None
+    if t["n"] >= TWIN_SHAPE_DIRECTION_MIN_N:
+        d = "lower" if t["min_ratio"] > 1 else "higher" if t["max_ratio"] < 1 else None
+    return t, d
 
 
 def twin_speedup_note() -> str:

@@ -41,6 +41,7 @@ from .block import (
     expert_block_time,
     h200_twin,
     is_long_step,
+    twin_long_step_shape,
     twin_speedup_direction,
     twin_speedup_error,
 )
@@ -155,7 +156,7 @@ def block_decision(
             f"{e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}, {int(e['n'])} configurations: round 7's held-out "
             f"families and the fit families' own)"
         )
-        reason += _twin_long_step(b.gpu) if twin else ", so the speedup is likely lower than this"
+        reason += _twin_long_step(b.gpu, b.config) if twin else ", so the speedup is likely lower than this"
     elif dense and not twin:  # the GEMM-dense regime's error was measured up to LONG_STEP_TOKENS only, on the H200
         e = GEMM_DENSE_SPEEDUP_ERROR
         reason += (
@@ -211,15 +212,32 @@ def _beyond_kernels(b: ExpertBlockTime, f: ExpertBlockTime) -> str:
     return f", and beyond the kernels the event time (host waits, sustained run) adds {', '.join(parts)}"
 
 
-def _twin_long_step(gpu: str) -> str:
+def _twin_long_step(gpu: str, m: MoEShape) -> str:
     """The long-step clause's end on a twin of the H200's board: whether our H100 SXM's long steps showed the H200's
-    direction (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`)."""
+    direction (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`, families held out by shape), and what it measured
+    for this expert shape where round 13 timed it (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_BY_SHAPE`), whose
+    direction, where it has one, is the answer's."""
     t, d = TWIN_LONG_STEP_ERROR["speedup"], twin_speedup_direction(long_step=True)
     seen = (
-        f"our H100 SXM's {int(t['n'])} blocks of more than {LONG_STEP_TOKENS} tokens: predicted / measured median "
-        f"{t['median_ratio']:.3f}, {t['min_ratio']:.2f}-{t['max_ratio']:.2f}, over-predicted in "
-        f"{t['over'] * 100:.0f} %"
+        f"our H100 SXM's {int(t['n'])} blocks of more than {LONG_STEP_TOKENS} tokens (families held out by shape): "
+        f"predicted / measured median {t['median_ratio']:.3f}, {t['min_ratio']:.2f}-{t['max_ratio']:.2f}, "
+        f"over-predicted in {t['over'] * 100:.0f} %"
     )
+    shape = twin_long_step_shape(m.dim, m.moe_inter)
+    if shape is not None:
+        s, sd = shape
+        mine = (
+            f"; for this expert shape (dim {m.dim}, moe_inter {m.moe_inter}: {s['families']}, round 13, in-shape) "
+            f"it measured predicted / measured {s['min_ratio']:.2f}-{s['max_ratio']:.2f} (median "
+            f"{s['median_ratio']:.3f}, {int(s['n'])} configurations)"
+        )
+        if sd is not None:
+            lead = "so did" if d == "lower" else "not so on"
+            return f"; {lead} {seen}{mine}, so the speedup on the {gpu} is likely {sd} than this"
+        d_text = (
+            f", so the speedup on the {gpu} is likely {d} than this" if d else f": no direction is known on the {gpu}"
+        )
+        return f"; {'so did' if d == 'lower' else 'not so on'} {seen}{mine}{d_text}"
     if d == "lower":
         return f"; so did {seen}, so the speedup on the {gpu} is likely lower than this"
     if d == "higher":
@@ -319,7 +337,16 @@ def break_even_tokens(
         note += "; not monotone: it falls below again above that on the doubling grid (see crossings)"
     twin = d.fp8.error_bar.get("p50") is not None and h200_twin(gpu)
     direction = twin_speedup_direction(d.long_step) if twin else None
-    if direction is not None:
+    shape = twin_long_step_shape(m.dim, m.moe_inter) if twin and d.long_step else None
+    if shape is not None and shape[1] is not None:
+        s, sd = shape
+        note += (
+            f"; on the H100 SXM this expert shape's blocks of more than {LONG_STEP_TOKENS} tokens ({s['families']}, "
+            f"round 13) were {'over' if sd == 'lower' else 'under'}-predicted in all {int(s['n'])} (predicted / "
+            f"measured median {s['median_ratio']:.3f}): the break-even is likely "
+            f"{'later, if there is one' if sd == 'lower' else 'earlier'}"
+        )
+    elif direction is not None:
         e = (TWIN_LONG_STEP_ERROR if d.long_step else TWIN_ERROR)["speedup"]
         note += (
             f"; on the H100 SXM the model's speedup was {'over' if direction == 'lower' else 'under'}-predicted in "
