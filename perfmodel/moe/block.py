@@ -902,7 +902,8 @@ TWIN_LONG_STEP_ERROR: Mapping[str, Mapping[str, float]] = {
 #: own long-step blocks of its fit families (h200_2026-12-04r7-fit, the same counts) on the H100 SXM, registered with
 #: the model of 522a39f and scored once; in-shape for the H200's block constants, held out from TWIN_BLOCK_FACTOR by
 #: family. The llama4 shape was over-predicted in all 8 (as on the H200, 1.09-1.15), the others not: the H200's
-#: long-step direction belongs to that shape, on both boards. ``python benchmarks/validate_moe_block.py
+#: long-step direction belongs to that shape, on both boards. The direction rule (:func:`twin_long_step_shape`) was set
+#: after these blocks were seen: its answers are in-sample. ``python benchmarks/validate_moe_block.py
 #: benchmarks/data --twin-in-shape`` prints the blocks (a test holds these figures).
 TWIN_LONG_STEP_BY_SHAPE: Mapping[tuple[int, int], Mapping[str, Any]] = {
     (5120, 8192): {"families": "llama4_maverick_ep16, llama4_scout", "median_ratio": 1.0808, "min_ratio": 1.071,
