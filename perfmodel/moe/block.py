@@ -938,8 +938,8 @@ _BLOCK_BASIS = (
 def is_long_step(gpu: Any, recipe: str, law: bool, tokens: int) -> bool:
     """Whether a block lies in the measured long-step regime: an event-law block (bf16 or rowwise) of more than
     :data:`LONG_STEP_TOKENS` tokens on the H200's board (:func:`h200_board`), where the model over-predicted the float8
-    speedup more often than not (:data:`LONG_STEP_ERROR`; on the H100 SXM, whose long steps showed no direction,
-    :data:`TWIN_LONG_STEP_ERROR`)."""
+    speedup more often than not (:data:`LONG_STEP_ERROR`; on the H100 SXM, whose long steps of families held out by
+    shape showed no direction, :data:`TWIN_LONG_STEP_ERROR`, and by expert shape :data:`TWIN_LONG_STEP_BY_SHAPE`)."""
     return law and recipe in ("bf16", "rowwise") and tokens > LONG_STEP_TOKENS and h200_board(gpu)
 
 
