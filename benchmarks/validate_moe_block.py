@@ -103,8 +103,8 @@ def registered_rounds(directory: Path = REGISTERED_DIR) -> dict[str, dict[str, A
     return {r["round"]: r for r in sorted(regs, key=order)}
 
 
-#: registered rounds of blocks whose expert shapes are a fit family's (held out by family from something, but
-#: in-shape for the H200's block constants): their ``--rounds`` split is ``inshapeN[_gpu]``, not ``freshN``
+#: registered rounds of blocks whose expert shapes are a fit family's (in-shape for the H200's block constants, even
+#: where held out by family from a later fit): their ``--rounds`` split is ``inshapeN[_gpu]``, not ``freshN``
 IN_SHAPE_ROUNDS = ("round13_h100",)
 
 
@@ -669,7 +669,8 @@ def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
 #: pooled as one round of the twin's figures, "post_selection"
 TWIN_CHOSEN_ON = ("round8_h100", "repeat2_h100")
 #: twin registrations of blocks whose expert shapes are the H200's fit families' (in-shape for its block constants):
-#: scored apart (:func:`twin_in_shape_error`), never pooled into the held-out-by-shape figures of TWIN_ROUNDS
+#: scored apart (:func:`twin_in_shape_table`, :func:`twin_in_shape_by_shape`), never pooled into the held-out-by-shape
+#: figures of TWIN_ROUNDS
 TWIN_IN_SHAPE = tuple(n for n in IN_SHAPE_ROUNDS if h200_twin(_REGISTERED[n].get("gpu", "H200")))
 #: the folders of the H200-board twin's figures (--twin): every registered round priced for a GPU on the H200's board
 #: that is not the H200 (perfmodel.moe.block.h200_twin: so far the H100 SXM's), each its own round under its split name
