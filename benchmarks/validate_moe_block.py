@@ -806,26 +806,27 @@ def twin_factor_table(data: Path) -> str:
 TWIN_IN_SHAPE_H200 = "h200_2026-12-04r7-fit"
 
 
-def twin_in_shape_by_shape(data: Path) -> dict[tuple[int, int], dict[str, Any]]:
-    """The float8 speedup's predicted / measured on the H100 SXM per expert shape ``(dim, moe_inter)`` over the
-    blocks of the :data:`TWIN_IN_SHAPE` rounds (TWIN_BLOCK_FACTOR as shipped): ``families`` (sorted, comma-separated),
-    the ratio's median, minimum and maximum, the count and the share above 1 (TWIN_LONG_STEP_BY_SHAPE of
-    perfmodel.moe.block holds it)."""
-    by: dict[tuple[int, int], list[tuple[str, float]]] = {}
+def _twin_in_shape_pairs(data: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each configuration of the :data:`TWIN_IN_SHAPE` rounds measured under ``data`` with both recipes, by id."""
+    out = {}
     for name in TWIN_IN_SHAPE:
         folder = data / _REGISTERED[name]["folder"]
         if folder.is_dir():
-            for pair in pairs_by_config(load(folder)).values():
-                if set(pair) == set(RECIPE):
-                    rec = pair["bf16"]
-                    by.setdefault((rec["dim"], rec["inter"]), []).append((rec["model"], _pair_ratios(pair)["speedup"]))
-    out = {}
-    for shape, rows in by.items():
-        a = np.array([r for _, r in rows])
-        out[shape] = {"families": ", ".join(sorted({m for m, _ in rows})), "median_ratio": float(np.median(a)),
-                      "min_ratio": float(a.min()), "max_ratio": float(a.max()), "n": len(a),
-                      "over": float(np.mean(a > 1))}  # fmt: skip
+            out.update({k: p for k, p in pairs_by_config(load(folder)).items() if set(p) == set(RECIPE)})
     return out
+
+
+def twin_in_shape_by_shape(data: Path) -> dict[tuple[int, int], dict[str, Any]]:
+    """The float8 speedup's predicted / measured on the H100 SXM per expert shape ``(dim, moe_inter)`` over the
+    blocks of the :data:`TWIN_IN_SHAPE` rounds (TWIN_BLOCK_FACTOR as shipped): ``families`` (sorted, comma-separated)
+    and :func:`ratio_stats` with the share above 1 (TWIN_LONG_STEP_BY_SHAPE of perfmodel.moe.block holds it)."""
+    by: dict[tuple[int, int], list[tuple[str, float]]] = {}
+    for pair in _twin_in_shape_pairs(data).values():
+        rec = pair["bf16"]
+        by.setdefault((rec["dim"], rec["inter"]), []).append((rec["model"], _pair_ratios(pair)["speedup"]))
+    return {shape: {"families": ", ".join(sorted({m for m, _ in rows})), **ratio_stats([r for _, r in rows]),
+                    "over": float(np.mean([r > 1 for _, r in rows]))}
+            for shape, rows in by.items()}  # fmt: skip
 
 
 def twin_in_shape_table(data: Path) -> str:
@@ -834,13 +835,8 @@ def twin_in_shape_table(data: Path) -> str:
     speedup on each (the H100's with TWIN_BLOCK_FACTOR as shipped, fitted on rounds 8-11, which ran none of these
     families) and the bf16 block's; then the medians and the share over-predicted. Empty where none is measured."""
     h200 = pairs_by_config(load(data / TWIN_IN_SHAPE_H200))
-    both = []
-    for name in TWIN_IN_SHAPE:
-        folder = data / _REGISTERED[name]["folder"]
-        if folder.is_dir():
-            for key, pair in pairs_by_config(load(folder)).items():
-                if set(pair) == set(RECIPE) and set(h200.get(key, {})) == set(RECIPE):
-                    both.append((key, pair, h200[key]))
+    both = [(key, pair, h200[key]) for key, pair in _twin_in_shape_pairs(data).items()
+            if set(h200.get(key, {})) == set(RECIPE)]  # fmt: skip
     if not both:
         return ""
     lines = [

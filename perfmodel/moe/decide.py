@@ -218,32 +218,25 @@ def _twin_long_step(gpu: str, m: MoEShape) -> str:
     direction (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`, families held out by shape), and what it measured
     for this expert shape where round 13 timed it (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_BY_SHAPE`), whose
     direction, where it has one, is the answer's."""
-    t, d = TWIN_LONG_STEP_ERROR["speedup"], twin_speedup_direction(long_step=True)
+    t, pooled = TWIN_LONG_STEP_ERROR["speedup"], twin_speedup_direction(long_step=True)
+    lead = {"lower": "so did", "higher": "the other way on"}.get(pooled, "not so on")
     seen = (
         f"our H100 SXM's {int(t['n'])} blocks of more than {LONG_STEP_TOKENS} tokens (families held out by shape): "
         f"predicted / measured median {t['median_ratio']:.3f}, {t['min_ratio']:.2f}-{t['max_ratio']:.2f}, "
         f"over-predicted in {t['over'] * 100:.0f} %"
     )
+    mine, d = "", pooled
     shape = twin_long_step_shape(m.dim, m.moe_inter)
-    if shape is not None:
+    if shape is not None:  # the shape's own measured direction, where it has one, is the answer's
         s, sd = shape
         mine = (
             f"; for this expert shape (dim {m.dim}, moe_inter {m.moe_inter}: {s['families']}, round 13, in-shape) "
             f"it measured predicted / measured {s['min_ratio']:.2f}-{s['max_ratio']:.2f} (median "
             f"{s['median_ratio']:.3f}, {int(s['n'])} configurations)"
         )
-        if sd is not None:
-            lead = "so did" if d == "lower" else "not so on"
-            return f"; {lead} {seen}{mine}, so the speedup on the {gpu} is likely {sd} than this"
-        d_text = (
-            f", so the speedup on the {gpu} is likely {d} than this" if d else f": no direction is known on the {gpu}"
-        )
-        return f"; {'so did' if d == 'lower' else 'not so on'} {seen}{mine}{d_text}"
-    if d == "lower":
-        return f"; so did {seen}, so the speedup on the {gpu} is likely lower than this"
-    if d == "higher":
-        return f"; the other way on {seen}, so the speedup on the {gpu} is likely higher than this"
-    return f"; not so on {seen}: no direction is known on the {gpu}"
+        d = sd or pooled
+    tail = f", so the speedup on the {gpu} is likely {d} than this" if d else f": no direction is known on the {gpu}"
+    return f"; {lead} {seen}{mine}{tail}"
 
 
 def speedup(preset_or_config: Any, *, tokens: Any, gpu: Any = "H200", recipe: str = "rowwise", **kw: Any) -> float:
