@@ -1164,6 +1164,22 @@ def test_the_h100s_long_steps_by_expert_shape_are_round_13s_and_set_the_directio
     assert "for this expert shape" not in on_h200.reason and "likely lower" in on_h200.reason
 
 
+@pytest.mark.parametrize(
+    ("dim", "moe_inter", "bad"),
+    [
+        (0, 8192, "dim"),
+        (5120.5, 8192, "dim"),
+        (5120, -1, "moe_inter"),
+        (5120, "8192", "moe_inter"),
+        (True, 8192, "dim"),
+    ],
+)
+def test_twin_long_step_shape_names_a_bad_dimension(dim, moe_inter, bad):
+    with pytest.raises(InvalidShapeError, match=rf"^{bad} must be a whole number > 0"):
+        bm.twin_long_step_shape(dim, moe_inter)
+    assert bm.twin_long_step_shape(5120.0, 8192)[1] == "lower"  # a whole float is the same shape
+
+
 def test_the_in_shape_long_step_table_in_the_docs_is_the_script_output():
     body = _stale_check(_validator().twin_in_shape_table, "moe-h100-long-steps", "--twin-in-shape")
     last = body.splitlines()[-1]

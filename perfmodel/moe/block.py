@@ -91,7 +91,7 @@ from .block_constants import (
     power_cap_factor,
     power_derate,
 )
-from .grouped import check_timing, grouped_gemm
+from .grouped import _positive_int, check_timing, grouped_gemm
 from .mx_relayout import relayout_time_s
 from .routing import as_moe_shape, block_group_sizes, check_tokens, expert_counts, skewed_counts
 
@@ -969,8 +969,9 @@ def twin_long_step_shape(dim: int, moe_inter: int) -> tuple[Mapping[str, Any], s
     """What our H100 SXM measured beyond :data:`LONG_STEP_TOKENS` for blocks of this expert shape
     (:data:`TWIN_LONG_STEP_BY_SHAPE`) and its direction: "lower" where at least :data:`TWIN_SHAPE_DIRECTION_MIN_N`
     configurations were all over-predicted, "higher" where all were under-predicted, else None; None where the shape
-    was not measured."""
-    t = TWIN_LONG_STEP_BY_SHAPE.get((int(dim), int(moe_inter)))
+    was not measured. ``dim`` and ``moe_inter`` are whole numbers > 0 (an :class:`~perfmodel.errors.InvalidShapeError`
+    names the one that is not)."""
+    t = TWIN_LONG_STEP_BY_SHAPE.get((_positive_int("dim", dim), _positive_int("moe_inter", moe_inter)))
     if t is None:
         return None
     d = None
