@@ -143,6 +143,22 @@ ROUNDS["round13_h100"] = Round(
     ],
     gpu="H100",
 )
+# registered 2026-12-07 with the model of 115c37e (answers as of 2734c8f): the long steps of round 12's families, held
+# out by shape from every other bench row and by family from TWIN_BLOCK_FACTOR, at step lengths no H100 block of them
+# had (65536 tokens for step3, step35_flash and ling_flash_20; 131072 for the last two and minicpm_moe_8x2b; 49152 for
+# jamba15_large_ep2, predicted near break-even, between its round-12 steps of 32768 and 65536 tokens). It tests
+# TWIN_LONG_STEP_ERROR's "no known direction" beyond 32768 tokens on the H100 SXM with blocks in none of its 17. Its
+# diagnostic profiles step3 at 65536 tokens, the GEMM-densest block of the round
+ROUNDS["round14_h100"] = Round(
+    "h100_2026-12-07r14",
+    3,
+    [
+        (("step3", "step35_flash", "ling_flash_20"), (65536,), ("balanced", "skewed")),
+        (("step35_flash", "ling_flash_20", "minicpm_moe_8x2b"), (131072,), ("balanced", "skewed")),
+        (("jamba15_large_ep2",), (49152,), ("balanced", "skewed")),
+    ],
+    gpu="H100",
+)
 #: a round on another GPU -> the registered round whose items (and the bench's counts) it repeats: its counts are
 #: read from that file, so registering it needs no torch
 TWIN_OF: dict[str, str] = {"round8_h100": "round8", "repeat2_h100": "repeat2"}
@@ -165,6 +181,9 @@ DIAGNOSTICS: dict[str, list[str]] = {
     "round13_h100": [
         "python3 -m perfmodel.bench.moe_block kernels --models llama4_scout,qwen3_30b_a3b --tokens 65536 "
         "--routings balanced",
+    ],
+    "round14_h100": [
+        "python3 -m perfmodel.bench.moe_block kernels --models step3 --tokens 65536 --routings balanced",
     ],
     "round11_h100": [
         "python3 -m perfmodel.bench.moe_block kernels --models grok2,ernie45_300b_a47b --tokens 32768 "

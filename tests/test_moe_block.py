@@ -836,6 +836,14 @@ def test_registered_rounds_hold_todays_predictions_until_measured():
     h200 = {r["id"]: r["counts"] for r in v.load(root / "benchmarks" / "data" / "h200_2026-12-04r7-fit")}
     assert len(r13) == 14 and all(h200[r["id"]] == r["counts"] for r in r13)
     assert not {r["model"] for r in r13} & (fitted_on | new12) and "round13_h100" in v.TWIN_IN_SHAPE
+    # round 14: round 12's families (held out by shape and from the block factor) at long steps no H100 block of
+    # them had
+    r14 = regs["round14_h100"]["items"]
+    before = {(r["model"], r["tokens"]) for n, reg in regs.items() if reg.get("gpu") == "H100" and n != "round14_h100"
+              for r in reg["items"]}  # fmt: skip
+    assert len(r14) == 14 and {r["model"] for r in r14} <= new12 and v.split_name("round14_h100") == "fresh14_h100"
+    assert all(r["tokens"] > bm.LONG_STEP_TOKENS and (r["model"], r["tokens"]) not in before for r in r14)
+    assert all(len(r["predicted_fwd_bwd_s"]) == 2 for r in r14) and "fresh14_h100" not in v.TWIN_FACTOR_ROUNDS
     for twin, of in reg_mod.TWIN_OF.items():  # an H100 twin: the same items and counts, priced on the H100
         assert regs[twin]["gpu"] == "H100" and regs[twin]["commands"] == regs[of]["commands"], twin
         assert [(a["id"], a["counts"]) for a in regs[twin]["items"]] == [
@@ -938,10 +946,12 @@ def test_twin_error_is_what_the_h100_rounds_give():
     v = _validator()
     data = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "data"
     got = v.twin_error(data)  # each round priced with the factor fitted on the other three
+    measured = [r for r, fs in v.TWIN_ROUNDS.items() if all((data / f).is_dir() for f in fs)]
+    assert set(v.TWIN_ROUNDS) - set(measured) == {"fresh14_h100"}  # registered, not measured yet
     for name, key, n in (("speedup", "speedup", 71), ("bf16_block", "bf16", 72), ("rowwise_block", "rowwise", 71)):
         e = bm.TWIN_ERROR[key]
         assert got[name]["n"] == e["n"] == n, name
-        rounds = [got[f"{name}@{r}"] for r in v.TWIN_ROUNDS]
+        rounds = [got[f"{name}@{r}"] for r in measured]
         # round 8 + repeat (one bf16 block whose fp8 side ran out of memory), rounds 9-12
         assert [x["n"] for x in rounds] == [15 + (key == "bf16"), 15, 10, 14, 17], name
         for q in ("p50", "p90"):  # the larger round's, as the H200's bars
