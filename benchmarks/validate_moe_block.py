@@ -259,6 +259,11 @@ def ratio_stats(q: Any) -> dict[str, float]:
             "min_ratio": float(a.min()), "max_ratio": float(a.max()), "n": float(a.size)}  # fmt: skip
 
 
+def ratio_stats_over(q: Any) -> dict[str, float]:
+    """:func:`ratio_stats` of ``q`` with ``over``, the share of ratios above 1 (over-predicted)."""
+    return {**ratio_stats(q), "over": float(np.mean(np.asarray(q, dtype=float) > 1))}
+
+
 def predict(r: dict[str, Any], measured_eager: bool = True, timing: str = "event") -> Any:
     """The block model's answer for record ``r`` on the GPU it ran on (``_gpu``, H200 if absent)."""
     cfg = {
@@ -650,7 +655,7 @@ def long_step_error(data: Path) -> dict[str, dict[str, float]]:
                 q[key].append(ratio)
                 if key == "speedup":
                     q["speedup_held_out" if folder == LONG_STEP_FOLDERS[0] else "speedup_in_shape"].append(ratio)
-    return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
+    return {name: ratio_stats_over(v) for name, v in q.items()}
 
 
 def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -772,7 +777,7 @@ def _twin_error(blocks: list[dict[str, Any]], mode: str) -> dict[str, dict[str, 
         q = _twin_ratios(blocks, lambda rnd, rec: loo.get(rnd, c)[rec])
     else:
         raise ValueError(f"mode must be held_out, in_sample or no_factor, got {mode!r}")
-    return {name: {**ratio_stats(v), "over": float(np.mean(np.array(v) > 1))} for name, v in q.items()}
+    return {name: ratio_stats_over(v) for name, v in q.items()}
 
 
 def twin_factor_table(data: Path) -> str:
@@ -819,13 +824,12 @@ def _twin_in_shape_pairs(data: Path) -> dict[str, dict[str, dict[str, Any]]]:
 def twin_in_shape_by_shape(data: Path) -> dict[tuple[int, int], dict[str, Any]]:
     """The float8 speedup's predicted / measured on the H100 SXM per expert shape ``(dim, moe_inter)`` over the
     blocks of the :data:`TWIN_IN_SHAPE` rounds (TWIN_BLOCK_FACTOR as shipped): ``families`` (sorted, comma-separated)
-    and :func:`ratio_stats` with the share above 1 (TWIN_LONG_STEP_BY_SHAPE of perfmodel.moe.block holds it)."""
+    and :func:`ratio_stats_over` (TWIN_LONG_STEP_BY_SHAPE of perfmodel.moe.block holds it)."""
     by: dict[tuple[int, int], list[tuple[str, float]]] = {}
     for pair in _twin_in_shape_pairs(data).values():
         rec = pair["bf16"]
         by.setdefault((rec["dim"], rec["inter"]), []).append((rec["model"], _pair_ratios(pair)["speedup"]))
-    return {shape: {"families": ", ".join(sorted({m for m, _ in rows})), **ratio_stats([r for _, r in rows]),
-                    "over": float(np.mean([r > 1 for _, r in rows]))}
+    return {shape: {"families": ", ".join(sorted({m for m, _ in rows})), **ratio_stats_over([r for _, r in rows])}
             for shape, rows in by.items()}  # fmt: skip
 
 
