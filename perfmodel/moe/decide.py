@@ -73,13 +73,13 @@ class BlockDecision:
     the speedup more often than not (76 % of 34 measured configurations, predicted / measured up to 1.15): the reason
     says the speedup is likely lower, and ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`)
     instead of the GEMM-dense one; on the H100 SXM that direction did not hold for families held out by shape
-    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 8 of 17) but did for the llama4 expert shape
+    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 12 of 31) but did for the llama4 expert shape
     (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_BY_SHAPE`, round 13), and a twin's reason says which
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
     the block times carry the block factor our H100 SXM measured (:data:`~perfmodel.moe.block.TWIN_BLOCK_FACTOR`)
-    and the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, five rounds: rounds 8-11 each
-    priced with the factor fitted on the other three, round 12 pre-registered with it); the reason states that
+    and the bar is widened to :data:`~perfmodel.moe.block.TWIN_ERROR` (our H100 SXM, six rounds: rounds 8-11 each
+    priced with the factor fitted on the other three, rounds 12 and 14 pre-registered with it); the reason states that
     error, and a direction only where the measured configurations show one
     (:func:`~perfmodel.moe.block.twin_speedup_direction`). ``speedup_p90``: that p90 of |predicted / measured - 1|
     of the speedup, as a fraction (0.13: 13 %), the one ``close_call`` uses; None where the block is not validated."""
@@ -170,9 +170,9 @@ def block_decision(
         e, d = TWIN_ERROR["speedup"], None if long_step else twin_speedup_direction()
         reason += (
             f"; the H200's board terms transferred to the {b.gpu} with the block factor our H100 SXM measured: there "
-            f"the speedup (rounds 8-11 each priced with the factor fitted on the others, round 12 pre-registered with "
-            f"it) came out at predicted / measured "
-            f"median {e['median_ratio']:.3f} ({e['min_ratio']:.2f}-{e['max_ratio']:.2f}, over-predicted in "
+            f"the speedup (rounds 8-11 each priced with the factor fitted on the others, rounds 12 and 14 "
+            f"pre-registered with it) came out at predicted / measured median {e['median_ratio']:.3f} "
+            f"({e['min_ratio']:.2f}-{e['max_ratio']:.2f}, over-predicted in "
             f"{e['over'] * 100:.0f} % of {int(e['n'])} configurations, 8192-131072 tokens)"
             + (f", so the speedup is likely {d} than this" if d else "")
         )
