@@ -882,7 +882,9 @@ LONG_STEP_ERROR: Mapping[str, Mapping[str, float]] = {
 #:   of 14 clear calls right (jamba15_large_ep2 at 49152 tokens enable: 1.026-1.029x predicted, 1.051-1.065x measured;
 #:   the rest skip, 0.55-0.82x predicted, 0.56-0.82x measured), the speedup over-predicted in 4 of 14. Both walls were
 #:   priced fast there (bf16 median 0.941, down to 0.885; rowwise 0.953), most for the many-small-expert step35_flash
-#:   and ling_flash_20 (bf16 0.885-0.952), whose 8192-16384-token blocks round 12 priced within 3 %.
+#:   and ling_flash_20 (bf16 0.885-0.952), whose 8192-16384-token blocks round 12 priced within 3 %: their profiles
+#:   at 131072 tokens (benchmarks/data/h100_2026-12-07r14-diag, after scoring) put the miss in the scatter-adds
+#:   (``index_add_`` at 0.58-0.65 of its price, both recipes), which the model leaves as it is (one profiled size).
 #:
 #: ``p50`` / ``p90`` (|predicted / measured - 1|, %): the largest of the six rounds' (as the H200's bars keep the
 #: largest round's: round 14's but for the speedup's p90, round 8's); the ratio's median, range and share above 1, and

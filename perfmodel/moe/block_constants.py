@@ -306,6 +306,7 @@ def block_event_times_s(
 #: benchmarks/data/h100_2026-12-07r14, registered at c5a4a5a): speedup 3.0 / 5.3 % (1.7 / 7.5 % without it),
 #: over-predicted in 4 of 14 (12 of 14 without it), every clear call right. Its walls were priced fast with or without
 #: the factor (bf16 median 0.941, rowwise 0.953; without it 0.970 and 0.940): at those long steps the H100 SXM ran
-#: both recipes of these families slower than priced, a miss that one number per recipe cannot take up.
+#: both recipes of these families slower than priced, a miss that one number per recipe cannot take up (their
+#: profiles put it in the scatter-adds, ``index_add_`` at 0.58-0.65 of its price: docs/validation/moe.md, "Round 14").
 #: Not applied on the H200 (1.0) or off its board; ``timing="kernel"`` and mxfp8 blocks never take it.
 TWIN_BLOCK_FACTOR: Mapping[str, float] = {"bf16": 0.9698, "rowwise": 1.0131}
