@@ -91,7 +91,7 @@ from .block_constants import (
     power_cap_factor,
     power_derate,
 )
-from .grouped import _positive_int, check_timing, grouped_gemm
+from .grouped import check_positive_int, check_timing, grouped_gemm
 from .mx_relayout import relayout_time_s
 from .routing import as_moe_shape, block_group_sizes, check_tokens, expert_counts, skewed_counts
 
@@ -987,7 +987,7 @@ def twin_long_step_shape(dim: int, moe_inter: int) -> tuple[Mapping[str, Any], s
     configurations were all over-predicted, "higher" where all were under-predicted, else None; None where the shape
     was not measured. ``dim`` and ``moe_inter`` are whole numbers > 0 (an :class:`~perfmodel.errors.InvalidShapeError`
     names the one that is not)."""
-    t = TWIN_LONG_STEP_BY_SHAPE.get((_positive_int("dim", dim), _positive_int("moe_inter", moe_inter)))
+    t = TWIN_LONG_STEP_BY_SHAPE.get((check_positive_int("dim", dim), check_positive_int("moe_inter", moe_inter)))
     if t is None:
         return None
     d = None

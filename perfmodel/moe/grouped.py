@@ -127,7 +127,8 @@ def _check_op_timing(op: str, timing: str) -> None:
     check_timing(timing)
 
 
-def _positive_int(name: str, v: Any) -> int:
+def check_positive_int(name: str, v: Any) -> int:
+    """``v`` as an int if it is a whole number > 0 (an int or an integral float); else :class:`InvalidShapeError`."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real) or not float(v).is_integer() or v <= 0:
         raise InvalidShapeError(f"{name} must be a whole number > 0, got {v!r}")
     return int(v)
@@ -177,7 +178,7 @@ def roofline_grouped_gemm_time_s(group_sizes: Any, K: Any, N: Any, *, dtype: Any
     _dtype_key(fmt.name, None if fmt.name == "bf16" else "rowwise")
     spec = get_gpu(gpu)
     rows, two_d = _group_matrix(group_sizes)
-    K, N = _positive_int("K", K), _positive_int("N", N)
+    K, N = check_positive_int("K", K), check_positive_int("N", N)
     t = 2.0 * rows.sum(axis=1).astype(float) * K * N / (spec.peak_flops_per_s(fmt) * ORIGINAL_EFFICIENCY.gemm(fmt))
     return t if two_d else float(t[0])
 
@@ -312,7 +313,7 @@ def _prepare(
 ) -> tuple[np.ndarray, bool, int, int, str, str]:
     _check_op_timing(op, timing)
     key = _dtype_key(dtype, scaling)
-    K, N = _positive_int("K", K), _positive_int("N", N)
+    K, N = check_positive_int("K", K), check_positive_int("N", N)
     if key == "fp8":
         check_fp8_alignment(K, N, "fp8_e4m3")
     rows, two_d = _group_matrix(group_sizes)
@@ -413,7 +414,7 @@ def balanced_group_sizes(tokens: Any, experts: Any, top_k: Any) -> np.ndarray:
     if is_symbolic(tokens):
         raise InvalidShapeError("symbolic tokens: use grouped_gemm_time_s_balanced, which has the closed form")
     tokens = _whole("tokens", tokens, allow_zero=True)
-    experts, top_k = _positive_int("experts", experts), _positive_int("top_k", top_k)
+    experts, top_k = check_positive_int("experts", experts), check_positive_int("top_k", top_k)
     q, r = divmod(tokens * top_k, experts)
     out = np.full(experts, q, dtype=np.int64)
     out[:r] += 1
@@ -446,7 +447,7 @@ def size_class(op: str, total_rows: Any, groups: Any, K: Any, N: Any) -> str:
     if op not in OPS:
         raise UnknownOptionError(f"op={op!r}: use one of {', '.join(OPS)}")
     T = _whole("total_rows", total_rows, allow_zero=True)
-    G, K, N = _positive_int("groups", groups), _positive_int("K", K), _positive_int("N", N)
+    G, K, N = check_positive_int("groups", groups), check_positive_int("K", K), check_positive_int("N", N)
     if op == "dgrad":
         K, N, op = N, K, "fwd"
     return _size_class(op, T, G, K, N)
@@ -504,8 +505,8 @@ def grouped_gemm_time_s_balanced(
 
     _check_op_timing(op, timing)
     dt = _dtype_key(dtype, scaling)
-    K, N = _positive_int("K", K), _positive_int("N", N)
-    E, k = _positive_int("experts", experts), _positive_int("top_k", top_k)
+    K, N = check_positive_int("K", K), check_positive_int("N", N)
+    E, k = check_positive_int("experts", experts), check_positive_int("top_k", top_k)
     if dt == "fp8":
         check_fp8_alignment(K, N, "fp8_e4m3")
     if op == "dgrad":
