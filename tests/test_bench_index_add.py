@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from perfmodel.bench import index_add as IA
+from perfmodel.moe.block_constants import INT32_INDEX_LIMIT
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_limit_is_torchs_32bit_index_math():
     # IndexingUtils.h: max_elem = std::numeric_limits<int32_t>::max(); a tensor with that many elements is refused
-    assert IA.INT32_LIMIT == 2147483647
+    assert INT32_INDEX_LIMIT == 2147483647
     assert not IA.uses_64bit_offsets(4096, 524280, 65536)  # 2,147,450,880 source elements
     assert IA.uses_64bit_offsets(4096, 524288, 65537)  # 2**31: step35_flash at 65536 tokens, top-8
     assert IA.uses_64bit_offsets(1, 10, 2**31)  # the result alone can cross it
@@ -29,7 +30,7 @@ def test_every_dim_has_a_pair_one_top_k_step_either_side_of_the_limit():
         i = paths.index(True)
         assert i >= 2 and all(paths[i:]) and not any(paths[:i])  # 32-bit sizes first, then only 64-bit ones
         lo, hi = rows[i - 1], rows[i]
-        assert hi - lo == 8 and lo % 8 == 0 and lo * d < IA.INT32_LIMIT <= hi * d
+        assert hi - lo == 8 and lo % 8 == 0 and lo * d < INT32_INDEX_LIMIT <= hi * d
     assert IA.cases(["bcast_mul"]) == [("bcast_mul", *c[1:]) for c in IA.cases(["index_add"])]
 
 

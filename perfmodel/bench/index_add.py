@@ -30,22 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PerfModelError
+from ..moe.block_constants import INT32_INDEX_LIMIT, index_add_rate
 
-__all__ = ["CASES", "INT32_LIMIT", "IndexAddBenchError", "case_bytes", "cases", "main", "run", "uses_64bit_offsets"]
+__all__ = ["CASES", "IndexAddBenchError", "case_bytes", "cases", "main", "run", "uses_64bit_offsets"]
 
 SCHEMA = "perfmodel.bench.index_add/1"
 WARMUP_MS = 25.0
 MIN_REPS = 6
 EXPERTS = 64  # experts the synthetic routing spreads each token's top_k rows over (sorted by expert, as the block)
 
-#: ``canUse32BitIndexMath``'s bound: a tensor takes the 32-bit path when it has fewer elements than this
-#: (``max_elem = std::numeric_limits<int32_t>::max()``, aten/src/ATen/native/IndexingUtils.h).
-INT32_LIMIT = 2**31 - 1
-
 
 def _edge_pair(d: int, k: int) -> tuple[int, int]:
     """The largest routed-row count (a multiple of ``k``) whose ``[R, d]`` source is under the limit, and the next."""
-    lo = (INT32_LIMIT - 1) // d // k * k
+    lo = (INT32_INDEX_LIMIT - 1) // d // k * k
     return lo, lo + k
 
 
@@ -65,9 +62,9 @@ class IndexAddBenchError(PerfModelError, ValueError):
 
 
 def uses_64bit_offsets(d: int, rows: int, targets: int) -> bool:
-    """Whether ``zeros(targets, d).index_add(0, idx[rows], src[rows, d])`` takes PyTorch's generic 64-bit path:
-    any of result, source or index with ``INT32_LIMIT`` elements or more (Indexing.cu, ``index_add_cuda_impl``)."""
-    return max(targets * d, rows * d, rows) >= INT32_LIMIT
+    """Whether ``zeros(targets, d).index_add(0, idx[rows], src[rows, d])`` takes PyTorch's generic 64-bit path
+    (the rule's one home: :func:`perfmodel.moe.block_constants.index_add_rate`)."""
+    return index_add_rate(d, rows, targets) == "index_add_64bit"
 
 
 def case_bytes(kernel: str, d: int, rows: int) -> float:

@@ -27,6 +27,7 @@ __all__ = [
     "HOST_GAP_BWD_S",
     "HOST_SYNCS_FWD",
     "HOST_SYNC_S",
+    "INT32_INDEX_LIMIT",
     "POWER_CAP_FIT_FAMILIES",
     "POWER_CAP_LOAD0",
     "POWER_CAP_SLOPE",
@@ -36,6 +37,7 @@ __all__ = [
     "block_event_times_s",
     "colwise_dual_programs",
     "event_law_time_s",
+    "index_add_rate",
     "power_cap_factor",
     "power_derate",
 ]
@@ -73,6 +75,21 @@ EAGER_SLOWDOWN: Mapping[str, float] = {
     # triton_fp8_rowwise_3d_transpose_rhs (scales, cast); range 0.93-0.95
     "w_t": 0.935,
 }
+#: ``canUse32BitIndexMath``'s bound (aten/src/ATen/native/IndexingUtils.h: ``max_elem =
+#: std::numeric_limits<int32_t>::max()``): a tensor of this many elements or more takes 64-bit offset math.
+INT32_INDEX_LIMIT = 2**31 - 1
+
+
+def index_add_rate(d: int, rows: int, targets: int) -> str:
+    """The :data:`EAGER_SLOWDOWN` class of ``zeros(targets, d).index_add(0, idx, src)`` with ``src`` of
+    ``[rows, d]`` bf16: ``index_add_cuda_impl`` (aten/src/ATen/native/cuda/Indexing.cu) launches the 2-D,
+    ``unsigned int`` instantiation of ``indexFuncLargeIndex`` only when the result, the source and the index each
+    have fewer than :data:`INT32_INDEX_LIMIT` elements ("index_add"), else its generic ``uint64_t`` one
+    ("index_add_64bit")."""
+    wide = max(targets * d, rows * d, rows) >= INT32_INDEX_LIMIT
+    return "index_add_64bit" if wide else "index_add"
+
+
 #: Host time of the eager block the GPU waits for (``measured_eager=True``, ``timing="event"``). torch.bincount
 #: on CUDA reads ``self.min().item()`` and ``self.max().item()`` (aten/src/ATen/native/cuda/SummaryOps.cu,
 #: ``_bincount_cuda_template``; the two ``Memcpy DtoH`` of every profile): the stream drains twice in the forward
