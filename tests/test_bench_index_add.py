@@ -67,3 +67,34 @@ def test_import_does_not_import_torch():
     code = "import sys, perfmodel.bench.index_add; print([m for m in ('torch', 'triton') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_derivation_takes_the_median_ratio_across_the_limit_times_the_2d_rate():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("derive_index_add", ROOT / "benchmarks" / "derive_index_add.py")
+    D = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(D)
+    from perfmodel.moe.block_constants import EAGER_SLOWDOWN
+
+    def rec(kernel, d, rows, seconds):
+        b = IA.case_bytes(kernel, d, rows)
+        return {"kernel": kernel, "dim": d, "rows": rows, "top_k": 8, "elements": rows * d, "bytes": b,
+                "time_s": seconds, "bytes_per_s": b / seconds}  # fmt: skip
+
+    recs = []
+    for d, slow in ((2048, 1.5), (4096, 1.6), (7168, 2.0)):  # per-byte slowdowns across the limit, by hand
+        lo, hi = (r for _, dd, r, _ in IA.cases(["index_add"]) if dd == d and r in IA._edge_pair(d, 8))
+        t_lo = IA.case_bytes("index_add", d, lo) / 500e9  # 500 GB/s below the limit
+        recs += [
+            rec("index_add", d, lo, t_lo),
+            rec("index_add", d, hi, IA.case_bytes("index_add", d, hi) / 500e9 * slow),
+        ]
+    recs.append(rec("index_add", 4096, 2**16, 1e-3))  # a size far from the limit: not a pair, not in the ratio
+    doc = {"meta": {"date_utc": "2026-12-07T00:00:00Z", "gpu": "test", "gpu_uuid": "GPU-0", "torch": "x",
+                    "timing": "t"}, "records": recs}  # fmt: skip
+    ratios = D.edge_ratios(doc)
+    assert ratios == pytest.approx({2048: 1.5, 4096: 1.6, 7168: 2.0}, rel=1e-12)
+    assert D.factor(doc) == pytest.approx(EAGER_SLOWDOWN["index_add"] * 1.6, rel=1e-12)
+    text = D.table(doc)
+    assert "d 4096: 1.600" in text and text.count("| index_add |") == 7
