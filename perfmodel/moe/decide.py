@@ -70,10 +70,10 @@ class BlockDecision:
     held-out configurations, predicted / measured down to 0.88): the reason says so, and ``close_call`` uses that
     regime's error (:data:`~perfmodel.moe.block.GEMM_DENSE_SPEEDUP_ERROR`). ``long_step``: a validated H200 block of
     more than :data:`~perfmodel.moe.block.LONG_STEP_TOKENS` tokens, beyond every fit, where the model over-predicted
-    the speedup more often than not (76 % of 34 measured configurations, predicted / measured up to 1.15): the reason
+    the speedup more often than not (88 % of 34 measured configurations, predicted / measured up to 1.15): the reason
     says the speedup is likely lower, and ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`)
     instead of the GEMM-dense one; on the H100 SXM that direction did not hold for families held out by shape
-    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 12 of 31) but did for the llama4 expert shape
+    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 19 of 31) but did for the llama4 expert shape
     (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_BY_SHAPE`, round 13), and a twin's reason says which
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
