@@ -1249,7 +1249,11 @@ def test_round_14s_long_step_miss_is_torchs_64bit_scatter_add():
     narrow = "indexFuncLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true"
     profiled = [(f.parent.name, r) for f in sorted(data.glob("*/moe_block_kernels.json.gz"))
                 for r in v.load_kernels(f.parent)]  # fmt: skip
-    assert len({(folder, r["id"]) for folder, r in profiled}) == 26
+    assert len({(folder, r["id"]) for folder, r in profiled}) == 26 and len(profiled) == 44  # configurations, profiles
+    wide_profiles = [
+        r for _, r in profiled if index_add_rate(r["dim"], r["routed_rows"], r["tokens"] + 1) != "index_add"
+    ]
+    assert len(wide_profiles) == 4
     for folder, r in profiled:
         rate = index_add_rate(r["dim"], r["routed_rows"], r["tokens"] + 1)
         (name,) = scatter_kernels(r)  # one instantiation per block: the unpermute's and the gather's backward
