@@ -60,13 +60,13 @@ def factor(doc: dict[str, Any]) -> float:
 def table(doc: dict[str, Any]) -> str:
     m = doc["meta"]
     head = f"Measured {m['date_utc']} on {m['gpu']} ({m['gpu_uuid']}), torch {m['torch']}, {m['timing']}.\n\n"
-    rows = ["| kernel | d | routed rows | elements | offsets | launches | time ms | GB/s (priced bytes) |",
+    rows = ["| kernel | d | routed rows | elements | index_add offsets | launches | time ms | GB/s (priced bytes) |",
             "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]  # fmt: skip
     for r in doc["records"]:
         if "time_s" not in r:
             continue
         wide = r["rows"] * r["dim"] >= INT32_INDEX_LIMIT
-        path = ("64-bit" if wide else "32-bit") if r["kernel"] == "index_add" else ("split" if wide else "one")
+        path = ("64-bit" if wide else "32-bit") if r["kernel"] == "index_add" else "—"
         rows.append(f"| {r['kernel']} | {r['dim']} | {r['rows']} | {r['elements']} | {path} | "
                     f"{r.get('launches', '')} | {r['time_s'] * 1e3:.3f} | {r['bytes_per_s'] / 1e9:.0f} |")  # fmt: skip
     ia, bm = edge_ratios(doc), edge_ratios(doc, "bcast_mul")

@@ -55,13 +55,13 @@ EAGER_SLOWDOWN: Mapping[str, float] = {
     "index_add": 4.91,
     # the same kernel's generic instantiation (any rank, uint64_t offsets: indexFuncLargeIndex<BFloat16, long,
     # unsigned long, -1, -1, -1, ...>), which torch launches when a tensor reaches INT32_INDEX_LIMIT elements
-    # (index_add_rate). Not from the fit families (none of their profiles reached the limit): 4.91 x the median
-    # measured / priced-at-4.91 of the only profiles that did, the fp8 blocks of step35_flash and ling_flash_20 at
-    # 131072 tokens on an H100 SXM (benchmarks/data/h100_2026-12-07r14-diag: 1.532, 1.528; the fp8 blocks, where the
-    # 2-D kernel ran at 0.88-1.00 of its price, not the bf16 ones, where it ran at 0.66-1.00), found after round 14
-    # was scored: in-sample for those blocks, post-selection for every round it moves (docs/validation/moe.md, "The
-    # scatter-add's 64-bit path")
-    "index_add_64bit": 7.51,
+    # (index_add_rate). None of the fit families' profiles reached the limit: the 2-D kernel's 4.91 times the median
+    # over widths (2048, 4096, 7168) of the generic / 2-D time per byte, both timed alone at equal bytes either side of
+    # the limit on an H100 SXM (benchmarks/data/h100_2026-12-08-index-add, ``python benchmarks/derive_index_add.py``:
+    # 1.386, 1.383, 1.368); the ratio is assumed to hold on the H200 (same SMs and clock). The rule was found after
+    # round 14 was scored, in its profiles: post-selection for every round it moves (docs/validation/moe.md, "The
+    # scatter-add's 64-bit path"); those profiles' fp8 scatter-adds are priced at 0.90 of their time with it
+    "index_add_64bit": 6.79,
     # y * score with score [R, 1] broadcast: TensorIterator's non-vectorized path (elementwise_kernel<128, 4>,
     # gpu_kernel_impl_nocast with an offset calculator: aten/src/ATen/native/cuda/Loops.cuh); range 2.20-2.46
     "bcast_mul": 2.23,
@@ -320,7 +320,7 @@ def block_event_times_s(
 #:
 #: Least squares on the relative fwd+bwd error, through the origin of the time beyond ``H``, per recipe, over those
 #: rounds (``python benchmarks/validate_moe_block.py benchmarks/data --derive-twin``). Fitted on each round left out
-#: in turn, the factor is 0.964-0.971 (bf16) and 1.009-1.016 (rowwise): the same sign on every board (refitted on
+#: in turn, the factor is 0.964-0.972 (bf16) and 1.010-1.017 (rowwise): the same sign on every board (refitted on
 #: 2026-12-08, when the 64-bit scatter-add's rate moved round 11's ernie45_300b_a47b blocks: 0.9698 and 1.0131
 #: before). Why the H100
 #: SXM differs, we did not measure; its HBM3 draws less of the 700 W than the H200's HBM3e, which would leave its
@@ -337,4 +337,4 @@ def block_event_times_s(
 #: take up: its profiles put it in the scatter-adds, torch's 64-bit ``index_add_`` kernel, priced since 2026-12-08
 #: (``EAGER_SLOWDOWN["index_add_64bit"]``; docs/validation/moe.md, "The scatter-add's 64-bit path").
 #: Not applied on the H200 (1.0) or off its board; ``timing="kernel"`` and mxfp8 blocks never take it.
-TWIN_BLOCK_FACTOR: Mapping[str, float] = {"bf16": 0.9680, "rowwise": 1.0114}
+TWIN_BLOCK_FACTOR: Mapping[str, float] = {"bf16": 0.9685, "rowwise": 1.0119}

@@ -73,7 +73,7 @@ class BlockDecision:
     the speedup more often than not (88 % of 34 measured configurations, predicted / measured up to 1.15): the reason
     says the speedup is likely lower, and ``close_call`` uses that error (:data:`~perfmodel.moe.block.LONG_STEP_ERROR`)
     instead of the GEMM-dense one; on the H100 SXM that direction did not hold for families held out by shape
-    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 19 of 31) but did for the llama4 expert shape
+    (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_ERROR`: over-predicted in 18 of 31) but did for the llama4 expert shape
     (:data:`~perfmodel.moe.block.TWIN_LONG_STEP_BY_SHAPE`, round 13), and a twin's reason says which
     (``gemm_dense`` still says whether the block is GEMM-dense). On a twin of the H200's board that is not the H200
     (:func:`~perfmodel.moe.block.h200_board`: H100-SXM, H800) a block is validated with the H200's terms transferred:
