@@ -175,11 +175,19 @@ _SLEEP_CYCLES_PER_ITER = 100_000  # ~50 µs at 2 GHz: keeps the GPU busy while t
 
 
 def _collective_call(
-    ctx: DistContext, op: str, nbytes: int, dtype: Any, *, as_uint8: bool = False, fill: bool = True
+    ctx: DistContext,
+    op: str,
+    nbytes: int,
+    dtype: Any,
+    *,
+    as_uint8: bool = False,
+    fill: bool = True,
+    async_op: bool = False,
 ) -> Callable[[], Any]:
     """A closure running ``op`` once on fresh buffers of ``dtype`` (``nbytes`` per the module doc);
     ``as_uint8``: the buffers are passed as ``.view(torch.uint8)`` (same bytes, as torchao's float8
-    all-gather sends them where the backend refuses float8)."""
+    all-gather sends them where the backend refuses float8); ``async_op``: the closure returns the
+    collective's work handle (torch.distributed's ``async_op=True``) for the caller to wait on."""
     torch, dist = ctx.torch, ctx.dist
     n = nbytes // torch.empty((), dtype=dtype).element_size()
     shard = n // ctx.world
@@ -193,13 +201,13 @@ def _collective_call(
 
     if op == "all_gather_into_tensor":
         out, inp = make(n, False), make(shard, True)
-        return lambda: dist.all_gather_into_tensor(out, inp)
+        return lambda: dist.all_gather_into_tensor(out, inp, async_op=async_op)
     if op == "reduce_scatter_tensor":
         out, inp = make(shard, False), make(n, True)
-        return lambda: dist.reduce_scatter_tensor(out, inp)
+        return lambda: dist.reduce_scatter_tensor(out, inp, async_op=async_op)
     if op == "all_reduce":
         buf = make(n, True)
-        return lambda: dist.all_reduce(buf)
+        return lambda: dist.all_reduce(buf, async_op=async_op)
     raise ValueError(f"unknown collective {op!r}")
 
 
@@ -239,7 +247,11 @@ def _transport(ctx: DistContext, op: str, dtype: str) -> tuple[Any, bool, bool |
         return torch.bfloat16, False, None, None
     err = None
     try:
-        _collective_call(ctx, op, 64 * ctx.world, torch.float8_e4m3fn)()
+        # waited on here: gloo (torch 2.13) enqueues the call and reports a refused dtype only when the work is
+        # waited on, so without the wait the error could surface in a later collective on one rank only
+        work = _collective_call(ctx, op, 64 * ctx.world, torch.float8_e4m3fn, async_op=True)()
+        if work is not None:
+            work.wait()
         ctx.sync()
         ok = True
     except Exception as exc:  # the backend refuses the dtype before launching anything
