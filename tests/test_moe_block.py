@@ -1241,7 +1241,7 @@ def test_round_14s_long_step_miss_is_torchs_64bit_scatter_add():
     where :func:`index_add_rate` says (a tensor of ``INT32_INDEX_LIMIT`` elements or more: the four profiles of
     step35_flash and ling_flash_20 at 131072 tokens, h100_2026-12-07r14-diag) and the 2-D ``unsigned int`` one
     everywhere else. Priced at ``EAGER_SLOWDOWN["index_add_64bit"]`` (from the isolated bench) those four are 0.90 of
-    their time in fp8 and 0.80-0.82 in bf16, as the 2-D kernel in the H100's fp8 (0.88-1.00) and bf16 (0.66-1.00)
+    their time in fp8 and 0.80-0.81 in bf16, as the 2-D kernel in the H100's fp8 (0.88-1.00) and bf16 (0.66-1.00)
     blocks; the grouped GEMMs within 12 %, the fp8 casts within 2 %."""
     from perfmodel.moe.block_constants import index_add_rate
 
