@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.moe.block_constants import EAGER_SLOWDOWN, INT32_INDEX_LIMIT  # noqa: E402
+from perfmodel.moe.block_constants import EAGER_SLOWDOWN, index_add_rate  # noqa: E402
 
 BEGIN, END = "<!-- index-add:begin -->", "<!-- index-add:end -->"
 
@@ -35,14 +35,19 @@ def load(path: Path) -> dict[str, Any]:
     return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
 
 
+def _wide(r: dict[str, Any]) -> bool:
+    """Whether the case's ``index_add_`` (or the same tensors under the score multiply) is past torch's limit."""
+    return index_add_rate(r["dim"], r["rows"], r["targets"]) == "index_add_64bit"
+
+
 def edge_ratios(doc: dict[str, Any], kernel: str = "index_add") -> dict[int, float]:
     """Per width: time per byte just above the limit over time per byte just below it (the pair one top-k apart)."""
     out: dict[int, float] = {}
     recs = [r for r in doc["records"] if r["kernel"] == kernel and "time_s" in r]
     for d in sorted({r["dim"] for r in recs}):
         mine = sorted((r for r in recs if r["dim"] == d), key=lambda r: r["rows"])
-        below = [r for r in mine if r["rows"] * d < INT32_INDEX_LIMIT]
-        above = [r for r in mine if r["rows"] * d >= INT32_INDEX_LIMIT]
+        below = [r for r in mine if not _wide(r)]
+        above = [r for r in mine if _wide(r)]
         if below and above and above[0]["rows"] - below[-1]["rows"] == above[0]["top_k"]:
             lo, hi = below[-1], above[0]
             out[d] = (hi["time_s"] / hi["bytes"]) / (lo["time_s"] / lo["bytes"])
@@ -65,8 +70,7 @@ def table(doc: dict[str, Any]) -> str:
     for r in doc["records"]:
         if "time_s" not in r:
             continue
-        wide = r["rows"] * r["dim"] >= INT32_INDEX_LIMIT
-        path = ("64-bit" if wide else "32-bit") if r["kernel"] == "index_add" else "—"
+        path = ("64-bit" if _wide(r) else "32-bit") if r["kernel"] == "index_add" else "—"
         rows.append(f"| {r['kernel']} | {r['dim']} | {r['rows']} | {r['elements']} | {path} | "
                     f"{r.get('launches', '')} | {r['time_s'] * 1e3:.3f} | {r['bytes_per_s'] / 1e9:.0f} |")  # fmt: skip
     ia, bm = edge_ratios(doc), edge_ratios(doc, "bcast_mul")

@@ -79,8 +79,8 @@ def test_the_derivation_takes_the_median_ratio_across_the_limit_times_the_2d_rat
 
     def rec(kernel, d, rows, seconds):
         b = IA.case_bytes(kernel, d, rows)
-        return {"kernel": kernel, "dim": d, "rows": rows, "top_k": 8, "elements": rows * d, "bytes": b,
-                "time_s": seconds, "bytes_per_s": b / seconds}  # fmt: skip
+        return {"kernel": kernel, "dim": d, "rows": rows, "top_k": 8, "targets": rows // 8 + 1, "elements": rows * d,
+                "bytes": b, "time_s": seconds, "bytes_per_s": b / seconds}  # fmt: skip
 
     recs = []
     for d, slow in ((2048, 1.5), (4096, 1.6), (7168, 2.0)):  # per-byte slowdowns across the limit, by hand

@@ -6,14 +6,25 @@ torch and triton are imported inside the functions: importing this module touche
 from __future__ import annotations
 
 import math
+import platform
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
 from ..errors import PerfModelError
 
-__all__ = ["NoGPUError", "bench", "kernel_times_s", "quantile", "rep_stats", "require_cuda"]
+__all__ = [
+    "NoGPUError",
+    "bench",
+    "device_meta",
+    "kernel_times_s",
+    "quantile",
+    "rep_stats",
+    "require_cuda",
+    "select_cases",
+]
 
 
 class NoGPUError(PerfModelError, RuntimeError):
@@ -36,6 +47,31 @@ def require_cuda() -> Any:
             "the plan and its estimated time."
         )
     return torch
+
+
+def select_cases(cases: Sequence[tuple[Any, ...]], kernels: Sequence[str] | None, error: type[Exception]) -> list[Any]:
+    """A kernel bench's planned ``cases`` (tuples whose first item names the kernel), all or those of ``kernels``;
+    a name no case has raises ``error`` naming the valid ones."""
+    known = sorted({c[0] for c in cases})
+    if kernels is None:
+        return list(cases)
+    bad = [n for n in kernels if n not in known]
+    if bad:
+        raise error(f"unknown kernels {bad}; valid: {', '.join(known)}")
+    return [c for c in cases if c[0] in kernels]
+
+
+def device_meta(torch: Any, triton: Any) -> dict[str, Any]:
+    """Where and with what a kernel bench ran: UTC date, GPU name and UUID, torch / CUDA / triton / Python versions."""
+    return {
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpu": torch.cuda.get_device_name(),
+        "gpu_uuid": str(getattr(torch.cuda.get_device_properties(0), "uuid", "")),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def quantile(values: Sequence[float], q: float) -> float:

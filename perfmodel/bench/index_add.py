@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from typing import Any
 
 from ..errors import PerfModelError
 from ..moe.block_constants import INT32_INDEX_LIMIT, index_add_rate
+from ._device import select_cases
 
 __all__ = ["CASES", "IndexAddBenchError", "case_bytes", "cases", "main", "run", "uses_64bit_offsets"]
 
@@ -80,13 +80,7 @@ def case_bytes(kernel: str, d: int, rows: int) -> float:
 
 def cases(kernels: Sequence[str] | None = None) -> list[tuple[str, int, int, int]]:
     """The planned cases, all or those of the kernels named."""
-    known = sorted({c[0] for c in CASES})
-    if kernels is None:
-        return list(CASES)
-    bad = [n for n in kernels if n not in known]
-    if bad:
-        raise IndexAddBenchError(f"unknown kernels {bad}; valid: {', '.join(known)}")
-    return [c for c in CASES if c[0] in kernels]
+    return select_cases(CASES, kernels, IndexAddBenchError)
 
 
 def _routing(torch: Any, rows: int, k: int) -> Any:
@@ -137,7 +131,7 @@ def _split_at_spins(events: Sequence[tuple[str, float, float]]) -> list[list[tup
 def run(out: Path, *, budget_s: float = 60.0, kernels: Sequence[str] | None = None) -> dict[str, Any]:
     """Time every case (in order, stopping after ``budget_s`` seconds), then profile one call of each timed case,
     and write ``out/index_add.json``."""
-    from ._device import bench, kernel_times_s, require_cuda
+    from ._device import bench, device_meta, kernel_times_s, require_cuda
 
     torch = require_cuda()
     import triton
@@ -193,13 +187,7 @@ def run(out: Path, *, budget_s: float = 60.0, kernels: Sequence[str] | None = No
             r["profiled_kernel_time_s"] = sum(dt for _, dt in mine)
     meta = {
         "schema": SCHEMA,
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpu": torch.cuda.get_device_name(),
-        "gpu_uuid": str(getattr(torch.cuda.get_device_properties(0), "uuid", "")),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "triton": triton.__version__,
-        "python": platform.python_version(),
+        **device_meta(torch, triton),
         "timing": f"triton.testing.do_bench warmup {WARMUP_MS} ms, at least {MIN_REPS} timed runs, L2 flushed; median",
         "command": " ".join(["python -m perfmodel.bench.index_add", *sys.argv[1:]]),
     }

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import PerfModelError
+from ._device import select_cases
 
 __all__ = ["CASES", "Mxfp8BenchError", "cases", "main", "run"]
 
@@ -57,13 +57,7 @@ class Mxfp8BenchError(PerfModelError, ValueError):
 
 def cases(names: Sequence[str] | None = None) -> list[tuple[str, int, int, int]]:
     """The planned cases, all or those of the kernels named."""
-    known = sorted({c[0] for c in CASES})
-    if names is None:
-        return list(CASES)
-    bad = [n for n in names if n not in known]
-    if bad:
-        raise Mxfp8BenchError(f"unknown kernels {bad}; valid: {', '.join(known)}")
-    return [c for c in CASES if c[0] in names]
+    return select_cases(CASES, names, Mxfp8BenchError)
 
 
 def _ends(torch: Any, total: int, groups: int, unit: int) -> Any:
@@ -115,7 +109,7 @@ def run(
     out: Path, *, budget_s: float = 90.0, force_mx_casts: bool = False, names: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """Time every case (in order, stopping after ``budget_s`` seconds) and write ``out/mxfp8_kernels.json``."""
-    from ._device import bench, require_cuda
+    from ._device import bench, device_meta, require_cuda
 
     torch = require_cuda()
     import triton
@@ -145,14 +139,8 @@ def run(
         print(json.dumps(rec), flush=True)
     meta = {
         "schema": SCHEMA,
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpu": torch.cuda.get_device_name(),
-        "gpu_uuid": str(getattr(torch.cuda.get_device_properties(0), "uuid", "")),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "triton": triton.__version__,
+        **device_meta(torch, triton),
         "torchao": torchao.__version__,
-        "python": platform.python_version(),
         "force_mx_casts": force_mx_casts,
         "timing": f"triton.testing.do_bench warmup {WARMUP_MS} ms, rep {REP_MS} ms, L2 flushed; median",
         "command": "python -m perfmodel.bench.mxfp8_kernels",
