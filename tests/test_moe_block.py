@@ -1294,6 +1294,11 @@ def test_a_scatter_add_past_torchs_32bit_limit_is_priced_at_the_64bit_rate_and_s
     assert index_add_rate(2048, 2**20, 2**17 + 1) == "index_add_64bit"  # 2**31
     assert index_add_rate(1, 2**31 - 1, 1) == "index_add_64bit"  # the index alone
     assert index_add_rate(2**20, 1, 2**11) == "index_add_64bit"  # the result alone
+    assert index_add_rate(np.int32(2048), np.int32(2**20), np.int32(2**17)) == "index_add_64bit"  # no int32 overflow
+    assert index_add_rate(4096, 0, 1) == "index_add" and index_add_rate(2**40, 2**40, 2**40) == "index_add_64bit"
+    for bad in (-1, 2.0, float("nan"), True, "8", None, np.ma.masked):
+        with pytest.raises(pm.InvalidShapeError, match="index_add_rate: rows must be a whole number >= 0"):
+            index_add_rate(4096, bad, 8)
     tm = resolve(h200, None)[0]
     for tokens, rate in ((65536, "index_add"), (131072, "index_add_64bit")):
         b = pm.moe.expert_block_time("qwen3-30b-a3b", tokens=tokens, recipe="rowwise", gpu="H200")

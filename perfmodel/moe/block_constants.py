@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+import numpy as np
+
 from ..errors import InvalidShapeError
 
 __all__ = [
@@ -94,8 +96,12 @@ def index_add_rate(d: int, rows: int, targets: int) -> str:
     ``[rows, d]`` bf16: ``index_add_cuda_impl`` (aten/src/ATen/native/cuda/Indexing.cu) launches the 2-D,
     ``unsigned int`` instantiation of ``indexFuncLargeIndex`` only when the result, the source and the index each
     have fewer than :data:`INT32_INDEX_LIMIT` elements ("index_add"), else its generic ``uint64_t`` one
-    ("index_add_64bit")."""
-    wide = max(targets * d, rows * d, rows) >= INT32_INDEX_LIMIT
+    ("index_add_64bit"). Each argument is a whole number >= 0 (an int, not a bool); anything else is an
+    :class:`~perfmodel.errors.InvalidShapeError` naming it."""
+    for name, v in (("d", d), ("rows", rows), ("targets", targets)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise InvalidShapeError(f"index_add_rate: {name} must be a whole number >= 0, got {v!r}")
+    wide = max(int(targets) * int(d), int(rows) * int(d), int(rows)) >= INT32_INDEX_LIMIT
     return "index_add_64bit" if wide else "index_add"
 
 
