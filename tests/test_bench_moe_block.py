@@ -253,6 +253,57 @@ def test_block_output_changes_with_routing():
     assert blk.experts.w2.shape == (cfg.experts, cfg.dim, cfg.inter)
 
 
+@pytest.mark.parametrize("routing", ["balanced", "skewed"])
+def test_piece_fns_run_and_their_gemms_are_the_shapes_the_record_names(routing, monkeypatch):
+    """The pieces phase's callables on CPU: each runs; each grouped GEMM's output is the per-group product of the
+    shape its record names in perfmodel.moe's convention (fwd ``[R, N]``, dgrad ``[R, K]``, wgrad ``[G, N, K]``), so
+    the scorer prices the GEMM that was timed."""
+    if not MB._grouped_mm_runs(torch, "cpu", torch.bfloat16):
+        pytest.skip("torch._grouped_mm does not run on this CPU build")
+    monkeypatch.setitem(MB.MODEL_BY_NAME, MB.SELFTEST_CFG.name, MB.SELFTEST_CFG)
+    item = MB.BlockItem(MB.SELFTEST_CFG.name, 40, routing)
+    pieces, rec = MB.piece_fns(torch, item, device="cpu")
+    c = MB.SELFTEST_CFG
+    want = {"router_fwd", "router_fwd_bwd", "permute", "permute_plan", "swiglu_fwd", "unpermute", "shared_fwd",
+            "shared_fwd_bwd", *MB.PIECE_GEMMS}  # fmt: skip
+    assert set(pieces) == want
+    widths = {"dim": c.dim, "inter": c.inter}
+    assert rec["gemm_shapes"] == {n: [op, widths[k], widths[v]] for n, (op, k, v) in MB.PIECE_GEMMS.items()}
+    rows = rec["group_rows"]
+    assert len(rows) == c.experts and sum(rows) == rec["rows"] and sum(rec["counts"]) == 40 * c.top_k
+    assert (max(rec["counts"]) > 2 * min(rec["counts"])) is (routing == "skewed")
+    R = rec["rows"]
+    real = torch._grouped_mm
+    seen: list[tuple] = []
+
+    def spy(a, b, offs):  # the operands each piece hands torch
+        seen.append((a, b, offs))
+        return real(a, b, offs=offs)
+
+    monkeypatch.setattr(torch, "_grouped_mm", lambda a, b, offs: spy(a, b, offs))
+    for name in MB.PIECE_GEMMS:
+        op, K, N = rec["gemm_shapes"][name]
+        seen.clear()
+        out = pieces[name]().float()
+        ((A, B, offs),) = seen
+        assert offs.tolist() == [sum(rows[: i + 1]) for i in range(len(rows))], name
+        shapes = {"fwd": ((R, K), (c.experts, K, N), (R, N)), "dgrad": ((R, N), (c.experts, N, K), (R, K)),
+                  "wgrad": ((N, R), (R, K), (c.experts, N, K))}[op]  # fmt: skip
+        assert (tuple(A.shape), tuple(B.shape), tuple(out.shape)) == shapes, name
+        s0 = 0
+        for g, n in enumerate(rows):  # each group's product, in float32
+            if op == "wgrad":
+                ref = A[:, s0 : s0 + n].float() @ B[s0 : s0 + n].float()
+                got = out[g]
+            else:
+                ref = A[s0 : s0 + n].float() @ B[g].float()
+                got = out[s0 : s0 + n]
+            assert torch.allclose(got, ref, rtol=2e-2, atol=2e-2 * (1 + float(ref.abs().max()))), (name, g)
+            s0 += n
+    for name in want - set(MB.PIECE_GEMMS):
+        pieces[name]()  # runs
+
+
 def test_selftest_cli_on_cpu(tmp_path):
     rc = MB.main(["selftest", "--device", "cpu", "--out", str(tmp_path)])
     assert rc == 0
@@ -416,7 +467,8 @@ def test_run_seed_writes_the_seed_layout(tmp_path, monkeypatch):
 
 
 def test_shell_scripts_parse():
-    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh", "gpu_fresh_moe.sh", "_gpu_env.sh", "gpu_registered_round.sh"):
+    for name in ("gpu_moe_block.sh", "gpu_moe_seed.sh", "gpu_fresh_moe.sh", "_gpu_env.sh", "gpu_registered_round.sh",
+                 "gpu_block_pieces.sh"):  # fmt: skip
         subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / name)], check=True)
 
 
@@ -477,32 +529,59 @@ def test_registered_round_script_runs_the_registered_commands(tmp_path):
     registrations named beside them are skipped."""
     calls, work, stdout = _registered_round_calls(tmp_path, "round8 repeat2 round8_h100 repeat2_h100", "NVIDIA H200")
     regs = [json.loads((ROOT / "benchmarks" / "registered" / f"{n}.json").read_text()) for n in ("round8", "repeat2")]
-    want = [(reg["folder"], c) for reg in regs for c in reg["commands"]]
-    assert len(calls) == len(want) == 5
-    for i, (call, (folder, cmd)) in enumerate(zip(calls, want, strict=True)):
+    # every round's scored commands first (round 8's, then repeat 2's), then round 8's two diagnostics (added
+    # 2026-12-08, before its H200 run): a diagnostic never takes time from a scored command of a later round
+    want = [(reg["folder"], c, False) for reg in regs for c in reg["commands"]]
+    want += [(regs[0]["folder"], c, True) for c in regs[0]["diagnostics"]]
+    assert len(calls) == len(want) == 7 and "diagnostics" not in regs[1]
+    for i, (call, (folder, cmd, diag)) in enumerate(zip(calls, want, strict=True)):
         assert call.startswith("py " + cmd.removeprefix("python3 ")) and f"--out {work / folder} " in call
-        first = i == 0 or want[i - 1][0] != folder
+        first = diag or i == 0 or want[i - 1][0] != folder  # a diagnostic's phase differs from the time commands'
         assert call.endswith("--resume") != first, call
+    assert [c.split()[2:4] for c in calls[5:]] == [["perfmodel.bench.moe_block", "pieces"],
+                                                 ["perfmodel.bench.moe_block", "kernels"]]  # fmt: skip
     assert "round8_h100: registered for another GPU than NVIDIA H200, skipped" in stdout
+
+
+def test_block_pieces_script_runs_the_pieces_phase(tmp_path):
+    """gpu_block_pieces.sh with stub commands: one pieces call with the models, tokens and routings asked (round 8's
+    large-expert blocks by default), into WORK, under the deadline, and the tarball is packed."""
+    b = _stub_bin(tmp_path)
+    out, work = tmp_path / "out", tmp_path / "work"
+    env = {"PATH": f"{b}:/usr/bin:/bin", "PYTHON": str(b / "py"), "HOME": str(tmp_path), "OUT": str(out),
+           "WORK": str(work), "DEADLINE_S": "120"}  # fmt: skip
+    for extra, models in (({}, "mixtral_8x22b,dbrx"), ({"MODELS": "grok1", "TOKENS": "24576"}, "grok1")):
+        r = subprocess.run(["bash", "benchmarks/gpu_block_pieces.sh"], cwd=ROOT, env={**env, **extra},
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        calls = [ln for ln in r.stdout.splitlines() if ln.startswith("py -m perfmodel.bench.")]
+        assert len(calls) == 1 and calls[0].split()[2:4] == ["perfmodel.bench.moe_block", "pieces"]
+        assert f"--out {work} " in calls[0] and f"--models {models} " in calls[0]
+        assert f"--tokens {extra.get('TOKENS', '49152')} " in calls[0] and calls[0].endswith(
+            "--routings balanced,skewed"
+        )
+        assert (out / "block_pieces.tar.gz").is_file()
 
 
 def test_registered_round_script_runs_the_h100_twins_and_their_diagnostics_on_an_h100(tmp_path):
     """On an H100 the H200 registrations are skipped and the H100 twins run: the same bench commands into the H100
-    folders, then the round's diagnostics (not --resume, with the budget left)."""
+    folders, then, after every round's scored commands, the rounds' diagnostics (not --resume, with the budget
+    left)."""
     calls, work, stdout = _registered_round_calls(
         tmp_path, "round8 repeat2 round8_h100 repeat2_h100", "NVIDIA H100 80GB HBM3"
     )
     regs = {n: json.loads((ROOT / "benchmarks" / "registered" / f"{n}.json").read_text())
             for n in ("round8", "round8_h100", "repeat2_h100")}  # fmt: skip
     assert regs["round8_h100"]["commands"] == regs["round8"]["commands"] and regs["round8_h100"]["gpu"] == "H100"
-    want = [(regs[n]["folder"], c) for n in ("round8_h100", "repeat2_h100")
-            for c in regs[n]["commands"] + regs[n]["diagnostics"]]  # fmt: skip
+    names = ("round8_h100", "repeat2_h100")
+    want = [(regs[n]["folder"], c) for n in names for c in regs[n]["commands"]]  # scored commands first
+    want += [(regs[n]["folder"], c) for n in names for c in regs[n]["diagnostics"]]
     assert len(calls) == len(want) == 7
     for call, (folder, cmd) in zip(calls, want, strict=True):
         assert call.startswith("py " + cmd.removeprefix("python3 ")) and f"--out {work / folder} " in call
-    assert [c.split()[2:4] for c in calls[4:6]] == [["perfmodel.bench.moe_block", "kernels"],
+    assert [c.split()[2:4] for c in calls[5:7]] == [["perfmodel.bench.moe_block", "kernels"],
                                                   ["perfmodel.bench.grouped_gemm", "time"]]  # fmt: skip
-    assert not calls[4].endswith("--resume") and not calls[5].endswith("--resume")
+    assert not calls[5].endswith("--resume") and not calls[6].endswith("--resume")
     assert "round8: registered for another GPU than NVIDIA H100 80GB HBM3, skipped" in stdout
 
 

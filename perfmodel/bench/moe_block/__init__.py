@@ -32,8 +32,9 @@ finished; every phase stops starting items when its ``--budget-s`` would be exce
   output's relative error against bf16 on the same input. Eager mode (no torch.compile).
 * ``kernels``: the same items under ``torch.profiler``: each GPU kernel's name, time and calls per iteration, for the
   forward alone and for fwd+bwd (the backward is the difference).
-* ``pieces``: bf16 pieces alone with do_bench: router fwd, permutation (plan + gather), each grouped GEMM in its
-  fwd, dgrad and wgrad form, SwiGLU, unpermute, shared expert fwd+bwd.
+* ``pieces``: bf16 pieces alone with do_bench (:func:`piece_fns`): router fwd and fwd+bwd, the permutation plan, the
+  gather, each grouped GEMM in its fwd, dgrad and wgrad form, SwiGLU, unpermute, shared expert fwd and fwd+bwd; each
+  record names its GEMMs' shapes in perfmodel.moe's convention, so ``benchmarks/score_block_pieces.py`` can price them.
 * ``seed``: Triton's own ``triton_kernels/bench/bench_mlp.py`` (see :func:`run_seed`) writing Proton profiles.
 * ``selftest``: tiny shapes; the block against a per-token float64 loop reference (values and gradients) on CPU or
   GPU; on a GPU also the fp8 conversion (converted parameters, output error) and one timed call.
@@ -71,6 +72,7 @@ from .config import (  # noqa: F401
     MAX_MEMORY_BYTES,
     MODEL_BY_NAME,
     MODELS,
+    PIECE_GEMMS,
     PROFILE_ITERS,
     RECIPES,
     REP_MS,
@@ -95,6 +97,7 @@ from .measure import (  # noqa: F401
     measure_kernels,
     measure_pieces,
     measure_time,
+    piece_fns,
 )
 from .plan import (  # noqa: F401
     BlockItem,
@@ -122,6 +125,7 @@ from .shapes import _round_up, balanced_counts, dirichlet_weights, max_rows, pad
 __all__ = [
     "ALIGN",
     "MODELS",
+    "PIECE_GEMMS",
     "RECIPES",
     "ROUTINGS",
     "TOKENS",
@@ -138,6 +142,7 @@ __all__ = [
     "max_rows",
     "padded_group_sizes",
     "permutation_reference",
+    "piece_fns",
     "plan_items",
     "rep_ms_for",
     "run_items",

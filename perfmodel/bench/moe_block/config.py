@@ -18,6 +18,7 @@ __all__ = [
     "MAX_MEMORY_BYTES",
     "MODELS",
     "MODEL_BY_NAME",
+    "PIECE_GEMMS",
     "PROFILE_ITERS",
     "RECIPES",
     "REP_MS",
@@ -328,6 +329,18 @@ EST_HOST_CALL_S = {"bf16": 2.5e-3, "fp8_rowwise": 5e-3}  # eager fwd+bwd host ti
 EST_ITEM_SETUP_S = 1.0
 EST_FIRST_FP8_S = {"time": 12.0, "kernels": 3.0}  # Triton JIT (cached on disk after the time phase) + autotune
 # of torchao's cast kernels, once per process and model dims
+#: the grouped GEMMs of the ``pieces`` phase -> (op, K, N) in perfmodel.moe's convention (``grouped_gemm``: ``fwd``
+#: ``x[R, K] @ w[G, K, N]``; ``dgrad`` that forward's input gradient, ``[R, N] @ w^T``; ``wgrad`` its weight gradient,
+#: ``dy^T @ x`` with ``dy[R, N]``, ``x[R, K]``), K and N named by the block's widths: ``w13`` is one of the
+#: gate / up projections (dim -> inter), ``w2`` the down projection (inter -> dim). Written into every pieces record.
+PIECE_GEMMS: Mapping[str, tuple[str, str, str]] = {
+    "gemm_w13_fwd": ("fwd", "dim", "inter"),
+    "gemm_w13_dgrad": ("dgrad", "dim", "inter"),
+    "gemm_w13_wgrad": ("wgrad", "dim", "inter"),
+    "gemm_w2_fwd": ("fwd", "inter", "dim"),
+    "gemm_w2_dgrad": ("dgrad", "inter", "dim"),
+    "gemm_w2_wgrad": ("wgrad", "inter", "dim"),
+}
 WRITE_NAMES = {
     "time": "moe_block_time.json",
     "kernels": "moe_block_kernels.json",

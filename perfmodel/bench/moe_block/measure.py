@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .block import _rel, build_block, convert_fp8, permute_plan, routing_indices
-from .config import ALIGN, PROFILE_ITERS, RECIPES, REP_MS, SKEW_ALPHA, WARMUP_MS, MoEBlockError
+from .config import ALIGN, PIECE_GEMMS, PROFILE_ITERS, RECIPES, REP_MS, SKEW_ALPHA, WARMUP_MS, MoEBlockError
 from .plan import BlockItem, estimate_memory_bytes, fits_memory, rep_ms_for
 from .results import _after_error, _error_fields
 from .shapes import max_rows, padded_group_sizes
@@ -15,6 +15,7 @@ __all__ = [
     "measure_kernels",
     "measure_pieces",
     "measure_time",
+    "piece_fns",
 ]
 
 # ---- GPU phases -------------------------------------------------------------------------------------------------
@@ -33,20 +34,20 @@ def _utc() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _prepared(torch: Any, item: BlockItem, recipe: str) -> tuple[Any, Any, Any, dict[str, Any]]:
-    """Block, input (requires grad), output gradient and the routing facts of ``item``."""
-    blk = build_block(torch, item.cfg, recipe, device="cuda", dtype=torch.bfloat16)
+def _prepared(torch: Any, item: BlockItem, recipe: str, device: str = "cuda") -> tuple[Any, Any, Any, dict[str, Any]]:
+    """Block, input (requires grad), output gradient and the routing facts of ``item``, on ``device``."""
+    blk = build_block(torch, item.cfg, recipe, device=device, dtype=torch.bfloat16)
     idx = routing_indices(torch, item.cfg, item.tokens, item.routing)
-    gen = torch.Generator(device="cuda").manual_seed(1)
-    x = torch.randn(item.tokens, item.cfg.dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+    gen = torch.Generator(device=device).manual_seed(1)
+    x = torch.randn(item.tokens, item.cfg.dim, device=device, dtype=torch.bfloat16, generator=gen)
     x.requires_grad_(True)
-    g = torch.randn(item.tokens, item.cfg.dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+    g = torch.randn(item.tokens, item.cfg.dim, device=device, dtype=torch.bfloat16, generator=gen)
     if idx is None:  # natural routing: the counts the router gives on this input
         with torch.no_grad():
             _, idx = blk.route(x)
         idx = idx.cpu()
     else:
-        blk.forced = idx.cuda()
+        blk.forced = idx.to(device)
     return blk, x, g, {"idx": idx}
 
 
@@ -197,14 +198,18 @@ def measure_kernels(item: BlockItem, recipes: Sequence[str] = RECIPES) -> list[d
     return recs
 
 
-def measure_pieces(item: BlockItem) -> list[dict[str, Any]]:
-    """bf16 pieces alone (do_bench each): router fwd / fwd+bwd, permute (plan + gather), the grouped GEMMs in fwd,
-    dgrad and wgrad form (w13 = one of w1/w3, w2), SwiGLU fwd, unpermute (weighted scatter-add), shared expert."""
-    from .._device import require_cuda
+def piece_fns(torch: Any, item: BlockItem, device: str = "cuda") -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
+    """The bf16 pieces of ``item``'s block as callables on ``device`` (each runs one piece alone on fixed inputs of
+    the block's shapes and routing) and the record they are measured into (the block's facts, its routing's counts and
+    group rows, and ``gemm_shapes``: each grouped GEMM piece's ``[op, K, N]`` in perfmodel.moe's convention,
+    :data:`~.config.PIECE_GEMMS`).
 
-    torch = require_cuda()
+    Pieces: ``router_fwd``, ``router_fwd_bwd``, ``permute_plan`` (the sync-free plan), ``permute`` (pad row + gather),
+    the six grouped GEMMs (``gemm_w13_*`` for one of w1 / w3, ``gemm_w2_*``; fwd, dgrad, wgrad), ``swiglu_fwd``,
+    ``unpermute`` (scores gathered, the rows scaled, zeros + ``index_add_``), and with a shared expert ``shared_fwd``
+    and ``shared_fwd_bwd``."""
     F = torch.nn.functional
-    blk, x, g, facts = _prepared(torch, item, "bf16")
+    blk, x, g, facts = _prepared(torch, item, "bf16", device)
     c = item.cfg
     with torch.no_grad():
         top, idx = blk.route(x)
@@ -213,8 +218,9 @@ def measure_pieces(item: BlockItem) -> list[dict[str, Any]]:
         R = xp.shape[0]
         h1 = torch._grouped_mm(xp, blk.experts.w1.transpose(-2, -1), offs=offs)
         hh = F.silu(h1) * h1
-        gy = torch.randn(R, c.dim, device="cuda", dtype=torch.bfloat16)
-        gh = torch.randn(R, c.inter, device="cuda", dtype=torch.bfloat16)
+        gen = torch.Generator(device=device).manual_seed(2)
+        gy = torch.randn(R, c.dim, device=device, dtype=torch.bfloat16, generator=gen)
+        gh = torch.randn(R, c.inter, device=device, dtype=torch.bfloat16, generator=gen)
     w1, w2 = blk.experts.w1.detach(), blk.experts.w2.detach()
     xd = x.detach()
 
@@ -229,9 +235,7 @@ def measure_pieces(item: BlockItem) -> list[dict[str, Any]]:
     pieces: dict[str, Callable[[], Any]] = {
         "router_fwd": lambda: blk.route(xd),
         "router_fwd_bwd": router_fb,
-        "permute": lambda: torch.cat([xd, xd.new_zeros(1, c.dim)]).index_select(
-            0, permute_plan(torch, idx, c.experts, blk.align)[0]
-        ),
+        "permute": lambda: torch.cat([xd, xd.new_zeros(1, c.dim)]).index_select(0, tok),
         "permute_plan": lambda: permute_plan(torch, idx, c.experts, blk.align),
         "gemm_w13_fwd": lambda: torch._grouped_mm(xp, w1.transpose(-2, -1), offs=offs),
         "gemm_w13_dgrad": lambda: torch._grouped_mm(gh, w1, offs=offs),
@@ -252,7 +256,20 @@ def measure_pieces(item: BlockItem) -> list[dict[str, Any]]:
 
         pieces["shared_fwd"] = lambda: se(xd)
         pieces["shared_fwd_bwd"] = shared_fb
+    widths = {"dim": c.dim, "inter": c.inter}
     rec = _base_record(item, "bf16") | _routing_facts(torch, item, facts["idx"], "bf16")
+    rec["gemm_shapes"] = {n: [op, widths[k], widths[nn]] for n, (op, k, nn) in PIECE_GEMMS.items()}
+    return pieces, rec
+
+
+def measure_pieces(item: BlockItem) -> list[dict[str, Any]]:
+    """bf16 pieces of ``item``'s block alone (:func:`piece_fns`), each timed with do_bench (L2 flushed before every
+    run): one record, ``pieces`` ``{name: {time_s, time_s_p20, time_s_p80, reps}}`` (or ``{error}`` for a piece that
+    failed; the others still run)."""
+    from .._device import require_cuda
+
+    torch = require_cuda()
+    pieces, rec = piece_fns(torch, item)
     rec.update(status="ok", pieces={})
     for name, fn in pieces.items():
         try:
