@@ -4,9 +4,10 @@
 # into $WORK/<the round's folder> (the first fresh, the rest --resume), under one deadline. The commands are in
 # priority order: each may use what is left of the deadline, so a late one is the first to lose items. A round
 # registered for another GPU than the device's (the registration's "gpu"; H200 where it has none) is skipped, so
-# one call can name the H200 and H100 registrations of a round and run the one that matches the card it gets. A
-# round's "diagnostics" (kernel profiles, isolated GEMMs: nothing scored) run after its scored commands, on what is
-# left; a diagnostic of a bench phase an earlier one of the round ran (two kernels commands) resumes its file.
+# one call can name the H200 and H100 registrations of a round and run the one that matches the card it gets. The
+# rounds' "diagnostics" (kernel profiles, pieces, isolated GEMMs: nothing scored) run after the scored commands of
+# every round named (since 2026-12-08; before, after their own round's), round by round, on what is left; a
+# diagnostic of a bench phase an earlier one of the round ran (two kernels commands) resumes its file.
 #
 #   ROUNDS="round8 repeat2 round11_h100" DEADLINE_S=540 bash benchmarks/gpu_registered_round.sh
 #   (with $OUT set; the device call carries [".whl"])
@@ -39,6 +40,7 @@ except Exception:
 sys.exit(0 if ok else 1)' "$1" "$DEVICE_NAME"
 }
 
+ran=""  # the rounds whose scored commands ran: their diagnostics follow, in the same order
 for round in $ROUNDS; do
   reg="$(dirname "$0")/registered/$round.json"
   if [ ! -f "$reg" ]; then log "$round: no $reg"; continue; fi
@@ -53,6 +55,11 @@ for round in $ROUNDS; do
     run_phase "$round" "$budget" $PYTHON ${cmd#python3 } --out "$WORK/$folder" --budget-s "$budget" $resume
     resume="--resume"
   done < <($PARSE_PY -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["commands"]))' "$reg")
+  ran="$ran $round"
+done
+for round in $ran; do
+  reg="$(dirname "$0")/registered/$round.json"
+  folder=$($PARSE_PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["folder"])' "$reg")
   seen=" "  # the bench phases ("module phase") a diagnostic of this round has written: a later one resumes that file
   while IFS= read -r cmd; do
     [ -n "$cmd" ] || continue

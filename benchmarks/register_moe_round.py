@@ -162,9 +162,18 @@ ROUNDS["round14_h100"] = Round(
 #: a round on another GPU -> the registered round whose items (and the bench's counts) it repeats: its counts are
 #: read from that file, so registering it needs no torch
 TWIN_OF: dict[str, str] = {"round8_h100": "round8", "repeat2_h100": "repeat2"}
-#: commands run after a round's scored ones, into its folder, on what is left of the deadline: diagnostics, not
-#: predictions (kernel profiles of the round's largest blocks; the isolated grouped GEMMs of its shapes)
+#: commands run after the scored ones of every round of a device call, into the round's folder, on what is left of the
+#: deadline: diagnostics, not predictions (kernel profiles of the round's largest blocks; the isolated grouped GEMMs
+#: of its shapes; its blocks' pieces alone)
 DIAGNOSTICS: dict[str, list[str]] = {
+    # added to round8.json by hand on 2026-12-08, before its H200 run (its items and predictions untouched): the
+    # bf16 pieces of its largest skewed blocks alone, and the skewed block's kernel profile
+    # (benchmarks/score_block_pieces.py)
+    "round8": [
+        "python3 -m perfmodel.bench.moe_block pieces --models mixtral_8x22b,dbrx --tokens 49152 "
+        "--routings balanced,skewed",
+        "python3 -m perfmodel.bench.moe_block kernels --models mixtral_8x22b --tokens 49152 --routings skewed,balanced",
+    ],
     "round8_h100": [
         "python3 -m perfmodel.bench.moe_block kernels --models mixtral_8x22b,dbrx,hunyuan_large --tokens 49152 "
         "--routings balanced",
