@@ -1,5 +1,7 @@
 """perfmodel.moe.decide: the block's float8 speedup, enable/skip, break-even tokens and the conversion filters."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -97,6 +99,41 @@ def test_section_text_and_rows():
     assert row["close_call"] and row["use"]
     verdict = next(ln for ln in close.splitlines() if "-> speedup" in ln)
     assert verdict.endswith("convert (a close call, within the model's error: measure before deciding)")
+
+
+def test_split_clauses_by_hand():
+    from perfmodel.errors import UnknownOptionError
+    from perfmodel.models.base import split_clauses
+
+    assert split_clauses("a (b; c); d [e; f]; g") == ["a (b; c)", "d [e; f]", "g"]
+    assert split_clauses("x {y; (z; w)}; v") == ["x {y; (z; w)}", "v"]
+    assert split_clauses("open (a; b; c") == ["open (a; b; c"]  # unbalanced: the rest stays one clause
+    assert split_clauses("stray) a; b") == ["stray) a", "b"]  # a stray closer does not go below depth 0
+    assert split_clauses(" ; a;  ; b ") == ["a", "b"] and split_clauses("") == []
+    assert split_clauses("a, b (c, d), e", sep=", ") == ["a", "b (c, d)", "e"]
+    for bad in ((None,), (3,), ("a", ""), ("a", None)):
+        with pytest.raises(UnknownOptionError, match="split_clauses takes a str"):
+            split_clauses(*bad)
+
+
+def test_section_prints_one_clause_per_line_and_loses_none():
+    """The section's provenance and reason, one top-level clause per line: joined back, the lines are the JSON
+    row's strings, so the display drops nothing the row says."""
+    text, (row,) = pm.moe.routed_experts_section("deepseek-v3-16b", tokens=16384, recipes=("rowwise",), gpu="H100-SXM")
+    lines = text.splitlines()
+    i = lines.index("    provenance:")
+    prov = []
+    for ln in lines[i + 1 :]:
+        if not ln.startswith("      - "):
+            break
+        prov.append(ln.removeprefix("      - "))
+    assert len(prov) >= 5 and "; ".join(prov) == row["provenance"]
+    assert max(len(c) for c in prov) < len(row["provenance"]) / 2  # split, not one long line
+    j = next(k for k, ln in enumerate(lines) if ln.startswith("    rowwise saves "))
+    first = lines[j].removeprefix("    ").removesuffix(" (eager, as torchao 0.17 runs it without torch.compile)")
+    after = itertools.takewhile(lambda ln: ln.startswith("      "), lines[j + 1 :])  # the continuation lines
+    rest = [ln.removeprefix("      ") for ln in after]
+    assert "; ".join([first, *rest]) == row["reason"]
 
 
 def test_moe_preset_refused_by_dense_apis_with_a_pointer():

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._backend import namespace
 from ..counting import _gemm_bytes, gemm_flops
-from ..errors import PerfModelError
+from ..errors import PerfModelError, UnknownOptionError
 from ..formats import Format
 from ..specs.gpu import GPUSpec
 
@@ -37,6 +37,7 @@ __all__ = [
     "Roofline",
     "TimeModel",
     "gemm_kernel_time_s",
+    "split_clauses",
 ]
 
 #: ``timing=`` values: GPU kernel time (what profilers sum and a training step sees) or the time CUDA events
@@ -170,6 +171,43 @@ class Provenance:
             "expected_error": self.expected_error.to_dict(),
             **({"measured_range": [list(r) for r in self.measured_range]} if self.measured_range else {}),
         }
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def split_clauses(text: str, sep: str = "; ") -> list[str]:
+    """The top-level clauses of a provenance or reason sentence: ``text`` split at each ``sep`` outside brackets
+    (``()``, ``[]``, ``{}``), each clause stripped, empty ones dropped. Joining them with ``sep`` gives ``text`` back
+    (up to the stripped spaces), so a display may print one clause per line and lose nothing; an unbalanced bracket
+    keeps everything after it in one clause.
+
+    Raises:
+        UnknownOptionError: ``text`` is not a str, or ``sep`` is not a non-empty str.
+
+    >>> split_clauses("a (b; c); d [e; f]; g")
+    ['a (b; c)', 'd [e; f]', 'g']
+    """
+    if not isinstance(text, str) or not isinstance(sep, str) or not sep:
+        raise UnknownOptionError(
+            f"split_clauses takes a str and a non-empty str separator, got {type(text).__name__} {text!r:.80}, "
+            f"separator {sep!r}"
+        )
+    out: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE and depth:
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            out.append(text[start:i])
+            start = i = i + len(sep)
+            continue
+        i += 1
+    out.append(text[start:])
+    return [c.strip() for c in out if c.strip()]
 
 
 @runtime_checkable

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidShapeError
+from ..models.base import split_clauses
 from ..presets import ModelPreset, MoEShape
 from ..specs.gpu import get_gpu
 from .block import (
@@ -436,7 +437,9 @@ def routed_experts_section(
             f"  {r}: block bf16 {d.bf16.total_s * 1e3:.3f} ms vs {r} {d.fp8.total_s * 1e3:.3f} ms (fwd+bwd, align "
             f"{ALIGN[r]}) -> speedup {d.speedup:.3f}: {verdict}"
         )
-        lines.append(f"    {d.reason} (eager, as torchao 0.17 runs it without torch.compile)")
+        why = split_clauses(d.reason)  # one clause per line: the reason's text, nothing dropped
+        lines.append(f"    {why[0]} (eager, as torchao 0.17 runs it without torch.compile)")
+        lines += [f"      {c}" for c in why[1:]]
         if r == "rowwise" and "compiled" not in kw:
             c = block_decision(m, tokens=tokens, gpu=gpu, recipe=r, compiled=True, **kw)
             lines.append(
@@ -446,7 +449,8 @@ def routed_experts_section(
         filt = 'lambda mod, fqn: fqn.rsplit(".", 1)[-1] == "experts"' if d.use else "lambda mod, fqn: False"
         lines.append(f"    torchao: quantize_(model, Float8TrainingOpConfig.from_recipe(...), filter_fn={filt})")
         lines.append(f"    torchtitan v0.2: --quantize.grouped_mm.float8.fqns={'experts' if d.use else '(none)'}")
-        lines.append(f"    {d.fp8.provenance}")
+        lines.append("    provenance:")
+        lines += [f"      - {c}" for c in split_clauses(d.fp8.provenance)]
         rows.append(
             {
                 "recipe": r,
