@@ -7,6 +7,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.errors import InvalidShapeError, MoEPresetError, UnsupportedLayerError
+from perfmodel.models.base import split_clauses
 from perfmodel.moe import decide as dm
 from perfmodel.presets import MoEShape
 
@@ -103,7 +104,6 @@ def test_section_text_and_rows():
 
 def test_split_clauses_by_hand():
     from perfmodel.errors import UnknownOptionError
-    from perfmodel.models.base import split_clauses
 
     assert split_clauses("a (b; c); d [e; f]; g") == ["a (b; c)", "d [e; f]", "g"]
     assert split_clauses("x {y; (z; w)}; v") == ["x {y; (z; w)}", "v"]
@@ -166,3 +166,39 @@ def test_ep_all_to_all_is_the_collective_model():
         pm.moe.ep_all_to_all("mixtral-8x7b", tokens=8192, ep=3)
     with pytest.raises(InvalidShapeError):
         pm.moe.ep_all_to_all("mixtral-8x7b", tokens=-1, ep=2)
+
+
+def test_moe_answers_print_short_and_whole():
+    """The MoE results a notebook shows: a one-line repr (no array dumps) that says time, source and error, and a
+    ``str`` with every provenance clause, one per line (joined back: the answer's provenance)."""
+    from perfmodel.moe.grouped import error_bar_line, provenance_head
+
+    g = pm.moe.grouped_gemm([1024] * 64, 2048, 1408, gpu="H100-SXM")
+    b = pm.moe.expert_block_time("qwen3-30b-a3b", tokens=16384, gpu="H100-SXM", recipe="rowwise")
+    d = pm.moe.block_decision("qwen3-30b-a3b", tokens=16384, gpu="H100-SXM")
+    assert repr(g) == (
+        f"GroupedGemmTime(bf16 fwd, G=64, 65536 rows on H100-SXM: {g.time_s * 1e6:.1f} us (event time), "
+        f"{g.bound}-bound, {g.kernel}, {g.tiles} tiles in {g.waves} waves; transferred from H200)"
+    )
+    assert f"fwd {b.fwd_s * 1e3:.3f} + bwd {b.bwd_s * 1e3:.3f} = {b.total_s * 1e3:.3f} ms" in repr(b)
+    assert f"MdAPE {b.error_bar['p50']:.1f} %, p90 {b.error_bar['p90']:.1f} %" in repr(b)
+    assert repr(d).startswith("BlockDecision(qwen3-30b-a3b on H100-SXM, 16384 tokens: bf16 ")
+    assert f"-> {d.speedup:.3f}x: {'convert' if d.use else 'keep bf16'}" in repr(d)
+    for r in (repr(g), repr(b), repr(d)):
+        assert len(r) < 320 and "array(" not in r and "\n" not in r, r
+    for obj in (g, b):
+        lines = str(obj).splitlines()
+        clauses = [ln.removeprefix("    - ") for ln in lines if ln.startswith("    - ")]
+        assert "; ".join(clauses) == obj.provenance
+        assert f"  error: {error_bar_line(obj.error_bar)}" in lines
+    assert str(d).splitlines()[1:-2] == [f"  {c}" for c in split_clauses(d.reason)]
+    # a batch and the estimates say what they are
+    batch = pm.moe.grouped_gemm([[1024] * 64, [512] * 64], 2048, 1408, gpu="H200")
+    assert "2 vectors on H200" in repr(batch) and "measured-fit" in repr(batch)
+    est = pm.moe.grouped_gemm([1024] * 64, 2048, 1408, gpu="B200")
+    assert repr(est).endswith("roofline; roofline estimate on B200)") and "tiles" not in repr(est)
+    assert error_bar_line(est.error_bar) == "no measured error (a roofline estimate)"
+    mx = pm.moe.expert_block_time("qwen3-30b-a3b", tokens=16384, gpu="B200", recipe="mxfp8")
+    assert repr(mx).endswith("no measured error for this GPU or recipe (estimate); estimated)")
+    assert provenance_head("measured-fit: H200 sweep (a; b); c") == "measured-fit"
+    assert provenance_head("") == ""

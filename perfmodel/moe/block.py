@@ -67,7 +67,7 @@ from ..errors import (
     UnsupportedFormatError,
 )
 from ..float8.published import known_wrong_lines
-from ..models.base import EVENT_OVERHEAD_S
+from ..models.base import EVENT_OVERHEAD_S, split_clauses
 from ..models.registry import resolve
 from ..presets import MoEShape
 from ..specs.gpu import GPUSpec, get_gpu
@@ -92,7 +92,7 @@ from .block_constants import (
     power_cap_factor,
     power_derate,
 )
-from .grouped import check_positive_int, check_timing, grouped_gemm
+from .grouped import check_positive_int, check_timing, error_bar_line, grouped_gemm, provenance_head
 from .mx_relayout import relayout_time_s
 from .routing import as_moe_shape, block_group_sizes, check_tokens, expert_counts, skewed_counts
 
@@ -259,6 +259,26 @@ class ExpertBlockTime:
             out[k.kind] += k.seconds
         return out
 
+    def _head(self) -> str:
+        c = self.config
+        return (
+            f"{c.name} expert block, {self.recipe} on {self.gpu}: {self.tokens} tokens, {c.experts} experts, "
+            f"top-{c.top_k}; fwd {self.fwd_s * 1e3:.3f} + bwd {self.bwd_s * 1e3:.3f} = {self.total_s * 1e3:.3f} ms "
+            f"({self.timing} time)"
+        )
+
+    def __repr__(self) -> str:
+        bar, src = error_bar_line(self.error_bar, short=True), provenance_head(self.provenance)
+        return f"ExpertBlockTime({self._head()}; {len(self.kernels)} kernels; {bar}; {src})"
+
+    def __str__(self) -> str:
+        kinds = ", ".join(f"{n} {s * 1e3:.3f}" for n, s in self.by_kind().items() if s)
+        lines = [self._head(), f"  by kind (ms, kernel sums): {kinds}", f"  error: {error_bar_line(self.error_bar)}"]
+        lines.append("  provenance:")
+        lines += [f"    - {c}" for c in split_clauses(self.provenance)]
+        lines.append(f"  every kernel: .table(); as data: .kernels ({len(self.kernels)})")
+        return "\n".join(lines)
+
     def table(self) -> str:
         """A readable per-kernel breakdown, then the sums by kind."""
         c = self.config
@@ -281,7 +301,8 @@ class ExpertBlockTime:
                 + (f" (board factor {self.board_factor:.4f} included)" if self.board_factor != 1.0 else "")
             )
         rows.append(f"  fwd {self.fwd_s * 1e3:.3f} ms + bwd {self.bwd_s * 1e3:.3f} ms = {self.total_s * 1e3:.3f} ms")
-        rows.append(f"  {self.provenance}")
+        rows.append("  provenance:")
+        rows += [f"    - {c}" for c in split_clauses(self.provenance)]
         return "\n".join(rows)
 
 

@@ -96,6 +96,23 @@ class BlockDecision:
     long_step: bool = False
     speedup_p90: float | None = None
 
+    def _head(self) -> str:
+        b, f = self.bf16, self.fp8
+        verdict = "convert" if self.use else "keep bf16"
+        close = " (a close call: measure before deciding)" if self.close_call else ""
+        return (
+            f"{b.config.name} on {b.gpu}, {b.tokens} tokens: bf16 {b.total_s * 1e3:.3f} ms, {f.recipe} "
+            f"{f.total_s * 1e3:.3f} ms -> {self.speedup:.3f}x: {verdict}{close}"
+        )
+
+    def __repr__(self) -> str:
+        return f"BlockDecision({self._head()})"
+
+    def __str__(self) -> str:
+        why = split_clauses(self.reason)
+        blocks = [f"  bf16 block: {self.bf16!r}", f"  {self.fp8.recipe} block: {self.fp8!r}"]
+        return "\n".join([self._head(), *(f"  {c}" for c in why), *blocks])
+
 
 def _with_experts(config: Any, experts: int | None) -> MoEShape:
     m = as_moe_shape(config)

@@ -32,7 +32,7 @@ from .._backend import is_symbolic
 from ..counting import check_fp8_alignment
 from ..errors import InvalidShapeError, UnknownOptionError, UnsupportedFormatError
 from ..float8.recipes import get_recipe
-from ..models.base import TIMINGS
+from ..models.base import TIMINGS, split_clauses
 from ..perfdata import PerfData
 from ..specs.gpu import ORIGINAL_EFFICIENCY, GPUSpec, get_gpu
 from .grouped_kernel import (
@@ -72,6 +72,7 @@ __all__ = [
     "KernelConfig",
     "balanced_group_sizes",
     "check_timing",
+    "error_bar_line",
     "grouped_gemm",
     "grouped_gemm_time_s",
     "grouped_gemm_time_s_balanced",
@@ -79,6 +80,7 @@ __all__ = [
     "load_params",
     "model_time_s",
     "pad_group_sizes",
+    "provenance_head",
     "roofline_grouped_gemm_time_s",
     "size_class",
     "sm_loads",
@@ -263,6 +265,34 @@ def _roofline_estimate(
 # -------------------------------------------------------------------------------------------------
 # public API
 # -------------------------------------------------------------------------------------------------
+def _duration(seconds: float) -> str:
+    """``seconds`` as ms (at least 1 ms) or us, three significant decimals."""
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
+
+
+def provenance_head(provenance: str) -> str:
+    """The kind and source an MoE answer's provenance starts with ("measured-fit", "transferred from H200", "roofline
+    estimate on B200"): its first clause up to the first ``:`` or ``(``, for one-line reprs (the full text stays in
+    ``provenance``)."""
+    first = (split_clauses(provenance) or [""])[0]
+    cut = min((i for i in (first.find(":"), first.find(" (")) if i > 0), default=len(first))
+    return first[:cut].strip()
+
+
+def error_bar_line(bar: dict[str, Any] | None, *, short: bool = False) -> str:
+    """One line for an MoE answer's ``error_bar``: where it was measured, ``MdAPE p50 %, p90 p90 %`` and the first
+    clause of its basis (``short``: the figures alone); else the first clause of what its basis says (an estimate
+    names no error)."""
+    if not bar:
+        return "no measured error (a roofline estimate)"
+    basis = split_clauses(str(bar.get("basis", "")))
+    if bar.get("p50") is None:
+        return basis[0] if basis else "no measured error"
+    n = f", n={bar['n']}" if bar.get("n") else ""
+    figures = f"MdAPE {bar['p50']:.1f} %, p90 {bar['p90']:.1f} %{n}"
+    return figures if short or not basis else f"{figures} ({basis[0]})"
+
+
 @dataclasses.dataclass(frozen=True)
 class GroupedGemmTime:
     """One grouped GEMM's predicted time and what it is made of (arrays, one entry per vector, for a 2-D batch).
@@ -293,6 +323,25 @@ class GroupedGemmTime:
     op: str
     timing: str
     gpu: str
+
+    def _head(self) -> str:
+        t = np.asarray(self.time_s, dtype=float)
+        if t.ndim == 0:
+            rows = f"{int(np.asarray(self.rows).sum())} rows"
+            when = f"{_duration(float(t))} ({self.timing} time), {self.bound}-bound, {self.kernel}"
+            if int(np.asarray(self.tiles)):  # the roofline estimate tiles nothing
+                when += f", {self.tiles} tiles in {self.waves} waves"
+        else:
+            rows = f"{t.size} vectors"
+            when = f"{_duration(float(t.min()))} to {_duration(float(t.max()))} ({self.timing} time)"
+        return f"{self.dtype} {self.op}, G={self.G}, {rows} on {self.gpu}: {when}"
+
+    def __repr__(self) -> str:
+        return f"GroupedGemmTime({self._head()}; {provenance_head(self.provenance)})"
+
+    def __str__(self) -> str:
+        lines = [f"grouped GEMM {self._head()}", f"  error: {error_bar_line(self.error_bar)}", "  provenance:"]
+        return "\n".join(lines + [f"    - {c}" for c in split_clauses(self.provenance)])
 
     def perfdata(self) -> PerfData:
         """This prediction as a roofline point (:class:`perfmodel.PerfData`, ``source="predicted"``)."""
