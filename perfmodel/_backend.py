@@ -49,6 +49,7 @@ __all__ = [
     "check_ratio",
     "check_shapes",
     "check_size",
+    "describe_value",
     "exact_ceiling",
     "exact_floor",
     "guard_eligible",
@@ -150,6 +151,34 @@ class _Numpy(Namespace):
 
     def log(self, x):
         return np.log(x)
+
+
+def describe_value(value: Any, unit: str = "") -> str:
+    """A number, numpy array or sympy expression in a few words, for one-line reprs: seconds (``unit="s"``) as
+    ``12.345 ms`` / ``67.8 us``; another number with 4 significant digits and ``unit``; an array as ``N values, lo to
+    hi``; an expression as itself when short (``T``, ``2*T``), else ``a sympy expression in T, K`` (its free
+    symbols). Never raises on a value a formula returns; anything else prints as its short repr."""
+    if is_symbolic(value):
+        text = str(value)
+        syms = sorted(str(x) for x in getattr(value, "free_symbols", ()))
+        if len(text) <= 40 or not syms:
+            return short_repr(value, 40) if len(text) > 40 else text
+        return f"a sympy expression in {', '.join(syms)}"
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        if value.size == 0:
+            return "0 values"
+        try:
+            lo, hi = float(np.min(value)), float(np.max(value))
+        except (TypeError, ValueError):
+            return f"{value.size} values"
+        return f"{value.size} values, {describe_value(lo, unit)} to {describe_value(hi, unit)}"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return short_repr(value, 40)
+    if unit == "s" and math.isfinite(v):
+        return f"{v * 1e3:.3f} ms" if abs(v) >= 1e-3 else f"{v * 1e6:.1f} us"
+    return f"{v:.4g}{' ' + unit if unit else ''}"
 
 
 def _numbers(sp: Any, a: Any, b: Any) -> bool:

@@ -216,6 +216,10 @@ class PerfData:
             raise PerfModelError("PerfData.bound needs numbers; substitute the symbols first")
         return xp.where(self.min_compute_time_s >= self.min_memory_time_s, "compute", "memory")
 
+    def __repr__(self) -> str:
+        text = str(self)
+        return text if text.startswith("PerfData(") else f"PerfData({text})"
+
     def __str__(self) -> str:
         if namespace(self.time_s, self.flops, self.bytes).name != "python":
             return f"PerfData({self.label or 'unnamed'}, {self.source}, {self.dtype}, {self.gpu})"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import check_flag, check_shapes, is_symbolic, time_model_arg
+from .._backend import check_flag, check_shapes, describe_value, is_symbolic, time_model_arg
 from ..counting import FP8_GEMM_ALIGN, fp8_aligned, fp8_condition, gemm_bytes, gemm_flops
 from ..errors import IneligibleShapeError, PerfModelError, UnsupportedFormatError
 from ..formats import get_format
@@ -105,6 +105,28 @@ class LinearTime:
     total_s: Any
     provenance: Provenance | None = None
     eligible: Any = True
+
+    def __repr__(self) -> str:
+        d = describe_value
+        runs = ""
+        if self.ineligible_reason:
+            runs = "; float8 cannot run this shape (the times are a price)"
+            if is_symbolic(self.eligible):
+                runs = f"; float8 runs it only where {self.eligible}"
+            elif np.ndim(self.eligible) > 0:
+                runs = "; float8 cannot run some of these shapes (see eligible)"
+        src = f"; {self.provenance.kind}" if self.provenance is not None else ""
+        zero = isinstance(self.launch_s, (int, float)) and self.launch_s == 0
+        launches = "" if zero else f", launches {d(self.launch_s, 's')}"
+        return (
+            f"LinearTime(M={d(self.M)}, K={d(self.K)}, N={d(self.N)}, {self.recipe.name} on {self.gpu.name}: fwd+bwd "
+            f"{d(self.total_s, 's')} (GEMMs {d(self.gemm_s, 's')}, casts {d(self.cast_s, 's')}{launches}){runs}{src})"
+        )
+
+    def __str__(self) -> str:
+        prov = f"\n  provenance: {self.provenance.line()}" if self.provenance is not None else ""
+        why = f"\n  {self.ineligible_reason}" if self.ineligible_reason else ""
+        return f"{self!r}{why}{prov}\n  every GEMM and kernel: .table()"
 
     @property
     def ineligible_reason(self) -> str:

@@ -289,6 +289,17 @@ class GPUSpec:
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:
+        """One line: the name and the figures most answers rest on (every field: ``dataclasses.asdict``)."""
+        try:
+            bf16 = f"{self.peak_flops_per_s('bf16') / 1e12:,.0f} TFLOP/s bf16 dense, "
+        except (UnsupportedFormatError, TypeError, ValueError):  # a spec without a bf16 peak
+            bf16 = ""
+        return (
+            f"GPUSpec({self.name}: {bf16}{self.mem_bw_bytes_per_s / 1e12:.2f} TB/s HBM, {self.mem_bytes / 1e9:.0f} GB, "
+            f"{self.num_sms} SMs, {self.boost_clock_hz / 1e6:.0f} MHz boost)"
+        )
+
 
 # ---------------------------------------------------------------------------------------
 # Efficiency presets: one named constant per default, so a calibration replaces exactly one

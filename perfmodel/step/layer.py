@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from .._backend import check_compatible, check_size, namespace
+from .._backend import check_compatible, check_size, describe_value, namespace
 from ..errors import (
     IneligibleLinearError,
     ModuleShapeError,
@@ -134,6 +134,19 @@ class LayerTime:
     step_factors: dict[str, Any]
     time_model: str
     provenance: Provenance
+
+    def __repr__(self) -> str:
+        d = describe_value
+        conv = ", ".join(self.converted) or "none"
+        return (
+            f"LayerTime({self.layer.name} on {self.gpu.name}, batch {d(self.batch)} x seq {d(self.seq_len)}, "
+            f"{self.recipe.name} (converted: {conv}): step {d(self.step_s, 's')} (GEMMs {d(self.gemm_s, 's')}, casts "
+            f"{d(self.cast_s, 's')}, attention {d(self.attention_s, 's')}, other {d(self.other_s, 's')}); "
+            f"{len(self.kernels)} kernels; {self.provenance.kind})"
+        )
+
+    def __str__(self) -> str:
+        return f"{self!r}\n  provenance: {self.provenance.line()}\n  every kernel: .table()"
 
     @property
     def host_bound_risk(self) -> Any:

@@ -357,6 +357,9 @@ class MoELayerTime:
         rows.append(f"  provenance: {self.provenance.line()}")
         return "\n".join(rows)
 
+    def __repr__(self) -> str:
+        return f"MoELayerTime({self}; {self.provenance.kind})"
+
     def __str__(self) -> str:
         parts = ", ".join(f"{k} {float(v) * 1e3:.3f}" for k, v in self.parts.items())
         return f"{self.layer.name} MoE layer step {float(self.step_s) * 1e3:.3f} ms ({parts} ms)"

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import is_symbolic
+from .._backend import describe_value, is_symbolic
 from .._files import short
 from ..errors import PerfModelError
 from ..float8.published import known_wrong_lines
@@ -284,6 +284,15 @@ class TrainEstimate:
 
     def __str__(self) -> str:
         return self.table() if self.is_scalar else self.summary()
+
+    def __repr__(self) -> str:
+        d = describe_value
+        mem = f"memory {d(self.memory_bytes / 1e9, 'GB')}"
+        fits = "" if self._symbolic or bool(np.all(self.fits)) else " (does not fit)"
+        return (
+            f"TrainEstimate({self._header()}: step {d(self.step_s, 's')}, {d(self.tokens_per_s_per_gpu)} tokens/s per "
+            f"GPU, {mem}{fits}; {self.provenance.kind})"
+        )
 
 
 def _num(x: Any) -> str:
