@@ -74,3 +74,8 @@ def test_train_perfdata_and_gpu_reprs():
     assert str(g) == "H200"
     for name in pm.list_gpus():
         _one_line(pm.get_gpu(name), 140)
+
+
+def test_recipe_repr_names_no_function_address():
+    r = repr(pm.float8.get_recipe("rowwise"))
+    assert r.startswith("Recipe(name='rowwise'") and "<function" not in r and "cast_kernels" not in r

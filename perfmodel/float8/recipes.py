@@ -119,7 +119,7 @@ class Recipe:
     grad_input_dtype: str
     grad_weight_dtype: str
     scaling: str | None
-    cast_kernels: Callable[[Any, Any, Any, CastOptions], list[Kernel]]
+    cast_kernels: Callable[[Any, Any, Any, CastOptions], list[Kernel]] = dataclasses.field(repr=False)  # a function
     torchao_name: str | None = None
 
     def gemm_dtypes(self) -> tuple[str, str, str]:
