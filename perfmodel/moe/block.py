@@ -682,7 +682,7 @@ def expert_block_time(
         group_sizes=g,
         config=m,
         timing=timing,
-        provenance=_provenance(p, recipe, law, compiled) + _long_step_note(spec, recipe, law, T),
+        provenance=_provenance(p, recipe, law, compiled) + _long_step_note(spec, recipe, law, T, (m.dim, m.moe_inter)),
         error_bar=_error_bar(p, recipe, timing, law and not compiled, load, T),
         host_fwd_s=hf,
         host_bwd_s=hb,
@@ -1052,21 +1052,45 @@ def twin_speedup_note() -> str:
     return f"known wrong in direction on the H100 SXM: the float8 speedup is likely {d} ({where})"
 
 
-def _long_step_note(gpu: GPUSpec, recipe: str, law: bool, tokens: int) -> str:
+def _long_step_note(gpu: GPUSpec, recipe: str, law: bool, tokens: int, shape: tuple[int, int] | None = None) -> str:
+    """The provenance's words on the float8 speedup's known error: on a twin (:func:`h200_twin`) what the H100 SXM
+    measured (:func:`twin_speedup_note`), and beyond :data:`LONG_STEP_TOKENS` the long-step regime. On the H200 that is
+    a known direction (:data:`LONG_STEP_ERROR`). On a twin it is the H200's finding, named as the H200's, beside what
+    the H100 SXM's own long steps showed: a direction only for an expert ``shape`` ``(dim, moe_inter)`` whose
+    measured blocks all lay on one side (:func:`twin_long_step_shape`), else none (:data:`TWIN_LONG_STEP_ERROR`)."""
     out = ""
-    if law and recipe in ("bf16", "rowwise") and h200_twin(gpu):
+    twin = h200_twin(gpu)
+    if law and recipe in ("bf16", "rowwise") and twin:
         out = "; " + twin_speedup_note()
     if not is_long_step(gpu, recipe, law, tokens):
         return out
     e = LONG_STEP_ERROR["speedup"]
     h, i = LONG_STEP_ERROR["speedup_held_out"], LONG_STEP_ERROR["speedup_in_shape"]
-    return out + (
-        f"; known wrong in direction beyond {LONG_STEP_TOKENS} tokens per step: measured at 65536-131072 tokens on the "
-        "H200, the "
-        f"model over-predicts the float8 speedup more often than not ({e['over'] * 100:.0f} % of {int(e['n'])} "
+    h200 = (
+        f"the model over-predicts the float8 speedup more often than not ({e['over'] * 100:.0f} % of {int(e['n'])} "
         f"configurations, predicted / measured median {e['median_ratio']:.3f}, up to {e['max_ratio']:.2f}; round 7's "
         f"held-out families {h['median_ratio']:.3f}, the fit families' own llama4 shapes up to {i['max_ratio']:.2f})"
     )
+    if not twin:
+        return out + (
+            f"; known wrong in direction beyond {LONG_STEP_TOKENS} tokens per step: measured at 65536-131072 tokens "
+            f"on the H200, {h200}"
+        )
+    t = TWIN_LONG_STEP_ERROR["speedup"]
+    by = twin_long_step_shape(*shape) if shape is not None else None
+    if by is not None and by[1] is not None:
+        s, d = by
+        mine = (
+            f"known wrong in direction on the H100 SXM for this expert shape: the float8 speedup is likely {d} "
+            f"(predicted / measured {s['min_ratio']:.2f}-{s['max_ratio']:.2f} in its {int(s['n'])} long-step "
+            f"configurations, {s['families']})"
+        )
+    else:
+        mine = (
+            f"on the H100 SXM's own long steps no direction is known (over-predicted in {t['over'] * 100:.0f} % of "
+            f"{int(t['n'])} configurations, predicted / measured median {t['median_ratio']:.3f})"
+        )
+    return out + f"; beyond {LONG_STEP_TOKENS} tokens per step on the H200 (65536-131072 measured), {h200}; {mine}"
 
 
 def _error_bar(
