@@ -4,6 +4,8 @@ test_moe_decide.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,7 @@ def test_train_perfdata_and_gpu_reprs():
         f"{g.boost_clock_hz / 1e6:.0f} MHz boost)"
     )
     assert str(g) == "H200"
+    assert "GB" not in repr(dataclasses.replace(g, mem_bytes=None))  # a spec without a memory size still prints
     for name in pm.list_gpus():
         _one_line(pm.get_gpu(name), 140)
 

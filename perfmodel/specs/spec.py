@@ -295,9 +295,10 @@ class GPUSpec:
             bf16 = f"{self.peak_flops_per_s('bf16') / 1e12:,.0f} TFLOP/s bf16 dense, "
         except (UnsupportedFormatError, TypeError, ValueError):  # a spec without a bf16 peak
             bf16 = ""
+        mem = f"{self.mem_bytes / 1e9:.0f} GB, " if self.mem_bytes else ""  # None: not in the sources
         return (
-            f"GPUSpec({self.name}: {bf16}{self.mem_bw_bytes_per_s / 1e12:.2f} TB/s HBM, {self.mem_bytes / 1e9:.0f} GB, "
-            f"{self.num_sms} SMs, {self.boost_clock_hz / 1e6:.0f} MHz boost)"
+            f"GPUSpec({self.name}: {bf16}{self.mem_bw_bytes_per_s / 1e12:.2f} TB/s HBM, {mem}{self.num_sms} SMs, "
+            f"{self.boost_clock_hz / 1e6:.0f} MHz boost)"
         )
 
 
