@@ -18,6 +18,8 @@ deterministic.
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import sys
 from pathlib import Path
 
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness.tables import Block, write_blocks  # noqa: E402
+from benchmarks.harness.tables import table as md_table  # noqa: E402
 from perfmodel.calibrate import grouped as cg  # noqa: E402
 from perfmodel.moe import grouped as gm  # noqa: E402
 
@@ -175,6 +178,58 @@ def fresh(folder: Path, families: tuple[str, ...] = FRESH_FAMILIES, name: str = 
     return 0
 
 
+#: the sweeps :func:`uneven_error` reads, per GPU: our H200 sweeps (the held-out families of each: no fit family), and
+#: the H100 SXM's isolated grouped GEMMs (round grouped10's registered families and round 8's diagnostic sweep)
+UNEVEN_SWEEPS: dict[str, tuple[str, ...]] = {
+    "H200": ("h200_2026-12-03", "h200_2026-12-03f", "h200_2026-12-04f", "h200_2026-12-04t", "h200_2026-12-04y"),
+    "H100": ("h100_2026-12-06g10", "h100_2026-12-06r8"),
+}
+
+
+def _event_records(folder: Path) -> list[dict]:
+    """The event-timed records of the training layouts in ``folder`` (the time file alone where a folder has no
+    kernel file, as the H100 rounds)."""
+    if (folder / cg.FILES["kernel"]).is_file():
+        recs = cg.load_records(folder)
+    else:
+        doc = json.loads(gzip.decompress((folder / cg.FILES["event"]).read_bytes()))
+        recs = [{**r, "timing": "event"} for r in doc["records"] if r.get("time_s")]
+    return [r for r in recs if r["timing"] == "event" and cg.in_training_layout(r)]
+
+
+def uneven_error(data: Path = ROOT / "benchmarks" / "data") -> dict[str, dict[str, dict[str, float]]]:
+    """Predicted / measured of the grouped model on calls of at least ``UNEVEN_MIN_FLOPS`` whose largest group is at
+    least ``UNEVEN_MAX_OVER_MEAN`` x the mean (the requested vector), per GPU (:data:`UNEVEN_SWEEPS`) and dtype:
+    ``n``, ``median_ratio``, ``under`` (share priced fast), and ``even_median`` (the even calls of the same size) —
+    families in no grouped fit only. Priced on the GPU each sweep ran on (the H100 SXM: transferred)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for gpu, folders in UNEVEN_SWEEPS.items():
+        q: dict[tuple[str, bool], list[float]] = {}
+        for name in folders:
+            for r in _event_records(data / name):
+                if r["family"] in cg.FIT_FAMILIES or r["flops"] < gm.UNEVEN_MIN_FLOPS:
+                    continue
+                dt = cg._dtype(r)
+                g = np.asarray(r.get("rows_requested") or r["rows"], dtype=np.int64)
+                kw = {"dtype": "fp8", "scaling": "rowwise"} if dt == "fp8" else {"dtype": "bf16"}
+                t = gm.grouped_gemm(g, r["K"], r["N"], op=r["op"], timing="event", gpu=gpu, **kw).time_s
+                q.setdefault((dt, gm.uneven_groups(g)), []).append(float(t) / r["time_s"])
+        out[gpu] = {}
+        for dt in ("bf16", "fp8"):
+            a, e = np.array(q.get((dt, True), [])), np.array(q.get((dt, False), []))
+            out[gpu][dt] = {"n": int(a.size), "median_ratio": float(np.median(a)), "under": float(np.mean(a < 1)),
+                            "even_median": float(np.median(e))}  # fmt: skip
+    return out
+
+
+def uneven_table(data: Path = ROOT / "benchmarks" / "data") -> str:
+    """:func:`uneven_error` as a markdown table."""
+    rows = [[gpu, dt, v["n"], f"{v['median_ratio']:.3f}", f"{v['under']:.0%}", f"{v['even_median']:.3f}"]
+            for gpu, d in uneven_error(data).items() for dt, v in d.items()]  # fmt: skip
+    head = ("GPU", "dtype", "uneven calls", "predicted / measured median", "priced fast", "even calls' median")
+    return md_table(head, rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=None, help="sweep folder (default: h200_2026-12-03; a fresh split's own)")
@@ -182,7 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--docs", type=Path, help="rewrite the generated grouped-GEMM tables of this file (docs/validation/moe.md)"
     )
+    ap.add_argument("--uneven", action="store_true", help="UNEVEN_GROUPS_ERROR: large calls with uneven groups")
     args = ap.parse_args(argv)
+    if args.uneven:
+        print(uneven_table())
+        return 0
     if args.docs:
         write_docs(args.docs)
         return 0
