@@ -242,9 +242,10 @@ UNEVEN_DIRECTION_SHARE = 0.65
 #: Predicted / measured (event time) of uneven large calls of families in no grouped fit, per GPU and dtype: ``n``,
 #: ``median_ratio``, ``under`` (share priced fast) and ``even_median`` (the even calls of the same size). H200: our five
 #: sweeps (2026-12-03 to 12-04, 19 held-out families); H100: our H100 SXM's isolated grouped GEMMs (round grouped10,
-#: registered, and round 8's diagnostic sweep; transferred answers). Read on 2026-12-08 after every one of these sweeps
-#: had been scored (a post-hoc statement of the model's error; no constant of the model changed; the rule's thresholds
-#: were chosen on these calls). ``python benchmarks/validate_grouped.py --uneven`` recomputes it; a test holds it.
+#: registered, and round 8's diagnostic sweep, the calls the SM-bound memory rule was chosen on; transferred
+#: answers). Read on 2026-12-08 after every one of these sweeps had been scored (a post-hoc statement of the model's
+#: error; no constant of the model changed; the rule's thresholds were chosen on these calls). ``python
+#: benchmarks/validate_grouped.py --uneven`` recomputes it; a test holds it.
 UNEVEN_GROUPS_ERROR: dict[str, dict[str, dict[str, float]]] = {
     "H200": {"bf16": {"n": 142, "median_ratio": 0.9754, "under": 0.7394, "even_median": 0.9939},
              "fp8": {"n": 145, "median_ratio": 0.9765, "under": 0.6759, "even_median": 1.0080}},
