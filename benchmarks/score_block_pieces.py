@@ -16,7 +16,10 @@ alone with ``do_bench`` (L2 flushed before every run) on the block's own shapes 
 * the router, the permutation plan and the shared expert are listed as measured, not priced here.
 
 The summary puts skew's cost on the GEMMs side by side: the six GEMM pieces' time, skewed over balanced, measured and
-priced, for every (model, tokens) timed both ways. No constant is fitted here.
+priced, for every (model, tokens) timed both ways. Where the folder also holds the block's bf16 kernel profile
+(``moe_block_kernels.json``, the same id), the grouped GEMMs' profiled time per fwd+bwd iteration is set beside the
+sum of the pieces the block runs (:data:`BLOCK_GEMMS`: w1 and w3 each run the w13 pieces): in the block over alone.
+No constant is fitted here.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import perfmodel as pm  # noqa: E402
 from benchmarks.harness.tables import Block, num, table, write_blocks  # noqa: E402
-from benchmarks.validate_moe_block import _json_files, predict  # noqa: E402
+from benchmarks.validate_moe_block import _json_files, load_kernels, measured_class, predict  # noqa: E402
 from perfmodel.errors import PerfModelError  # noqa: E402
 
 #: the pieces file the bench writes (``WRITE_NAMES["pieces"]``)
@@ -44,6 +47,9 @@ MEMORY_PIECES: dict[str, tuple[str, ...]] = {
     "swiglu_fwd": ("experts.swiglu.silu", "experts.swiglu.mul"),
     "unpermute": ("unpermute.scores_select", "unpermute.mul_score", "unpermute.zeros", "unpermute.index_add"),
 }
+#: how often one fwd+bwd of the bench's block runs each GEMM piece (gate w1 and up w3 unfused: the w13 ones twice)
+BLOCK_GEMMS: dict[str, int] = {"gemm_w13_fwd": 2, "gemm_w13_dgrad": 2, "gemm_w13_wgrad": 2, "gemm_w2_fwd": 1,
+                               "gemm_w2_dgrad": 1, "gemm_w2_wgrad": 1}  # fmt: skip
 #: the doc block this writes
 BLOCK = "block-pieces"
 
@@ -139,13 +145,38 @@ def skew_table(recs: list[dict[str, Any]]) -> str:
     return table(head, body)
 
 
+def in_block_table(recs: list[dict[str, Any]], krecs: list[dict[str, Any]]) -> str:
+    """Per pieces record with a bf16 kernel profile of the same id: the grouped GEMMs' profiled seconds per fwd+bwd
+    iteration in the block, the pieces' sum alone (:data:`BLOCK_GEMMS`), their ratio, and the block model's kernel
+    price of those GEMMs over the profiled time."""
+    prof = {k["id"]: k for k in krecs if k.get("recipe") == "bf16"}
+    body = []
+    for rec in sorted(recs, key=lambda r: (r["model"], r["tokens"], r["routing"])):
+        k, p = prof.get(rec["id"]), rec["pieces"]
+        if k is None or any("time_s" not in p.get(n, {}) for n in BLOCK_GEMMS):
+            continue
+        inside = sum(x["time_s"] for x in k["fwd_bwd"]["kernels"] if measured_class(x["name"]) == "grouped_gemm")
+        alone = sum(p[n]["time_s"] * c for n, c in BLOCK_GEMMS.items())
+        b = predict({**rec, "recipe": "bf16"}, measured_eager=True, timing="kernel")
+        priced = sum(x.seconds for x in b.kernels if x.kind == "gemm")
+        body.append([rec["id"], num(inside * 1e3, 2), num(alone * 1e3, 2), num(inside / alone, 3),
+                     num(priced / inside, 3)])  # fmt: skip
+    head = ("config", "GEMMs in the block ms (profiled)", "GEMMs alone ms (pieces)", "in block / alone",
+            "priced (kernel) / in block")  # fmt: skip
+    return table(head, body)
+
+
 def report(folder: Path) -> str:
     recs = load(folder)
     if not recs:
         raise PiecesError(f"{folder}/{FILE}: no record with status ok")
     gpus = sorted({r["_gpu"] for r in recs})
     head = f"{len(recs)} pieces records from {folder.name} ({', '.join(gpus)}); bf16, each piece alone, L2 flushed"
-    return "\n\n".join((head, skew_table(recs), pieces_table(recs)))
+    parts = [head, skew_table(recs)]
+    krecs = load_kernels(folder)
+    if krecs:
+        parts.append(in_block_table(recs, krecs))
+    return "\n\n".join([*parts, pieces_table(recs)])
 
 
 def main(argv: list[str] | None = None) -> int:

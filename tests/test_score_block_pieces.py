@@ -113,3 +113,22 @@ def test_named_errors(tmp_path, capsys):
     del rec["gemm_shapes"]
     with pytest.raises(S.PiecesError, match="no gemm_shapes"):
         S.gemm_price_s(rec, "gemm_w2_fwd")
+
+
+def test_in_block_table_sets_the_profiled_gemms_beside_the_pieces(tmp_path):
+    """With the block's bf16 kernel profile in the folder (here the very profiles the records' facts come from), the
+    grouped GEMMs' profiled time per iteration is set beside the pieces the block runs (w13 twice: w1 and w3)."""
+    folder = _folder(tmp_path)
+    prof = json.loads(gzip.decompress(PROFILES.read_bytes()))
+    keep = [r for r in prof["records"] if r["model"] == "mixtral_8x22b" and r["tokens"] == 16384]
+    (folder / "moe_block_kernels.json").write_text(json.dumps({"meta": prof["meta"], "records": keep}))
+    text = S.report(folder)
+    assert "| config | GEMMs in the block ms (profiled) | GEMMs alone ms (pieces) |" in text
+    for r in keep:
+        inside = sum(k["time_s"] for k in r["fwd_bwd"]["kernels"] if "GroupProblemShape" in k["name"])
+        alone = sum(_hand_price(r, n) / RATIO[r["routing"]] * (2 if "w13" in n else 1) for n in PIECE_GEMMS)
+        row = next(ln for ln in text.splitlines() if ln.startswith(f"| {r['id']} | ") and ln.count("|") == 6)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[1]) == pytest.approx(inside * 1e3, abs=0.006) and 80 < inside * 1e3 < 100  # 9 GEMMs
+        assert float(cells[2]) == pytest.approx(alone * 1e3, abs=0.006)
+        assert float(cells[3]) == pytest.approx(inside / alone, abs=6e-4)
