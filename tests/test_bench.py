@@ -359,3 +359,36 @@ def test_random_only_plan_is_a_fresh_seed():
     assert {(s.M, s.K, s.N) for s in fresh}.isdisjoint(
         {(s.M, s.K, s.N) for s in gemm_plan(random_only=True, n_random=40, seed=0)}
     )
+
+
+def test_run_cli_turns_a_missing_gpu_or_extra_into_one_error_line(capsys):
+    """Every bench's ``python -m`` entry goes through run_cli: no GPU / no torch / a missing extra is one ``error:``
+    line and exit code 2; any other failure is left to propagate; a normal run returns main's code."""
+    from perfmodel.bench._device import run_cli
+    from perfmodel.errors import MissingExtraError
+
+    def no_gpu() -> int:
+        raise NoGPUError("perfmodel.bench needs a CUDA GPU (test)")
+
+    def no_extra() -> int:
+        raise MissingExtraError("install perfmodel[bench] (test)")
+
+    def broken() -> int:
+        raise ValueError("a bug")
+
+    assert run_cli(no_gpu) == 2 and capsys.readouterr().err == "error: perfmodel.bench needs a CUDA GPU (test)\n"
+    assert run_cli(no_extra) == 2 and "error: install perfmodel[bench]" in capsys.readouterr().err
+    assert run_cli(lambda: 0) == 0 and run_cli(lambda: 3) == 3
+    with pytest.raises(ValueError, match="a bug"):
+        run_cli(broken)
+
+
+def test_bench_entry_points_print_one_error_line_without_a_gpu(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the benches would run")
+    for args in (["perfmodel.bench.index_add"], ["perfmodel.bench.moe_block", "pieces", "--models", "dbrx"]):
+        r = subprocess.run([sys.executable, "-m", *args, "--out", str(tmp_path / args[0])], capture_output=True,
+                           text=True, timeout=120, cwd=ROOT)  # fmt: skip
+        assert r.returncode == 2, (args, r.stderr[-500:])
+        assert r.stderr.startswith("error: perfmodel.bench needs a CUDA GPU") and "Traceback" not in r.stderr, args

@@ -23,6 +23,7 @@ __all__ = [
     "quantile",
     "rep_stats",
     "require_cuda",
+    "run_cli",
     "select_cases",
 ]
 
@@ -47,6 +48,21 @@ def require_cuda() -> Any:
             "the plan and its estimated time."
         )
     return torch
+
+
+def run_cli(main: Callable[[], int]) -> int:
+    """A bench's command line as a user meets it: ``main()``'s exit code, or, where it stops for a missing GPU,
+    torch or extra (:class:`NoGPUError`, :class:`~perfmodel.errors.MissingExtraError`), that error's message as one
+    ``error:`` line on stderr and exit code 2 instead of a traceback."""
+    import sys
+
+    from ..errors import MissingExtraError
+
+    try:
+        return main()
+    except (NoGPUError, MissingExtraError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def select_cases(cases: Sequence[tuple[Any, ...]], kernels: Sequence[str] | None, error: type[Exception]) -> list[Any]:

@@ -281,4 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from perfmodel.bench._device import run_cli
+
+    sys.exit(run_cli(main))

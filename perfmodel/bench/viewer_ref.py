@@ -129,4 +129,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from perfmodel.bench._device import run_cli
+
+    raise SystemExit(run_cli(main))

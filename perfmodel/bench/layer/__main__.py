@@ -8,4 +8,6 @@ from .cli import main
 __all__: list[str] = []
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from perfmodel.bench._device import run_cli
+
+    raise SystemExit(run_cli(main))

@@ -9,4 +9,6 @@ from .cli import main
 __all__: list[str] = []
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from perfmodel.bench._device import run_cli
+
+    sys.exit(run_cli(main))
