@@ -82,3 +82,9 @@ def test_train_perfdata_and_gpu_reprs():
 def test_recipe_repr_names_no_function_address():
     r = repr(pm.float8.get_recipe("rowwise"))
     assert r.startswith("Recipe(name='rowwise'") and "<function" not in r and "cast_kernels" not in r
+
+
+def test_provenance_repr_is_its_line():
+    p = pm.provenance("H100")
+    assert repr(p) == f"Provenance({p.line()})" and "\n" not in repr(p) and len(repr(p)) < len(p.source) + 400
+    assert p.source and p.source not in repr(p)  # the long source stays in the field

@@ -159,6 +159,10 @@ class Provenance:
     def __str__(self) -> str:
         return self.line()
 
+    def __repr__(self) -> str:
+        """One line, :meth:`line` (the source, assumptions and ranges: the fields, or :meth:`to_dict`)."""
+        return f"Provenance({self.line()})"
+
     def to_dict(self) -> dict[str, Any]:
         """Plain types (JSON-ready)."""
         return {
