@@ -230,6 +230,31 @@ def uneven_table(data: Path = ROOT / "benchmarks" / "data") -> str:
     return md_table(head, rows)
 
 
+def dgrad_layout_error(data: Path = ROOT / "benchmarks" / "data") -> dict[str, dict[str, float]]:
+    """The fwd model (fitted on ``a_row_b_col``) on the bf16 fwd calls the H200 sweeps timed with the weight row-major
+    (``a_row_b_row``: the layout of the block's dgrad, which no fit used), families in no grouped fit, by size band
+    (``<1T``, ``>=1T`` at :data:`perfmodel.moe.grouped.UNEVEN_MIN_FLOPS`): ``n``, ``p50`` and ``p90`` of
+    |predicted / measured - 1| (%), ``median_ratio``."""
+    q: dict[str, list[float]] = {}
+    for name in UNEVEN_SWEEPS["H200"]:
+        doc = json.loads(gzip.decompress((data / name / cg.FILES["event"]).read_bytes()))
+        for r in doc["records"]:
+            if not r.get("time_s") or r["op"] != "fwd" or r.get("layout") != "a_row_b_row":
+                continue
+            if r["family"] in cg.FIT_FAMILIES or cg._dtype(r) != "bf16":
+                continue
+            g = np.asarray(r.get("rows_requested") or r["rows"], dtype=np.int64)
+            t = gm.grouped_gemm(g, r["K"], r["N"], op="fwd", timing="event", gpu="H200").time_s
+            q.setdefault(">=1T" if r["flops"] >= gm.UNEVEN_MIN_FLOPS else "<1T", []).append(float(t) / r["time_s"])
+    out = {}
+    for band, v in sorted(q.items()):
+        a = np.array(v)
+        e = np.abs(a - 1) * 100
+        out[band] = {"n": int(a.size), "p50": float(np.median(e)), "p90": float(np.percentile(e, 90)),
+                     "median_ratio": float(np.median(a))}  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=None, help="sweep folder (default: h200_2026-12-03; a fresh split's own)")
@@ -238,9 +263,13 @@ def main(argv: list[str] | None = None) -> int:
         "--docs", type=Path, help="rewrite the generated grouped-GEMM tables of this file (docs/validation/moe.md)"
     )
     ap.add_argument("--uneven", action="store_true", help="UNEVEN_GROUPS_ERROR: large calls with uneven groups")
+    ap.add_argument("--dgrad-layout", action="store_true", help="the fwd model on the dgrad layout's calls")
     args = ap.parse_args(argv)
     if args.uneven:
         print(uneven_table())
+        return 0
+    if args.dgrad_layout:
+        print(json.dumps(dgrad_layout_error(), indent=1))
         return 0
     if args.docs:
         write_docs(args.docs)

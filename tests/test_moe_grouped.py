@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -504,3 +505,28 @@ def test_uneven_groups_error_is_what_the_sweeps_give():
             for k in ("median_ratio", "under", "even_median"):
                 assert got[gpu][dt][k] == pytest.approx(want[k], abs=5e-4), (gpu, dt, k)
     assert got["H200"]["bf16"]["median_ratio"] < got["H200"]["bf16"]["even_median"]  # the lean the note states
+
+
+def test_dgrad_layout_figures_in_the_docs_are_what_the_sweeps_give():
+    """docs/moe.md "Limits": the fwd model on the bf16 calls timed in the dgrad layout (a_row_b_row)."""
+    from benchmarks import validate_grouped as vg
+
+    got = vg.dgrad_layout_error()
+    want = {"<1T": (847, 4.4, 10.5, 1.013), ">=1T": (125, 2.2, 6.2, 0.985)}
+    doc = (ROOT / "docs" / "moe.md").read_text()
+    for band, (n, p50, p90, med) in want.items():
+        g = got[band]
+        assert g["n"] == n and round(g["p50"], 1) == p50 and round(g["p90"], 1) == p90, band
+        assert round(g["median_ratio"], 3) == med, band
+        assert f"{p50} / {p90} % (median {med}, {n} calls" in " ".join(doc.split()), band
+
+
+def test_uneven_figures_in_the_docs_are_the_constants():
+    """Each GPU's and dtype's median and share as the docs state them: ``0.975 ... (74 % of 142``."""
+    e = gm.UNEVEN_GROUPS_ERROR
+    for path in ("docs/moe.md", "docs/validation/moe.md"):
+        doc = " ".join((ROOT / path).read_text().split())
+        for gpu, dt in (("H200", "bf16"), ("H200", "fp8"), ("H100", "bf16"), ("H100", "fp8")):
+            v = e[gpu][dt]
+            pat = rf"{v['median_ratio']:.3f}[^()]{{0,40}}\({v['under'] * 100:.0f} % of {v['n']}\b"
+            assert re.search(pat, doc), (path, gpu, dt, pat)
