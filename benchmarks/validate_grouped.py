@@ -18,7 +18,6 @@ deterministic.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -30,7 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness.tables import Block, write_blocks  # noqa: E402
 from benchmarks.harness.tables import table as md_table  # noqa: E402
+from perfmodel._files import load_json  # noqa: E402
 from perfmodel.calibrate import grouped as cg  # noqa: E402
+from perfmodel.errors import CalibrationError  # noqa: E402
 from perfmodel.moe import grouped as gm  # noqa: E402
 
 SPLITS = {
@@ -186,15 +187,21 @@ UNEVEN_SWEEPS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _event_records(folder: Path) -> list[dict]:
-    """The event-timed records of the training layouts in ``folder`` (the time file alone where a folder has no
-    kernel file, as the H100 rounds)."""
-    if (folder / cg.FILES["kernel"]).is_file():
-        recs = cg.load_records(folder)
-    else:
-        doc = json.loads(gzip.decompress((folder / cg.FILES["event"]).read_bytes()))
-        recs = [{**r, "timing": "event"} for r in doc["records"] if r.get("time_s")]
-    return [r for r in recs if r["timing"] == "event" and cg.in_training_layout(r)]
+def _event_records(folder: Path, *, training_layouts: bool = True) -> list[dict]:
+    """The event-timed records of ``folder`` (its time file alone: the H100 rounds have no kernel file), those of the
+    training layouts only unless ``training_layouts`` is False."""
+    doc = load_json(folder / cg.FILES["event"], what="grouped-GEMM sweep", error=CalibrationError)
+    return [r for r in doc.get("records", []) if r.get("time_s") and (not training_layouts or cg.in_training_layout(r))]
+
+
+def _price_ratio(r: dict, gpu: str, op: str | None = None) -> float:
+    """The grouped model's event time of sweep record ``r`` on ``gpu`` (as ``op``, default the record's) over its
+    measured time."""
+    dt = cg._dtype(r)
+    g = np.asarray(r.get("rows_requested") or r["rows"], dtype=np.int64)
+    kw = {"dtype": "fp8", "scaling": "rowwise"} if dt == "fp8" else {"dtype": "bf16"}
+    t = gm.grouped_gemm(g, r["K"], r["N"], op=op or r["op"], timing="event", gpu=gpu, **kw).time_s
+    return float(t) / r["time_s"]
 
 
 def uneven_error(data: Path = ROOT / "benchmarks" / "data") -> dict[str, dict[str, dict[str, float]]]:
@@ -209,11 +216,8 @@ def uneven_error(data: Path = ROOT / "benchmarks" / "data") -> dict[str, dict[st
             for r in _event_records(data / name):
                 if r["family"] in cg.FIT_FAMILIES or r["flops"] < gm.UNEVEN_MIN_FLOPS:
                     continue
-                dt = cg._dtype(r)
-                g = np.asarray(r.get("rows_requested") or r["rows"], dtype=np.int64)
-                kw = {"dtype": "fp8", "scaling": "rowwise"} if dt == "fp8" else {"dtype": "bf16"}
-                t = gm.grouped_gemm(g, r["K"], r["N"], op=r["op"], timing="event", gpu=gpu, **kw).time_s
-                q.setdefault((dt, gm.uneven_groups(g)), []).append(float(t) / r["time_s"])
+                uneven = gm.uneven_groups(r.get("rows_requested") or r["rows"])
+                q.setdefault((cg._dtype(r), uneven), []).append(_price_ratio(r, gpu))
         out[gpu] = {}
         for dt in ("bf16", "fp8"):
             a, e = np.array(q.get((dt, True), [])), np.array(q.get((dt, False), []))
@@ -237,15 +241,12 @@ def dgrad_layout_error(data: Path = ROOT / "benchmarks" / "data") -> dict[str, d
     |predicted / measured - 1| (%), ``median_ratio``."""
     q: dict[str, list[float]] = {}
     for name in UNEVEN_SWEEPS["H200"]:
-        doc = json.loads(gzip.decompress((data / name / cg.FILES["event"]).read_bytes()))
-        for r in doc["records"]:
-            if not r.get("time_s") or r["op"] != "fwd" or r.get("layout") != "a_row_b_row":
+        for r in _event_records(data / name, training_layouts=False):
+            if r["op"] != "fwd" or r.get("layout") != "a_row_b_row":
                 continue
             if r["family"] in cg.FIT_FAMILIES or cg._dtype(r) != "bf16":
                 continue
-            g = np.asarray(r.get("rows_requested") or r["rows"], dtype=np.int64)
-            t = gm.grouped_gemm(g, r["K"], r["N"], op="fwd", timing="event", gpu="H200").time_s
-            q.setdefault(">=1T" if r["flops"] >= gm.UNEVEN_MIN_FLOPS else "<1T", []).append(float(t) / r["time_s"])
+            q.setdefault(">=1T" if r["flops"] >= gm.UNEVEN_MIN_FLOPS else "<1T", []).append(_price_ratio(r, "H200"))
     out = {}
     for band, v in sorted(q.items()):
         a = np.array(v)
