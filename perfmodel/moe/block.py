@@ -710,7 +710,7 @@ def _tensor_load(kernels: Any, recipe: str, spec: GPUSpec) -> float:
 
 
 def _provenance(p: _Pricer, recipe: str, law: bool = False, compiled: bool = False) -> str:
-    kinds = sorted({n.split(":")[0].split(" (")[0] for n in p.gemm_notes})
+    kinds = sorted({provenance_head(n) for n in p.gemm_notes})
     mx = (
         "estimated (mxfp8 on Blackwell: fp8 grouped-GEMM roofline + mxfp8 cast estimates; scale re-layouts at "
         "their H200-measured times)"

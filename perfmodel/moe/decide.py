@@ -96,13 +96,17 @@ class BlockDecision:
     long_step: bool = False
     speedup_p90: float | None = None
 
+    @property
+    def verdict(self) -> str:
+        """``"convert"`` where ``use``, else ``"keep bf16"``."""
+        return "convert" if self.use else "keep bf16"
+
     def _head(self) -> str:
         b, f = self.bf16, self.fp8
-        verdict = "convert" if self.use else "keep bf16"
         close = " (a close call: measure before deciding)" if self.close_call else ""
         return (
             f"{b.config.name} on {b.gpu}, {b.tokens} tokens: bf16 {b.total_s * 1e3:.3f} ms, {f.recipe} "
-            f"{f.total_s * 1e3:.3f} ms -> {self.speedup:.3f}x: {verdict}{close}"
+            f"{f.total_s * 1e3:.3f} ms -> {self.speedup:.3f}x: {self.verdict}{close}"
         )
 
     def __repr__(self) -> str:
@@ -409,7 +413,7 @@ def filter_fn(
         return d.use and _is_routed_experts(module, fqn)
 
     fn.decision = d  # type: ignore[attr-defined]
-    fn.__doc__ = f"routed experts in {recipe}: {'convert' if d.use else 'keep bf16'} ({d.reason})"
+    fn.__doc__ = f"routed experts in {recipe}: {d.verdict} ({d.reason})"
     return fn
 
 
@@ -447,7 +451,7 @@ def routed_experts_section(
         except PerfModelError as e:
             lines.append(f"  {r}: skipped ({e})")
             continue
-        verdict = ("convert" if d.use else "keep bf16") + (
+        verdict = d.verdict + (
             " (a close call, within the model's error: measure before deciding)" if d.close_call else ""
         )
         lines.append(
@@ -461,7 +465,7 @@ def routed_experts_section(
             c = block_decision(m, tokens=tokens, gpu=gpu, recipe=r, compiled=True, **kw)
             lines.append(
                 f"    under torch.compile (the weight casts fused; an estimate): {c.fp8.total_s * 1e3:.3f} ms -> "
-                f"speedup {c.speedup:.3f}: {'convert' if c.use else 'keep bf16'}"
+                f"speedup {c.speedup:.3f}: {c.verdict}"
             )
         filt = 'lambda mod, fqn: fqn.rsplit(".", 1)[-1] == "experts"' if d.use else "lambda mod, fqn: False"
         lines.append(f"    torchao: quantize_(model, Float8TrainingOpConfig.from_recipe(...), filter_fn={filt})")

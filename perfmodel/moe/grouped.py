@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import is_symbolic
+from .._backend import describe_value, is_symbolic
 from ..counting import check_fp8_alignment
 from ..errors import InvalidShapeError, UnknownOptionError, UnsupportedFormatError
 from ..float8.recipes import get_recipe
@@ -326,11 +326,6 @@ def _roofline_estimate(
 # -------------------------------------------------------------------------------------------------
 # public API
 # -------------------------------------------------------------------------------------------------
-def _duration(seconds: float) -> str:
-    """``seconds`` as ms (at least 1 ms) or us, three significant decimals."""
-    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
-
-
 def provenance_head(provenance: str) -> str:
     """The kind and source an MoE answer's provenance starts with ("measured-fit", "transferred from H200", "roofline
     estimate on B200"): its first clause up to the first ``:`` or ``(``, for one-line reprs (the full text stays in
@@ -389,12 +384,13 @@ class GroupedGemmTime:
         t = np.asarray(self.time_s, dtype=float)
         if t.ndim == 0:
             rows = f"{int(np.asarray(self.rows).sum())} rows"
-            when = f"{_duration(float(t))} ({self.timing} time), {self.bound}-bound, {self.kernel}"
+            when = f"{describe_value(float(t), 's')} ({self.timing} time), {self.bound}-bound, {self.kernel}"
             if int(np.asarray(self.tiles)):  # the roofline estimate tiles nothing
                 when += f", {self.tiles} tiles in {self.waves} waves"
         else:
             rows = f"{t.size} vectors"
-            when = f"{_duration(float(t.min()))} to {_duration(float(t.max()))} ({self.timing} time)"
+            lo, hi = describe_value(float(t.min()), "s"), describe_value(float(t.max()), "s")
+            when = f"{lo} to {hi} ({self.timing} time)"
         return f"{self.dtype} {self.op}, G={self.G}, {rows} on {self.gpu}: {when}"
 
     def __repr__(self) -> str:
