@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +88,9 @@ def memory_price_s(rec: dict[str, Any], kernels: dict[str, float], name: str) ->
     return sum(kernels[k] for k in MEMORY_PIECES[name])
 
 
-def rows_of(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per timed piece of ``rec``: name, measured and priced seconds (priced None where not priced)."""
+def priced(rec: dict[str, Any]) -> tuple[list[dict[str, Any]], Any]:
+    """:func:`rows_of` ``rec`` and the block model's bf16 answer they were priced from (kernel timing, measured eager
+    rates), computed once for every table of :func:`report`."""
     b = predict({**rec, "recipe": "bf16"}, measured_eager=True, timing="kernel")
     kernels = {k.name: k.seconds for k in b.kernels}
     out = []
@@ -97,27 +99,41 @@ def rows_of(rec: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"piece": name, "measured_s": None, "priced_s": None, "error": p.get("error", "?")})
             continue
         if name in (rec.get("gemm_shapes") or {}):
-            priced, how = gemm_price_s(rec, name), "grouped GEMM, event"
+            price, how = gemm_price_s(rec, name), "grouped GEMM, event"
         elif name in MEMORY_PIECES:
-            priced, how = memory_price_s(rec, kernels, name), "block kernels, kernel time"
+            price, how = memory_price_s(rec, kernels, name), "block kernels, kernel time"
         else:
-            priced, how = None, "not priced alone"
-        out.append({"piece": name, "measured_s": p["time_s"], "priced_s": priced, "how": how})
-    return out
+            price, how = None, "not priced alone"
+        out.append({"piece": name, "measured_s": p["time_s"], "priced_s": price, "how": how})
+    return out, b
+
+
+def rows_of(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per timed piece of ``rec``: name, measured and priced seconds (priced None where not priced)."""
+    return priced(rec)[0]
+
+
+#: record id -> :func:`priced` of it
+Priced = Mapping[str, tuple[list[dict[str, Any]], Any]]
+
+
+def _priced_all(recs: list[dict[str, Any]], done: Priced | None) -> Priced:
+    return done if done is not None else {r["id"]: priced(r) for r in recs}
 
 
 def _gemm_sums(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
     g = [r for r in rows if r["piece"].startswith("gemm_")]
-    if len(g) != 6 or any(r["measured_s"] is None for r in g):
+    if len(g) != len(BLOCK_GEMMS) or any(r["measured_s"] is None for r in g):
         return None
     return sum(r["measured_s"] for r in g), sum(r["priced_s"] for r in g)
 
 
-def pieces_table(recs: list[dict[str, Any]]) -> str:
+def pieces_table(recs: list[dict[str, Any]], done: Priced | None = None) -> str:
     """Every piece of every record: measured ms, priced ms, priced / measured."""
+    done = _priced_all(recs, done)
     body = []
     for rec in sorted(recs, key=lambda r: (r["model"], r["tokens"], r["routing"])):
-        for r in rows_of(rec):
+        for r in done[rec["id"]][0]:
             q = r["priced_s"] / r["measured_s"] if r["priced_s"] and r["measured_s"] else None
             body.append([rec["id"], r["piece"], num(None if r["measured_s"] is None else r["measured_s"] * 1e3, 3),
                          num(None if r["priced_s"] is None else r["priced_s"] * 1e3, 3), num(q, 3),
@@ -125,12 +141,13 @@ def pieces_table(recs: list[dict[str, Any]]) -> str:
     return table(("config", "piece", "measured ms", "priced ms", "priced / measured", "priced as"), body)
 
 
-def skew_table(recs: list[dict[str, Any]]) -> str:
+def skew_table(recs: list[dict[str, Any]], done: Priced | None = None) -> str:
     """Per (model, tokens) timed balanced and skewed: the GEMM pieces' sum, skewed over balanced, measured and priced,
     and each routing's priced / measured."""
+    done = _priced_all(recs, done)
     by: dict[tuple[str, int], dict[str, tuple[float, float]]] = {}
     for rec in recs:
-        s = _gemm_sums(rows_of(rec))
+        s = _gemm_sums(done[rec["id"]][0])
         if s is not None:
             by.setdefault((rec["model"], rec["tokens"]), {})[rec["routing"]] = s
     body = []
@@ -145,10 +162,11 @@ def skew_table(recs: list[dict[str, Any]]) -> str:
     return table(head, body)
 
 
-def in_block_table(recs: list[dict[str, Any]], krecs: list[dict[str, Any]]) -> str:
+def in_block_table(recs: list[dict[str, Any]], krecs: list[dict[str, Any]], done: Priced | None = None) -> str:
     """Per pieces record with a bf16 kernel profile of the same id: the grouped GEMMs' profiled seconds per fwd+bwd
     iteration in the block, the pieces' sum alone (:data:`BLOCK_GEMMS`), their ratio, and the block model's kernel
     price of those GEMMs over the profiled time."""
+    done = _priced_all(recs, done)
     prof = {k["id"]: k for k in krecs if k.get("recipe") == "bf16"}
     body = []
     for rec in sorted(recs, key=lambda r: (r["model"], r["tokens"], r["routing"])):
@@ -157,10 +175,9 @@ def in_block_table(recs: list[dict[str, Any]], krecs: list[dict[str, Any]]) -> s
             continue
         inside = sum(x["time_s"] for x in k["fwd_bwd"]["kernels"] if measured_class(x["name"]) == "grouped_gemm")
         alone = sum(p[n]["time_s"] * c for n, c in BLOCK_GEMMS.items())
-        b = predict({**rec, "recipe": "bf16"}, measured_eager=True, timing="kernel")
-        priced = sum(x.seconds for x in b.kernels if x.kind == "gemm")
+        gemms = sum(x.seconds for x in done[rec["id"]][1].kernels if x.kind == "gemm")
         body.append([rec["id"], num(inside * 1e3, 2), num(alone * 1e3, 2), num(inside / alone, 3),
-                     num(priced / inside, 3)])  # fmt: skip
+                     num(gemms / inside, 3)])  # fmt: skip
     head = ("config", "GEMMs in the block ms (profiled)", "GEMMs alone ms (pieces)", "in block / alone",
             "priced (kernel) / in block")  # fmt: skip
     return table(head, body)
@@ -172,11 +189,12 @@ def report(folder: Path) -> str:
         raise PiecesError(f"{folder}/{FILE}: no record with status ok")
     gpus = sorted({r["_gpu"] for r in recs})
     head = f"{len(recs)} pieces records from {folder.name} ({', '.join(gpus)}); bf16, each piece alone, L2 flushed"
-    parts = [head, skew_table(recs)]
+    done = _priced_all(recs, None)  # the block model once per record, for every table
+    parts = [head, skew_table(recs, done)]
     krecs = load_kernels(folder)
     if krecs:
-        parts.append(in_block_table(recs, krecs))
-    return "\n\n".join([*parts, pieces_table(recs)])
+        parts.append(in_block_table(recs, krecs, done))
+    return "\n\n".join([*parts, pieces_table(recs, done)])
 
 
 def main(argv: list[str] | None = None) -> int:
