@@ -458,10 +458,15 @@ def test_the_preset_table_in_the_docs_is_the_script_output():
 def test_uneven_groups_by_hand():
     from perfmodel.moe.grouped import uneven_groups
 
-    assert not uneven_groups([4096] * 8) and not uneven_groups([0, 0, 0]) and not uneven_groups([])
+    assert not uneven_groups([4096] * 8) and not uneven_groups([0, 0, 0])
     assert uneven_groups([4, 4, 4, 5])  # 5 / 4.25 = 1.18
     assert not uneven_groups([100, 100, 100, 104])  # 104 / 101 = 1.03
     assert uneven_groups([1024, 0, 1024, 1024])  # an empty group: 1024 / 768 = 1.33
+    assert uneven_groups(np.array([4, 4, 4, 5], dtype=np.int32)) is True
+    assert uneven_groups(np.array([[4, 4, 4, 4], [4, 4, 4, 5]])).tolist() == [False, True]  # a batch: one per row
+    for bad in ([], [1.5, 2], [1, float("nan")], [-1, 4], ["a", "b"], [[1, 2], [3]], 2**70, True, None):
+        with pytest.raises(InvalidShapeError):
+            uneven_groups(bad)
 
 
 def test_uneven_large_calls_say_how_they_are_priced():

@@ -254,11 +254,22 @@ UNEVEN_GROUPS_ERROR: dict[str, dict[str, dict[str, float]]] = {
 }  # fmt: skip
 
 
-def uneven_groups(group_sizes: Any) -> bool:
+def uneven_groups(group_sizes: Any) -> Any:
     """Whether a group-size vector is uneven: its largest group at least :data:`UNEVEN_MAX_OVER_MEAN` x the mean
-    (empty groups count; an all-empty vector is not uneven)."""
-    g = np.asarray(group_sizes, dtype=float)
-    mean = float(g.mean()) if g.size else 0.0
+    (empty groups count; an all-empty vector is not uneven). A 2-D batch gives one bool per row.
+
+    Raises:
+        InvalidShapeError: ``group_sizes`` is not whole numbers >= 0 in a 1-D vector or a 2-D batch, or has no group
+            (the checks of :func:`grouped_gemm`).
+    """
+    rows, two_d = _group_matrix(group_sizes)
+    out = np.array([_uneven(g) for g in rows])
+    return out if two_d else bool(out[0])
+
+
+def _uneven(g: np.ndarray) -> bool:
+    """:func:`uneven_groups` of one checked int vector."""
+    mean = float(g.mean())
     return bool(mean > 0 and float(g.max()) >= UNEVEN_MAX_OVER_MEAN * mean)
 
 
@@ -475,7 +486,7 @@ def grouped_gemm(
         out["cfg"].append(info["cfg"].name if info["cfg"] else "roofline")
     pick = (lambda v: np.array(v)) if two_d else (lambda v: v[0])
     provenance = _provenance(kind, spec, key)
-    uneven = [uneven_groups(g) and f >= UNEVEN_MIN_FLOPS for g, f in zip(rows, out["flops"], strict=True)]
+    uneven = [_uneven(g) and f >= UNEVEN_MIN_FLOPS for g, f in zip(rows, out["flops"], strict=True)]
     if ref is not None and any(uneven):
         which = "" if not two_d else f" (rows {', '.join(str(i) for i, u in enumerate(uneven) if u)} of the batch)"
         provenance += f"; {_uneven_note(kind, dt, spec)}{which}"
